@@ -1,0 +1,29 @@
+/** A dependency's budget as the whole fleet sees it. Plain JSON: shown by the CLI and exported as metrics. */
+export interface BudgetSnapshot {
+  dependency: string;
+  /** Retries the window allows: `max(minAllowance, floor(ratio × successes))`. */
+  allowance: number;
+  /** Retries granted in the window. */
+  spent: number;
+  /** Retries refused in the window (in shadow mode: refusals it would have made). Never counted as spent. */
+  denied: number;
+  /** Successes recorded in the window (weighted by the sliding window's overlap). */
+  successes: number;
+  windowMs: number;
+  /** True when the store was unreachable and a local fallback answered. */
+  degraded: boolean;
+}
+
+/** The outcome of `trySpend`. */
+export interface SpendResult extends BudgetSnapshot {
+  granted: boolean;
+}
+
+/** Events a RetryBudget emits; metrics and logs subscribe. */
+export interface BudgetEvents {
+  granted: SpendResult;
+  denied: SpendResult & { mode: 'enforce' | 'shadow' };
+  degraded: { dependency?: string; error: unknown; mode: string };
+  recovered: { downForMs: number };
+  flushed: { dependency: string; successes: number };
+}

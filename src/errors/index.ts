@@ -1,0 +1,4 @@
+export { InvalidInputError, isInvalidInputError } from './invalid-input-error.js';
+export { isPermanentError, PermanentError } from './permanent-error.js';
+export { isTransientError, TransientError } from './transient-error.js';
+export { isValidationError, ValidationError, type ValidationIssue } from './validation-error.js';

@@ -1,0 +1,14 @@
+/**
+ * stormguard: retry policies, fleet-wide retry budgets and circuit breakers that keep a fleet of job
+ * workers from turning one dependency's outage into a retry storm. This entry point is the pure core:
+ * it imports no Redis, BullMQ or prom-client. See `stormguard/redis`, `stormguard/bullmq`,
+ * `stormguard/prometheus`, `stormguard/sim` and `stormguard/testing`.
+ */
+
+export type * from './budget/types.js';
+export { type Clock, FakeClock, systemClock } from './common/clock.js';
+export { formatDuration, parseDuration } from './common/duration.js';
+export { type Disposable, EventBus, type Listener } from './common/events.js';
+export { type RandomSource, seededRandom, systemRandom } from './common/random.js';
+export * from './errors/index.js';
+export type * from './policy/types.js';

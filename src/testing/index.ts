@@ -1,0 +1,9 @@
+/**
+ * What you need to test your own jobs against stormguard: a clock that moves only when told, a seeded
+ * random source, and in-memory stores.
+ *
+ * @example
+ * import { FakeClock, seededRandom } from 'stormguard/testing';
+ */
+export { FakeClock } from '../common/clock.js';
+export { seededRandom } from '../common/random.js';
