@@ -11,4 +11,5 @@ export { formatDuration, parseDuration } from './common/duration.js';
 export { type Disposable, EventBus, type Listener } from './common/events.js';
 export { type RandomSource, seededRandom, systemRandom } from './common/random.js';
 export * from './errors/index.js';
+export * from './policy/index.js';
 export type * from './policy/types.js';

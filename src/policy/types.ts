@@ -16,9 +16,17 @@ export interface RetryAfterRule {
 
 /**
  * `idempotent`: safe to run twice. `key-required`: a side effect that may only be retried behind an
- * idempotency key (without one it gets exactly one attempt).
+ * idempotency key (without one it gets exactly one attempt). `non-idempotent`: a side effect with no
+ * guard at all; validation allows it only with `maxAttempts: 1`.
  */
-export type Idempotency = 'idempotent' | 'key-required';
+export type Idempotency = 'idempotent' | 'key-required' | 'non-idempotent';
+
+/**
+ * Families of failures the built-in classifiers recognise as transient. A policy's `retryOn` lists the ones
+ * it retries; a recognised failure outside the list is not retried. `TransientError` is always retried
+ * (it is an explicit marking) and `PermanentError` never is.
+ */
+export type RetryFamily = 'network' | 'http-5xx' | 'http-throttle' | 'database';
 
 /** Where a failure came from and whether it is worth another attempt. */
 export interface Classification {
@@ -27,10 +35,17 @@ export interface Classification {
   reason: string;
   /** A server's minimum wait (from `Retry-After` or a TransientError). */
   retryAfterMs?: number;
+  /** The built-in family that recognised the error, when one did (policies filter on it with `retryOn`). */
+  family?: RetryFamily;
+}
+
+/** What a classifier may need besides the error: the time, for `Retry-After` given as an HTTP-date. */
+export interface ClassifyContext {
+  nowMs: number;
 }
 
 /** Returns a classification, or `undefined` when it has no opinion (the next classifier is asked). */
-export type Classifier = (error: unknown) => Classification | undefined;
+export type Classifier = (error: unknown, context?: ClassifyContext) => Classification | undefined;
 
 /** A complete, validated retry policy. Build one with `definePolicy` (which validates) or take a preset. */
 export interface RetryPolicy {
@@ -52,6 +67,8 @@ export interface RetryPolicy {
   whenBreakerOpen: 'delay' | 'dead-letter';
   /** Extra classifiers asked before the built-in ones. */
   classifiers?: readonly Classifier[];
+  /** Which built-in transient families are retried; undefined means all of them. */
+  retryOn?: readonly RetryFamily[];
 }
 
 /** Why a job left the retry path. Stable strings: they appear in dead-letter records, metrics and the CLI. */

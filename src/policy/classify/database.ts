@@ -1,0 +1,73 @@
+import type { Classification } from '../types.js';
+import { numberField, stringField } from './fields.js';
+
+/**
+ * Postgres SQLSTATEs worth another attempt: serialization failure (40001), deadlock (40P01), lock not
+ * available (55P03), admin shutdown (57P01), crash shutdown (57P02), cannot connect now (57P03, a server
+ * starting up), too many connections (53300), and every connection exception (class 08).
+ */
+export const TRANSIENT_SQLSTATES: ReadonlySet<string> = new Set([
+  '40001',
+  '40P01',
+  '55P03',
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
+]);
+
+/**
+ * SQLSTATE classes that no retry fixes: data exceptions (22), integrity constraint violations (23), and
+ * syntax errors or access rule violations (42).
+ */
+export const PERMANENT_SQLSTATE_CLASSES: ReadonlySet<string> = new Set(['22', '23', '42']);
+
+/**
+ * MySQL/MariaDB errno worth another attempt: deadlock (1213), lock wait timeout (1205), too many
+ * connections (1040), and the client's "server has gone away" (2006) and "lost connection" (2013).
+ */
+export const TRANSIENT_MYSQL_ERRNOS: ReadonlySet<number> = new Set([1213, 1205, 1040, 2006, 2013]);
+
+/** MySQL errno that no retry fixes: duplicate key (1062), foreign key failures (1451, 1452), bad SQL (1064). */
+export const PERMANENT_MYSQL_ERRNOS: ReadonlySet<number> = new Set([1062, 1451, 1452, 1064]);
+
+const SQLSTATE = /^[0-9][0-9A-Z]{4}$/;
+
+/**
+ * Classifies Postgres errors (node-postgres puts the SQLSTATE in `code`; others use `sqlState`). Only
+ * SQLSTATEs starting with a digit are read from `code`, so Node codes like `EPIPE` are never mistaken for
+ * one. Reasons are `pg-<sqlstate>`; a SQLSTATE in neither list gets no opinion.
+ *
+ * @example
+ * classifyPostgres({ code: '40P01', severity: 'ERROR' }); // { retryable: true, reason: 'pg-40P01', family: 'database' }
+ */
+export function classifyPostgres(error: unknown): Classification | undefined {
+  const state = stringField(error, 'code', 'sqlState', 'sqlstate');
+  if (state === undefined || !SQLSTATE.test(state)) return undefined;
+  const reason = `pg-${state}`;
+  if (TRANSIENT_SQLSTATES.has(state) || state.startsWith('08'))
+    return { retryable: true, reason, family: 'database' };
+  if (PERMANENT_SQLSTATE_CLASSES.has(state.slice(0, 2))) return { retryable: false, reason };
+  return undefined;
+}
+
+/**
+ * Classifies MySQL errors by `errno` (mysql2 sets `errno` plus `sqlState`/`sqlMessage`, and a `code` like
+ * `ER_LOCK_DEADLOCK`). An errno is trusted only next to one of those, because Node system errors also
+ * carry an (negative) `errno`. Reasons are `mysql-<errno>`.
+ *
+ * @example
+ * classifyMysql({ errno: 1213, code: 'ER_LOCK_DEADLOCK', sqlState: '40001' });
+ * // { retryable: true, reason: 'mysql-1213', family: 'database' }
+ */
+export function classifyMysql(error: unknown): Classification | undefined {
+  const errno = numberField(error, 'errno');
+  if (errno === undefined || errno < 1_000) return undefined;
+  const code = stringField(error, 'code') ?? '';
+  const looksMysql = stringField(error, 'sqlState', 'sqlMessage') !== undefined || /^(ER|CR)_/.test(code);
+  if (!looksMysql) return undefined;
+  const reason = `mysql-${errno}`;
+  if (TRANSIENT_MYSQL_ERRNOS.has(errno)) return { retryable: true, reason, family: 'database' };
+  if (PERMANENT_MYSQL_ERRNOS.has(errno)) return { retryable: false, reason };
+  return undefined;
+}
