@@ -1,0 +1,88 @@
+import type { BudgetSnapshot } from '../budget/types.js';
+import type { Disposable } from '../common/events.js';
+import type { ObserverContext } from './context.js';
+import { BUDGET_MODES, LabelBounds } from './labels.js';
+import type { ObservableBudget } from './sources.js';
+import { withTimeout } from './timeout.js';
+
+/**
+ * Counts a budget's grants, denials and store outages as they happen in this process, and at each
+ * scrape reads every dependency's fleet-wide state from the store, so every worker (and
+ * `stormguard metrics serve`) reports the same figures: the fleet's, not its own slice.
+ */
+export function observeBudgetState(budget: ObservableBudget, ctx: ObserverContext): Disposable {
+  const { instruments: m, bounds } = ctx;
+  // Dependencies seen so far: when the store cannot be read they are still reported, as degraded.
+  const known = new Set<string>();
+  const remember = (dependency: string | undefined) => {
+    if (dependency) known.add(dependency);
+  };
+
+  const subs = [
+    budget.events.on('granted', (e) => {
+      remember(e.dependency);
+      m.budgetGrants.inc({ dependency: bounds.open('dependency', e.dependency) });
+    }),
+    budget.events.on('denied', (e) => {
+      remember(e.dependency);
+      m.budgetDenials.inc({
+        dependency: bounds.open('dependency', e.dependency),
+        mode: LabelBounds.closed(e.mode, BUDGET_MODES),
+      });
+    }),
+    budget.events.on('degraded', (e) => {
+      remember(e.dependency);
+      m.budgetStoreOutages.inc();
+    }),
+  ];
+
+  const report = (snapshot: BudgetSnapshot) => {
+    const labels = { dependency: bounds.open('dependency', snapshot.dependency) };
+    m.budgetAllowance.set(labels, snapshot.allowance);
+    m.budgetSpent.set(labels, snapshot.spent);
+    m.budgetDenied.set(labels, snapshot.denied);
+    m.budgetSuccesses.set(labels, snapshot.successes);
+    m.budgetWindow.set(labels, snapshot.windowMs / 1000);
+    m.budgetDegraded.set(labels, snapshot.degraded ? 1 : 0);
+  };
+  const unreadable = (dependency: string, error: unknown) => {
+    m.budgetStateErrors.inc();
+    m.budgetDegraded.set({ dependency: bounds.open('dependency', dependency) }, 1);
+    ctx.onError(error);
+  };
+
+  const refresh = async (): Promise<void> => {
+    // One bound for the whole read: listing the dependencies and reading their states share it.
+    const startedAt = performance.now();
+    const remaining = () => Math.max(1, ctx.readTimeoutMs - (performance.now() - startedAt));
+    let dependencies: readonly string[];
+    try {
+      dependencies = await withTimeout(budget.dependencies(), remaining(), 'the budget store');
+    } catch (error) {
+      if (known.size === 0) {
+        m.budgetStateErrors.inc();
+        ctx.onError(error);
+      }
+      for (const dependency of known) unreadable(dependency, error);
+      return;
+    }
+    for (const dependency of dependencies) remember(dependency);
+    await Promise.all(
+      [...known].map(async (dependency) => {
+        try {
+          report(await withTimeout(budget.state(dependency), remaining(), `budget state of ${dependency}`));
+        } catch (error) {
+          unreadable(dependency, error);
+        }
+      }),
+    );
+  };
+  const removeSource = ctx.scrape.add({ refresh });
+
+  return {
+    dispose: () => {
+      for (const sub of subs) sub.dispose();
+      removeSource();
+    },
+  };
+}

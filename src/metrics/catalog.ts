@@ -1,0 +1,197 @@
+/**
+ * Every metric stormguard exports, as data: name (without the prefix), type, help and labels. The
+ * exporter builds its instruments from this list, the README's table is written from it, and the
+ * consistency test checks the rules file and the dashboard against it.
+ */
+
+/** The prefix every metric name starts with unless `createMetrics({ prefix })` says otherwise. */
+export const DEFAULT_PREFIX = 'stormguard_';
+
+/** Buckets for scheduled retry delays, in seconds: 100 ms to one hour. */
+export const RETRY_DELAY_BUCKETS_SECONDS: readonly number[] = [
+  0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600,
+];
+
+/** Buckets for the attempts a completed job needed. */
+export const JOB_ATTEMPT_BUCKETS: readonly number[] = [1, 2, 3, 4, 5, 6, 8, 10, 15, 20];
+
+export type MetricType = 'counter' | 'gauge' | 'histogram';
+
+export interface MetricDefinition {
+  /** Name without the prefix. */
+  readonly name: string;
+  readonly type: MetricType;
+  readonly help: string;
+  readonly labels: readonly string[];
+  /**
+   * `events`: counted from events in this process. `scrape`: set while the registry is read (from the
+   * store, a queue, or the outcome of those reads).
+   */
+  readonly source: 'events' | 'scrape';
+}
+
+const JOB = ['queue', 'task', 'dependency'] as const;
+
+export const METRICS = {
+  attempts: {
+    name: 'attempts_total',
+    type: 'counter',
+    help: 'Attempts started (one execution of a job).',
+    labels: JOB,
+    source: 'events',
+  },
+  successes: {
+    name: 'successes_total',
+    type: 'counter',
+    help: 'Successful downstream calls (or whole jobs without ctx.call), per dependency.',
+    labels: JOB,
+    source: 'events',
+  },
+  retries: {
+    name: 'retries_total',
+    type: 'counter',
+    help: 'Retries scheduled that use up an attempt. Budget denials and deferrals are never counted here.',
+    labels: JOB,
+    source: 'events',
+  },
+  deferrals: {
+    name: 'deferrals_total',
+    type: 'counter',
+    help: 'Jobs rescheduled without using an attempt (open breaker, budget deferral), by cause.',
+    labels: [...JOB, 'cause'],
+    source: 'events',
+  },
+  retryDelay: {
+    name: 'retry_delay_seconds',
+    type: 'histogram',
+    help: 'Delay before each scheduled retry, in seconds.',
+    labels: JOB,
+    source: 'events',
+  },
+  deadLetters: {
+    name: 'dead_letters_total',
+    type: 'counter',
+    help: 'Jobs moved to the dead-letter queue, by reason.',
+    labels: [...JOB, 'reason'],
+    source: 'events',
+  },
+  completed: {
+    name: 'jobs_completed_total',
+    type: 'counter',
+    help: 'Jobs that ended completed.',
+    labels: JOB,
+    source: 'events',
+  },
+  jobAttempts: {
+    name: 'job_attempts',
+    type: 'histogram',
+    help: 'Attempts a completed job needed (1 = no retry): retries that hide a struggling dependency show here.',
+    labels: JOB,
+    source: 'events',
+  },
+  replays: {
+    name: 'replays_total',
+    type: 'counter',
+    help: 'Dead-lettered jobs put back on their queue, by the reason they were dead-lettered.',
+    labels: ['queue', 'task', 'reason'],
+    source: 'events',
+  },
+  budgetGrants: {
+    name: 'budget_grants_total',
+    type: 'counter',
+    help: 'Retries the retry budget granted in this process.',
+    labels: ['dependency'],
+    source: 'events',
+  },
+  budgetDenials: {
+    name: 'budget_denials_total',
+    type: 'counter',
+    help: 'Retries the retry budget refused in this process (mode="shadow": refusals it would have made).',
+    labels: ['dependency', 'mode'],
+    source: 'events',
+  },
+  budgetStoreOutages: {
+    name: 'budget_store_outages_total',
+    type: 'counter',
+    help: 'Times the budget store became unreachable and the budget fell back to its degraded mode.',
+    labels: [],
+    source: 'events',
+  },
+  budgetStateErrors: {
+    name: 'budget_state_errors_total',
+    type: 'counter',
+    help: 'Scrape-time reads of the budget state that failed or timed out.',
+    labels: [],
+    source: 'scrape',
+  },
+  budgetAllowance: {
+    name: 'budget_allowance',
+    type: 'gauge',
+    help: "Retries the dependency's budget allows in the current window, fleet-wide.",
+    labels: ['dependency'],
+    source: 'scrape',
+  },
+  budgetSpent: {
+    name: 'budget_spent',
+    type: 'gauge',
+    help: 'Retries granted in the current window, fleet-wide.',
+    labels: ['dependency'],
+    source: 'scrape',
+  },
+  budgetDenied: {
+    name: 'budget_denied',
+    type: 'gauge',
+    help: 'Retries refused in the current window, fleet-wide (never counted as spent).',
+    labels: ['dependency'],
+    source: 'scrape',
+  },
+  budgetSuccesses: {
+    name: 'budget_successes',
+    type: 'gauge',
+    help: 'Successes recorded in the current window, fleet-wide.',
+    labels: ['dependency'],
+    source: 'scrape',
+  },
+  budgetWindow: {
+    name: 'budget_window_seconds',
+    type: 'gauge',
+    help: "Length of the budget's sliding window, in seconds.",
+    labels: ['dependency'],
+    source: 'scrape',
+  },
+  budgetDegraded: {
+    name: 'budget_degraded',
+    type: 'gauge',
+    help: '1 while the budget store is unreachable (a local fallback answers) or its state cannot be read.',
+    labels: ['dependency'],
+    source: 'scrape',
+  },
+  breakerState: {
+    name: 'breaker_state',
+    type: 'gauge',
+    help: "1 for the breaker's current state (closed, open, half-open), 0 for the others.",
+    labels: ['dependency', 'state'],
+    source: 'scrape',
+  },
+  breakerTransitions: {
+    name: 'breaker_transitions_total',
+    type: 'counter',
+    help: 'Breaker state changes seen by this process.',
+    labels: ['dependency', 'from', 'to'],
+    source: 'events',
+  },
+  deadLetterDepth: {
+    name: 'dead_letter_queue_depth',
+    type: 'gauge',
+    help: 'Jobs waiting in the dead-letter queue of a source queue.',
+    labels: ['queue'],
+    source: 'scrape',
+  },
+} as const satisfies Record<string, MetricDefinition>;
+
+export type MetricKey = keyof typeof METRICS;
+
+/** Full metric names (with `prefix`) in catalogue order. */
+export function metricNames(prefix = DEFAULT_PREFIX): string[] {
+  return Object.values(METRICS).map((m) => `${prefix}${m.name}`);
+}

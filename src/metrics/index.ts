@@ -1,0 +1,38 @@
+/**
+ * stormguard/prometheus: Prometheus metrics for stormguard on prom-client, a `/metrics` handler and a
+ * tiny server. The rules file and the Grafana dashboard ship beside it
+ * (`stormguard/src/metrics/rules/stormguard.rules.yml`, `stormguard/src/metrics/dashboards/stormguard.json`).
+ *
+ * @example
+ * import { createMetrics, serveMetrics } from 'stormguard/prometheus';
+ * const metrics = createMetrics();
+ * metrics.observeWorker(worker);
+ * await serveMetrics({ port: 9464 });
+ */
+export {
+  DEFAULT_PREFIX,
+  JOB_ATTEMPT_BUCKETS,
+  METRICS,
+  type MetricDefinition,
+  type MetricType,
+  metricNames,
+  RETRY_DELAY_BUCKETS_SECONDS,
+} from './catalog.js';
+export { createMetrics, type MetricsOptions, type StormguardMetrics } from './create-metrics.js';
+export {
+  type MetricsHandlerOptions,
+  type MetricsServer,
+  metricsHandler,
+  type ServeMetricsOptions,
+  serveMetrics,
+} from './http.js';
+export { MISSING_LABEL_VALUE, OVERFLOW_LABEL_VALUE } from './labels.js';
+export type {
+  BreakerStateEvents,
+  BreakerStateName,
+  ObservableBreaker,
+  ObservableBudget,
+  ObservableDeadLetterQueue,
+  ObservableWorker,
+  Subscribable,
+} from './sources.js';

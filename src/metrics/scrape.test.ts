@@ -1,0 +1,151 @@
+import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { parseExposition, sampleValue } from '../../tests/metrics/exposition.js';
+import type { BudgetEvents, BudgetSnapshot } from '../budget/types.js';
+import { EventBus } from '../common/events.js';
+import { createMetrics } from './create-metrics.js';
+import type { BreakerStateEvents } from './sources.js';
+
+function snapshot(dependency: string, over: Partial<BudgetSnapshot> = {}): BudgetSnapshot {
+  return {
+    dependency,
+    allowance: 40,
+    spent: 12,
+    denied: 3,
+    successes: 200,
+    windowMs: 60_000,
+    degraded: false,
+    ...over,
+  };
+}
+
+/** A budget whose state is whatever the test puts in `states`; counts the reads. */
+function fakeBudget(states: Map<string, BudgetSnapshot | 'hang' | 'fail'>) {
+  const reads: string[] = [];
+  return {
+    reads,
+    events: new EventBus<BudgetEvents>(),
+    dependencies: async () => [...states.keys()],
+    state: (dependency: string): Promise<BudgetSnapshot> => {
+      reads.push(dependency);
+      const s = states.get(dependency);
+      if (s === 'hang') return new Promise(() => {});
+      if (s === 'fail' || s === undefined) return Promise.reject(new Error('connection refused'));
+      return Promise.resolve(s);
+    },
+  };
+}
+
+function setup() {
+  const registry = new Registry();
+  const errors: unknown[] = [];
+  const metrics = createMetrics({ registry, readTimeoutMs: 50, onError: (e) => errors.push(e) });
+  return { registry, metrics, errors, scrape: async () => parseExposition(await registry.metrics()) };
+}
+
+describe('budget gauges', () => {
+  it("report each dependency's fleet-wide state, read once per scrape", async () => {
+    const { metrics, scrape } = setup();
+    const budget = fakeBudget(new Map([['search', snapshot('search')]]));
+    metrics.observeBudget(budget);
+    const s = await scrape();
+    const dep = { dependency: 'search' };
+    expect(sampleValue(s, 'stormguard_budget_allowance', dep)).toBe(40);
+    expect(sampleValue(s, 'stormguard_budget_spent', dep)).toBe(12);
+    expect(sampleValue(s, 'stormguard_budget_denied', dep)).toBe(3);
+    expect(sampleValue(s, 'stormguard_budget_successes', dep)).toBe(200);
+    expect(sampleValue(s, 'stormguard_budget_window_seconds', dep)).toBe(60);
+    expect(sampleValue(s, 'stormguard_budget_degraded', dep)).toBe(0);
+    expect(budget.reads).toEqual(['search']);
+  });
+
+  it('follow the store between scrapes, including dependencies that appear', async () => {
+    const { metrics, scrape } = setup();
+    const states = new Map([['search', snapshot('search')]]);
+    metrics.observeBudget(fakeBudget(states));
+    await scrape();
+    states.set('search', snapshot('search', { spent: 40, degraded: true }));
+    states.set('mail', snapshot('mail', { allowance: 10 }));
+    const s = await scrape();
+    expect(sampleValue(s, 'stormguard_budget_spent', { dependency: 'search' })).toBe(40);
+    expect(sampleValue(s, 'stormguard_budget_degraded', { dependency: 'search' })).toBe(1);
+    expect(sampleValue(s, 'stormguard_budget_allowance', { dependency: 'mail' })).toBe(10);
+  });
+
+  it('answer within the read timeout when the store hangs, reporting the dependency as degraded', async () => {
+    const { metrics, scrape, errors } = setup();
+    const states = new Map<string, BudgetSnapshot | 'hang' | 'fail'>([['search', snapshot('search')]]);
+    metrics.observeBudget(fakeBudget(states));
+    await scrape();
+    states.set('search', 'hang');
+    const s = await scrape();
+    expect(sampleValue(s, 'stormguard_budget_allowance', { dependency: 'search' })).toBeUndefined();
+    expect(sampleValue(s, 'stormguard_budget_degraded', { dependency: 'search' })).toBe(1);
+    expect(sampleValue(s, 'stormguard_budget_state_errors_total')).toBe(1);
+    expect(String(errors[0])).toMatch(/budget state of search did not answer within \d+ms/);
+  });
+
+  it('keep reporting known dependencies as degraded when the store cannot even list them', async () => {
+    const { metrics, scrape } = setup();
+    const budget = fakeBudget(new Map([['search', snapshot('search')]]));
+    metrics.observeBudget(budget);
+    await scrape();
+    budget.dependencies = () => Promise.reject(new Error('ECONNREFUSED'));
+    const s = await scrape();
+    expect(sampleValue(s, 'stormguard_budget_degraded', { dependency: 'search' })).toBe(1);
+    expect(sampleValue(s, 'stormguard_budget_spent')).toBeUndefined();
+  });
+
+  it('stop being read once the observation is disposed', async () => {
+    const { metrics, scrape } = setup();
+    const budget = fakeBudget(new Map([['search', snapshot('search')]]));
+    metrics.observeBudget(budget).dispose();
+    const s = await scrape();
+    expect(sampleValue(s, 'stormguard_budget_allowance')).toBeUndefined();
+    expect(budget.reads).toEqual([]);
+  });
+});
+
+describe('dead-letter depth', () => {
+  it('is read from the queue at scrape time, and left out when the queue does not answer', async () => {
+    const { metrics, scrape } = setup();
+    let depth: number | 'hang' = 7;
+    metrics.observeDeadLetters(
+      { count: () => (depth === 'hang' ? new Promise(() => {}) : Promise.resolve(depth)) },
+      { queue: 'index' },
+    );
+    expect(sampleValue(await scrape(), 'stormguard_dead_letter_queue_depth', { queue: 'index' })).toBe(7);
+    depth = 9;
+    expect(sampleValue(await scrape(), 'stormguard_dead_letter_queue_depth', { queue: 'index' })).toBe(9);
+    depth = 'hang';
+    expect(
+      sampleValue(await scrape(), 'stormguard_dead_letter_queue_depth', { queue: 'index' }),
+    ).toBeUndefined();
+  });
+});
+
+describe('breaker state', () => {
+  it('shows the current state as 1 and counts transitions', async () => {
+    const { metrics, scrape } = setup();
+    const events = new EventBus<BreakerStateEvents>();
+    metrics.observeBreaker({ events });
+    events.emit('state-change', { dependency: 'search', from: 'closed', to: 'open' });
+    let s = await scrape();
+    expect(sampleValue(s, 'stormguard_breaker_state', { dependency: 'search', state: 'open' })).toBe(1);
+    expect(sampleValue(s, 'stormguard_breaker_state', { dependency: 'search', state: 'closed' })).toBe(0);
+    expect(sampleValue(s, 'stormguard_breaker_state', { dependency: 'search', state: 'half-open' })).toBe(0);
+    events.emit('state-change', { dependency: 'search', from: 'open', to: 'half-open' });
+    events.emit('state-change', { dependency: 'search', from: 'half-open', to: 'closed' });
+    s = await scrape();
+    expect(sampleValue(s, 'stormguard_breaker_state', { dependency: 'search', state: 'closed' })).toBe(1);
+    expect(sampleValue(s, 'stormguard_breaker_state', { dependency: 'search', state: 'open' })).toBe(0);
+    expect(sampleValue(s, 'stormguard_breaker_transitions_total', { dependency: 'search' })).toBe(3);
+    expect(
+      sampleValue(s, 'stormguard_breaker_transitions_total', {
+        dependency: 'search',
+        from: 'closed',
+        to: 'open',
+      }),
+    ).toBe(1);
+  });
+});

@@ -1,0 +1,40 @@
+import type { BudgetEvents, BudgetSnapshot } from '../budget/types.js';
+import type { Disposable, Listener } from '../common/events.js';
+import type { WorkerEvents } from '../jobs/types.js';
+
+/** Anything with typed, disposable subscriptions: an `EventBus` or an object exposing one. */
+export interface Subscribable<Events extends object> {
+  on<K extends keyof Events>(event: K, listener: Listener<Events[K]>): Disposable;
+}
+
+/** What `observeWorker` needs: a stormguard worker (from `createWorker`) or anything carrying its events. */
+export interface ObservableWorker {
+  readonly events: Subscribable<WorkerEvents>;
+}
+
+/** What `observeBudget` needs: a `RetryBudget`'s events and its fleet-wide state. */
+export interface ObservableBudget {
+  readonly events: Subscribable<BudgetEvents>;
+  /** The fleet's view of one dependency's budget (read from the store). */
+  state(dependency: string): BudgetSnapshot | Promise<BudgetSnapshot>;
+  /** Dependencies the budget knows of. */
+  dependencies(): readonly string[] | Promise<readonly string[]>;
+}
+
+/** A circuit breaker's states. */
+export type BreakerStateName = 'closed' | 'open' | 'half-open';
+
+/** Events a circuit breaker emits that the metrics read. */
+export interface BreakerStateEvents {
+  'state-change': { dependency: string; from: BreakerStateName; to: BreakerStateName };
+}
+
+/** What `observeBreaker` needs: a circuit breaker's state-change events. */
+export interface ObservableBreaker {
+  readonly events: Subscribable<BreakerStateEvents>;
+}
+
+/** What `observeDeadLetters` needs: a dead-letter queue that can count its jobs. */
+export interface ObservableDeadLetterQueue {
+  count(): Promise<number>;
+}

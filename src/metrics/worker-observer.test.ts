@@ -1,0 +1,184 @@
+import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { parseExposition, samples, sampleValue } from '../../tests/metrics/exposition.js';
+import type { BudgetEvents, SpendResult } from '../budget/types.js';
+import { EventBus } from '../common/events.js';
+import type { WorkerEvents } from '../jobs/types.js';
+import { createMetrics } from './create-metrics.js';
+
+const job = { queue: 'index', task: 'index-document', dependency: 'search' };
+const spend: SpendResult = {
+  dependency: 'search',
+  allowance: 10,
+  spent: 10,
+  denied: 1,
+  successes: 0,
+  windowMs: 60_000,
+  degraded: false,
+  granted: false,
+};
+
+function setup(options: { maxLabelValues?: number } = {}) {
+  const registry = new Registry();
+  const errors: unknown[] = [];
+  const metrics = createMetrics({ registry, onError: (e) => errors.push(e), ...options });
+  const worker = new EventBus<WorkerEvents>();
+  const budget = new EventBus<BudgetEvents>();
+  const sub = metrics.observeWorker({ events: worker });
+  metrics.observeBudget({ events: budget, state: () => spend, dependencies: () => [] });
+  const scrape = async () => parseExposition(await registry.metrics());
+  return { registry, metrics, worker, budget, sub, scrape, errors };
+}
+
+describe('worker events', () => {
+  it('counts attempts, successes and completions with queue, task and dependency labels', async () => {
+    const { worker, scrape } = setup();
+    worker.emit('attempt', { ...job, attempt: 1 });
+    worker.emit('attempt', { ...job, attempt: 2 });
+    worker.emit('success', job);
+    worker.emit('completed', { ...job, attempts: 2 });
+    const s = await scrape();
+    expect(sampleValue(s, 'stormguard_attempts_total', job)).toBe(2);
+    expect(sampleValue(s, 'stormguard_successes_total', job)).toBe(1);
+    expect(sampleValue(s, 'stormguard_jobs_completed_total', job)).toBe(1);
+    expect(sampleValue(s, 'stormguard_job_attempts_count', job)).toBe(1);
+    expect(sampleValue(s, 'stormguard_job_attempts_sum', job)).toBe(2);
+    expect(sampleValue(s, 'stormguard_job_attempts_bucket', { ...job, le: '1' })).toBe(0);
+    expect(sampleValue(s, 'stormguard_job_attempts_bucket', { ...job, le: '2' })).toBe(1);
+  });
+
+  it('counts a charged retry once and records its delay in seconds', async () => {
+    const { worker, scrape } = setup();
+    const retry = { ...job, retry: 1, cause: 'backoff', chargesAttempt: true, errorClass: 'TransientError' };
+    worker.emit('retry', { ...retry, delayMs: 2_000 });
+    worker.emit('retry', { ...retry, delayMs: 400, cause: 'retry-after' });
+    const s = await scrape();
+    expect(sampleValue(s, 'stormguard_retries_total', job)).toBe(2);
+    expect(sampleValue(s, 'stormguard_retry_delay_seconds_count', job)).toBe(2);
+    expect(sampleValue(s, 'stormguard_retry_delay_seconds_sum', job)).toBeCloseTo(2.4, 9);
+    expect(sampleValue(s, 'stormguard_retry_delay_seconds_bucket', { ...job, le: '0.5' })).toBe(1);
+    expect(sampleValue(s, 'stormguard_retry_delay_seconds_bucket', { ...job, le: '2.5' })).toBe(2);
+    expect(sampleValue(s, 'stormguard_deferrals_total')).toBeUndefined();
+  });
+
+  it('counts breaker and budget deferrals apart from retries', async () => {
+    const { worker, scrape } = setup();
+    const base = { ...job, retry: 1, delayMs: 30_000, chargesAttempt: false, errorClass: 'Error' };
+    worker.emit('retry', { ...base, cause: 'breaker-open' });
+    worker.emit('retry', { ...base, cause: 'budget-deferred' });
+    worker.emit('retry', { ...base, cause: 'budget-deferred' });
+    const s = await scrape();
+    expect(sampleValue(s, 'stormguard_retries_total')).toBeUndefined();
+    expect(sampleValue(s, 'stormguard_retry_delay_seconds_count')).toBeUndefined();
+    expect(sampleValue(s, 'stormguard_deferrals_total', { ...job, cause: 'breaker-open' })).toBe(1);
+    expect(sampleValue(s, 'stormguard_deferrals_total', { ...job, cause: 'budget-deferred' })).toBe(2);
+  });
+
+  it('counts dead letters and replays by reason', async () => {
+    const { worker, scrape } = setup();
+    worker.emit('dead-letter', { ...job, reason: 'budget-exhausted' });
+    worker.emit('dead-letter', { ...job, reason: 'budget-exhausted' });
+    worker.emit('dead-letter', { ...job, reason: 'max-attempts' });
+    worker.emit('replayed', { queue: 'index', task: 'index-document', reason: 'budget-exhausted' });
+    const s = await scrape();
+    expect(sampleValue(s, 'stormguard_dead_letters_total', { ...job, reason: 'budget-exhausted' })).toBe(2);
+    expect(sampleValue(s, 'stormguard_dead_letters_total', { ...job, reason: 'max-attempts' })).toBe(1);
+    expect(
+      sampleValue(s, 'stormguard_replays_total', {
+        queue: 'index',
+        task: 'index-document',
+        reason: 'budget-exhausted',
+      }),
+    ).toBe(1);
+  });
+
+  it('stops counting once the observation is disposed', async () => {
+    const { worker, sub, scrape } = setup();
+    worker.emit('success', job);
+    sub.dispose();
+    worker.emit('success', job);
+    expect(sampleValue(await scrape(), 'stormguard_successes_total', job)).toBe(1);
+  });
+});
+
+describe('budget events', () => {
+  it('counts denials separately: a denial never moves the retry or grant counters', async () => {
+    const { budget, worker, scrape } = setup();
+    budget.emit('denied', { ...spend, mode: 'enforce' });
+    budget.emit('denied', { ...spend, mode: 'enforce' });
+    budget.emit('denied', { ...spend, mode: 'shadow' });
+    // What a worker emits after a denial: a dead letter, never a retry.
+    worker.emit('dead-letter', { ...job, reason: 'budget-exhausted' });
+    const s = await scrape();
+    expect(sampleValue(s, 'stormguard_budget_denials_total', { dependency: 'search', mode: 'enforce' })).toBe(
+      2,
+    );
+    expect(sampleValue(s, 'stormguard_budget_denials_total', { dependency: 'search', mode: 'shadow' })).toBe(
+      1,
+    );
+    expect(sampleValue(s, 'stormguard_retries_total')).toBeUndefined();
+    expect(sampleValue(s, 'stormguard_budget_grants_total')).toBeUndefined();
+  });
+
+  it('counts grants and store outages', async () => {
+    const { budget, scrape } = setup();
+    budget.emit('granted', { ...spend, granted: true });
+    budget.emit('degraded', { dependency: 'search', error: new Error('ECONNREFUSED'), mode: 'local' });
+    budget.emit('recovered', { downForMs: 1_000 });
+    const s = await scrape();
+    expect(sampleValue(s, 'stormguard_budget_grants_total', { dependency: 'search' })).toBe(1);
+    expect(sampleValue(s, 'stormguard_budget_store_outages_total')).toBe(1);
+  });
+});
+
+describe('label values', () => {
+  it('stay bounded: past the limit new values read "other", and unknown reasons read "other"', async () => {
+    const { worker, scrape, errors } = setup({ maxLabelValues: 3 });
+    for (let i = 0; i < 50; i++) worker.emit('success', { ...job, task: `job-${i}` });
+    worker.emit('dead-letter', { ...job, reason: 'boom: connection reset by peer' as 'permanent' });
+    worker.emit('retry', {
+      ...job,
+      retry: 1,
+      delayMs: 1,
+      chargesAttempt: false,
+      cause: 'something new',
+      errorClass: 'Error',
+    });
+    const s = await scrape();
+    const tasks = samples(s, 'stormguard_successes_total').map((x) => x.labels.task);
+    expect(tasks).toEqual(['job-0', 'job-1', 'job-2', 'other']);
+    expect(sampleValue(s, 'stormguard_successes_total', { task: 'other' })).toBe(47);
+    expect(samples(s, 'stormguard_dead_letters_total').map((x) => x.labels.reason)).toEqual(['other']);
+    expect(samples(s, 'stormguard_deferrals_total').map((x) => x.labels.cause)).toEqual(['other']);
+    expect(errors).toHaveLength(1);
+    expect(String(errors[0])).toContain('label "task" reached 3 distinct values');
+  });
+
+  it('never carry an empty value', async () => {
+    const { worker, scrape } = setup();
+    worker.emit('success', { queue: 'index', task: '', dependency: undefined as unknown as string });
+    const [sample] = samples(await scrape(), 'stormguard_successes_total');
+    expect(sample?.labels).toEqual({ queue: 'index', task: 'unknown', dependency: 'unknown' });
+  });
+});
+
+describe('createMetrics', () => {
+  it('refuses to register twice on one registry, naming the fix', () => {
+    const registry = new Registry();
+    createMetrics({ registry });
+    expect(() => createMetrics({ registry })).toThrow(/already registered in this registry/);
+    expect(() => createMetrics({ registry, prefix: 'other_' })).not.toThrow();
+  });
+
+  it('rejects an invalid prefix and label limit', () => {
+    expect(() => createMetrics({ registry: new Registry(), prefix: '9x' })).toThrow(/prefix "9x"/);
+    expect(() => createMetrics({ registry: new Registry(), maxLabelValues: 0 })).toThrow(/maxLabelValues/);
+  });
+
+  it('removes its metrics from the registry when disposed', async () => {
+    const { metrics, registry } = setup();
+    metrics.dispose();
+    expect(await registry.metrics()).toBe('\n');
+    expect(() => createMetrics({ registry })).not.toThrow();
+  });
+});
