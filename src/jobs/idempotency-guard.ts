@@ -1,0 +1,160 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { z } from 'zod';
+import { parseWith } from '../common/validation.js';
+import { InvalidInputError } from '../errors/invalid-input-error.js';
+import { TransientError } from '../errors/transient-error.js';
+import { type IdempotencyStore, RedisIdempotencyStore } from '../redis/idempotency-store.js';
+import type { RedisClient } from '../redis/scripts.js';
+
+/** Options of {@link idempotencyGuard}. Give either `redis` or `store`. */
+export interface IdempotencyGuardOptions {
+  /** An ioredis client; the guard keeps its keys under `<prefix>:idempotency:`. */
+  redis?: RedisClient;
+  /** Or any {@link IdempotencyStore} (a memory one in tests). */
+  store?: IdempotencyStore;
+  /** Key prefix with `redis`. Default: `stormguard`. */
+  prefix?: string;
+  /**
+   * How long a finished outcome is kept, ms. Must be at least the policy's `maxAge`: a key that expires
+   * before the last retry makes that retry run the side effect again. Default: 86 400 000 (24 h).
+   */
+  ttlMs?: number;
+  /**
+   * How long a claim on a running key lasts without renewal, ms: a worker that crashed mid-work blocks
+   * its key at most this long. The guard renews the claim every third of it while the work runs.
+   * Default: 30 000.
+   */
+  inFlightTtlMs?: number;
+  /**
+   * How long a caller waits for another caller's running work before giving up with a TransientError
+   * (so its job is retried later). Default: twice `inFlightTtlMs`, long enough for a crashed caller's
+   * claim to expire and be taken over.
+   */
+  waitTimeoutMs?: number;
+  /** First poll interval while waiting, ms; doubles up to 1 000. Default: 25. */
+  pollMs?: number;
+}
+
+/** What {@link IdempotencyGuard.run} returns: the outcome and whether this call ran the work. */
+export interface OnceResult<T> {
+  value: T;
+  /** True when this call ran `fn`; false when it returned the outcome a previous call stored. */
+  ran: boolean;
+}
+
+const OptionsSchema = z.object({
+  ttlMs: z.number().int().positive(),
+  inFlightTtlMs: z.number().int().positive(),
+  waitTimeoutMs: z.number().int().nonnegative(),
+  pollMs: z.number().int().positive(),
+});
+
+const MAX_POLL_MS = 1_000;
+
+/**
+ * Runs a side effect at most once per key across a fleet. Concurrent callers with one key run `fn` once
+ * and all get its outcome; a retry or a replay of finished work gets the stored outcome without running
+ * `fn`. The outcome is stored as JSON (so a `Date` comes back as a string, `undefined` as `undefined`);
+ * a value JSON cannot hold is returned to the caller that ran `fn` and stored as `undefined`.
+ * A failure is never stored: the key is freed so a retry may run `fn` again.
+ *
+ * @example
+ * const guard = idempotencyGuard({ redis, ttlMs: 7 * 86_400_000 });
+ * const receipt = await guard.once(`charge:${order.id}`, () => payments.charge(order));
+ */
+export class IdempotencyGuard {
+  readonly #store: IdempotencyStore;
+  readonly #options: z.output<typeof OptionsSchema>;
+
+  constructor(options: IdempotencyGuardOptions) {
+    const store =
+      options.store ??
+      (options.redis ? new RedisIdempotencyStore(options.redis, { prefix: options.prefix }) : undefined);
+    if (!store) throw new InvalidInputError('idempotency guard: give `redis` (an ioredis client) or `store`');
+    this.#store = store;
+    const inFlightTtlMs = options.inFlightTtlMs ?? 30_000;
+    this.#options = parseWith(
+      OptionsSchema,
+      {
+        ttlMs: options.ttlMs ?? 86_400_000,
+        inFlightTtlMs,
+        waitTimeoutMs: options.waitTimeoutMs ?? 2 * inFlightTtlMs,
+        pollMs: options.pollMs ?? 25,
+      },
+      'idempotency guard',
+    );
+  }
+
+  /** Runs `fn` once for `key` and returns its outcome (see the class documentation). */
+  async once<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
+    return (await this.run(key, fn)).value;
+  }
+
+  /** Like {@link once}, and says whether this call ran `fn` or returned a stored outcome. */
+  async run<T>(key: string, fn: () => T | Promise<T>): Promise<OnceResult<T>> {
+    if (typeof key !== 'string' || key === '')
+      throw new InvalidInputError('idempotency guard: the key must be a non-empty string');
+    const { ttlMs, inFlightTtlMs, waitTimeoutMs } = this.#options;
+    const token = randomUUID();
+    const started = Date.now();
+    let pollMs = this.#options.pollMs;
+    for (;;) {
+      const claim = await this.#store.begin(key, token, inFlightTtlMs);
+      if (claim.state === 'done') return { value: decode<T>(claim.value), ran: false };
+      if (claim.state === 'run') return { value: await this.#runClaimed(key, token, fn, ttlMs), ran: true };
+      const waited = Date.now() - started;
+      if (waited >= waitTimeoutMs)
+        throw new TransientError(
+          `idempotency key "${key}" is still being processed by another worker after ${waited}ms; retry later`,
+        );
+      await sleep(Math.max(1, Math.min(pollMs, claim.expiresInMs + 1, waitTimeoutMs - waited)));
+      pollMs = Math.min(pollMs * 2, MAX_POLL_MS);
+    }
+  }
+
+  async #runClaimed<T>(key: string, token: string, fn: () => T | Promise<T>, ttlMs: number): Promise<T> {
+    const { inFlightTtlMs } = this.#options;
+    // Renew the claim while the work runs, so work longer than the claim is not started twice.
+    const renewal = setInterval(
+      () => void this.#store.renew(key, token, inFlightTtlMs).catch(() => {}),
+      Math.max(1, Math.floor(inFlightTtlMs / 3)),
+    );
+    renewal.unref();
+    let value: T;
+    try {
+      value = await fn();
+    } catch (error) {
+      clearInterval(renewal);
+      await this.#store.release(key, token).catch(() => {});
+      throw error;
+    }
+    clearInterval(renewal);
+    await this.#store.finish(key, token, encode(value), ttlMs);
+    return value;
+  }
+}
+
+/**
+ * Builds an {@link IdempotencyGuard}. Defaults: prefix `stormguard`, ttlMs 24 h, inFlightTtlMs 30 s,
+ * waitTimeoutMs 2 × inFlightTtlMs, pollMs 25.
+ *
+ * @example
+ * const guard = idempotencyGuard({ redis: new Redis(url), ttlMs: 86_400_000, inFlightTtlMs: 30_000 });
+ * await guard.once('welcome-mail:42', () => mailer.send(user));
+ */
+export function idempotencyGuard(options: IdempotencyGuardOptions): IdempotencyGuard {
+  return new IdempotencyGuard(options);
+}
+
+function encode(value: unknown): string {
+  try {
+    return JSON.stringify({ value }) ?? '{}';
+  } catch {
+    return '{}';
+  }
+}
+
+function decode<T>(stored: string): T {
+  return (JSON.parse(stored) as { value?: T }).value as T;
+}

@@ -1,0 +1,109 @@
+import { type ConnectionOptions, Job, type JobsOptions, Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { defineScript, type ScriptSpec } from '../redis/scripts.js';
+import { deadLetterJobId, replayJobOptions } from './dead-letter-ids.js';
+import type { DeadLetterRecord } from './types.js';
+
+/** What moving one record did. */
+export type MoveResult =
+  | { status: 'moved'; record: DeadLetterRecord; replayJobId: string }
+  | { status: 'gone' };
+
+const TAKE: ScriptSpec = { command: 'stormguardReplayTakeV1', file: 'replay-take-5.lua', numberOfKeys: 5 };
+/** Attempts when another client changes the record between our read and our write. */
+const MAX_CONFLICTS = 5;
+
+/**
+ * Moves dead-letter records back to their source queue, one atomic step each: the BullMQ add of the
+ * replay job (deterministic id `<jobId>-r<n>`) and the removal of the record run in one MULTI, watched on
+ * the record, with the removal guarded by the replay job's existence. So a crash at any point leaves
+ * either the record or the replay job, never both and never neither, and two replays running at once
+ * move each record once.
+ *
+ * It owns a dedicated connection (WATCH is per connection). On Redis Cluster, give both queues a
+ * hash-tagged prefix such as `{bull}` (as BullMQ itself asks), so their keys share a slot.
+ */
+export class ReplayMover {
+  readonly #redis: Redis;
+  readonly #source: Queue;
+
+  private constructor(
+    redis: Redis,
+    source: Queue,
+    private readonly dlq: Queue,
+  ) {
+    this.#redis = redis;
+    this.#source = source;
+  }
+
+  /** Opens a mover from the dead-letter queue to `sourceQueue` on its own connection. */
+  static async open(sourceQueue: string, dlq: Queue, connection: ConnectionOptions): Promise<ReplayMover> {
+    const redis = dedicatedConnection(connection);
+    defineScript(redis, TAKE);
+    const source = new Queue(sourceQueue, { connection: redis, prefix: dlq.opts.prefix });
+    try {
+      await source.waitUntilReady();
+    } catch (error) {
+      await source.close().catch(() => {});
+      redis.disconnect();
+      throw error;
+    }
+    return new ReplayMover(redis, source, dlq);
+  }
+
+  /** Replays the record filed under the original `jobId`; `gone` when it is no longer there. */
+  async move(jobId: string): Promise<MoveResult> {
+    const dlId = deadLetterJobId(jobId);
+    const dlKey = this.dlq.toKey(dlId);
+    for (let attempt = 0; attempt < MAX_CONFLICTS; attempt++) {
+      await this.#redis.watch(dlKey);
+      const raw = await this.#redis.hget(dlKey, 'data');
+      if (raw === null) {
+        await this.#redis.unwatch();
+        return { status: 'gone' };
+      }
+      const record = JSON.parse(raw) as DeadLetterRecord;
+      const opts = replayJobOptions(record);
+      const replayJobId = opts.jobId as string;
+      const tx = (await this.#source.client).multi();
+      try {
+        const job = new Job(this.#source, record.name, record.data, opts as JobsOptions, replayJobId);
+        // Queues the add on the transaction synchronously; the promise only echoes the queued command.
+        job.addJob(tx, { parentDependenciesKey: '' }).catch(() => {});
+      } catch (error) {
+        // Nothing was sent: an ioredis MULTI goes out on exec only.
+        await this.#redis.unwatch();
+        throw error;
+      }
+      const keys = this.dlq.keys;
+      tx.runCommand(TAKE.command, [
+        dlKey,
+        keys.wait,
+        keys.paused,
+        `${dlKey}:logs`,
+        this.#source.toKey(replayJobId),
+        dlId,
+      ]);
+      const results = await tx.exec();
+      if (results === null) continue; // the record changed under us: read it again
+      for (const [error] of results) if (error) throw error;
+      const taken = results.at(-1)?.[1];
+      if (taken === -1) throw new Error(`replay of job ${jobId}: the replay job was not added; record kept`);
+      if (taken === 0) return { status: 'gone' };
+      return { status: 'moved', record, replayJobId };
+    }
+    throw new Error(`replay of job ${jobId}: the record kept changing while it was being moved; run again`);
+  }
+
+  async close(): Promise<void> {
+    await this.#source.close().catch(() => {});
+    this.#redis.disconnect();
+  }
+}
+
+/** A new ioredis connection with the same settings as `connection`, for this mover alone. */
+function dedicatedConnection(connection: ConnectionOptions): Redis {
+  const maybeClient = connection as { duplicate?: () => unknown };
+  if (typeof maybeClient.duplicate === 'function') return maybeClient.duplicate() as Redis;
+  return new Redis({ ...(connection as object), lazyConnect: false });
+}

@@ -1,0 +1,88 @@
+import { defineScript, type RedisClient, type ScriptSpec } from './scripts.js';
+
+/** What `begin` found: the caller runs the work, the work is done, or someone else is running it. */
+export type IdempotencyClaim =
+  | { state: 'run' }
+  | { state: 'done'; value: string }
+  | { state: 'wait'; expiresInMs: number };
+
+/**
+ * Where the idempotency guard keeps one key's state: a claim while work runs, then the outcome. Every
+ * method is one atomic step. `token` identifies one caller, so a caller whose claim expired can never
+ * overwrite or release another caller's.
+ */
+export interface IdempotencyStore {
+  /** Claims `key` for `token` for `inFlightTtlMs`, or reports the stored outcome or the running claim. */
+  begin(key: string, token: string, inFlightTtlMs: number): Promise<IdempotencyClaim>;
+  /** Stores the outcome (JSON) for `ttlMs`; false when it was not stored (done already, or taken over). */
+  finish(key: string, token: string, value: string, ttlMs: number): Promise<boolean>;
+  /** Drops `token`'s claim after a failure so a retry may run; false when it no longer held it. */
+  release(key: string, token: string): Promise<boolean>;
+  /** Extends `token`'s claim; false when it was lost. */
+  renew(key: string, token: string, inFlightTtlMs: number): Promise<boolean>;
+}
+
+/** Options of {@link RedisIdempotencyStore}. */
+export interface RedisIdempotencyStoreOptions {
+  /** Key prefix: keys are `<prefix>:idempotency:<key>`. Default: `stormguard`. */
+  prefix?: string;
+}
+
+const SCRIPTS = {
+  begin: { command: 'stormguardIdempotencyBeginV1', file: 'idempotency-begin-1.lua', numberOfKeys: 1 },
+  finish: { command: 'stormguardIdempotencyFinishV1', file: 'idempotency-finish-1.lua', numberOfKeys: 1 },
+  release: { command: 'stormguardIdempotencyReleaseV1', file: 'idempotency-release-1.lua', numberOfKeys: 1 },
+  renew: { command: 'stormguardIdempotencyRenewV1', file: 'idempotency-renew-1.lua', numberOfKeys: 1 },
+} as const satisfies Record<string, ScriptSpec>;
+
+type Script = ReturnType<typeof defineScript>;
+
+/**
+ * The idempotency store in Redis: one hash per key, one Lua script (one round trip) per step, keys that
+ * expire on their own (a claim after `inFlightTtlMs`, an outcome after `ttlMs`). A key touches one hash
+ * slot, so Redis Cluster works.
+ *
+ * @example
+ * const store = new RedisIdempotencyStore(new Redis(url), { prefix: 'stormguard' });
+ * const guard = idempotencyGuard({ store, ttlMs: 86_400_000 });
+ */
+export class RedisIdempotencyStore implements IdempotencyStore {
+  readonly #prefix: string;
+  readonly #begin: Script;
+  readonly #finish: Script;
+  readonly #release: Script;
+  readonly #renew: Script;
+
+  constructor(redis: RedisClient, options: RedisIdempotencyStoreOptions = {}) {
+    this.#prefix = options.prefix ?? 'stormguard';
+    this.#begin = defineScript(redis, SCRIPTS.begin);
+    this.#finish = defineScript(redis, SCRIPTS.finish);
+    this.#release = defineScript(redis, SCRIPTS.release);
+    this.#renew = defineScript(redis, SCRIPTS.renew);
+  }
+
+  /** The Redis key that holds `key`'s state. */
+  keyOf(key: string): string {
+    return `${this.#prefix}:idempotency:${key}`;
+  }
+
+  async begin(key: string, token: string, inFlightTtlMs: number): Promise<IdempotencyClaim> {
+    const reply = await this.#begin([this.keyOf(key)], [token, inFlightTtlMs]);
+    const [state, detail] = reply as [string, string | number];
+    if (state === 'done') return { state, value: String(detail) };
+    if (state === 'wait') return { state, expiresInMs: Math.max(0, Number(detail)) };
+    return { state: 'run' };
+  }
+
+  async finish(key: string, token: string, value: string, ttlMs: number): Promise<boolean> {
+    return (await this.#finish([this.keyOf(key)], [token, value, ttlMs])) === 1;
+  }
+
+  async release(key: string, token: string): Promise<boolean> {
+    return (await this.#release([this.keyOf(key)], [token])) === 1;
+  }
+
+  async renew(key: string, token: string, inFlightTtlMs: number): Promise<boolean> {
+    return (await this.#renew([this.keyOf(key)], [token, inFlightTtlMs])) === 1;
+  }
+}
