@@ -1,0 +1,234 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { FakeClock } from '../common/clock.js';
+import { resolveBreakerOptions } from './options.js';
+import type { BreakerStore } from './types.js';
+
+/** Stores that share one breaker state (one per connection for Redis), all on the given fake clock. */
+export interface BreakerStoreHarness {
+  stores: BreakerStore[];
+  close(): Promise<void>;
+}
+
+/** Builds a fresh, empty harness of `connections` stores on `clock`. */
+export type OpenBreakerStores = (clock: FakeClock, connections: number) => Promise<BreakerStoreHarness>;
+
+const T0 = 1_700_000_000_000; // a realistic epoch, aligned to the 1 s buckets below
+const options = resolveBreakerOptions({
+  failureRateThreshold: 0.5,
+  windowMs: 10_000,
+  minimumVolume: 10,
+  consecutiveFailures: 5,
+  coolDownMs: 5_000,
+  halfOpenProbes: 2,
+  successesToClose: 2,
+});
+const DEP = 'search';
+
+/**
+ * The breaker store contract, written once and run against every implementation (memory and Redis), as
+ * hono runs one router suite against every router.
+ *
+ * @example
+ * breakerStoreCases('MemoryBreakerStore', async (clock, n) => {
+ *   const store = new MemoryBreakerStore({ clock });
+ *   return { stores: Array(n).fill(store), close: async () => {} };
+ * });
+ */
+export function breakerStoreCases(name: string, open: OpenBreakerStores): void {
+  describe(`${name} (breaker store contract)`, () => {
+    let harness: BreakerStoreHarness | undefined;
+    let clock: FakeClock;
+
+    async function setup(connections = 1): Promise<BreakerStore[]> {
+      clock = new FakeClock(T0);
+      harness = await open(clock, connections);
+      return harness.stores;
+    }
+    afterEach(async () => {
+      await harness?.close();
+      harness = undefined;
+    });
+
+    async function feed(store: BreakerStore, outcomes: string) {
+      let last: Awaited<ReturnType<BreakerStore['record']>> | undefined;
+      for (const c of outcomes) last = await store.record(DEP, c === 'f' ? 'failure' : 'success', options);
+      return last;
+    }
+    async function tripOpen(store: BreakerStore) {
+      const result = await feed(store, 'fffff');
+      expect(result?.snapshot.state).toBe('open');
+    }
+
+    it('starts closed and admits calls', async () => {
+      const [store] = await setup();
+      const admission = await store!.acquire(DEP, options);
+      expect(admission).toMatchObject({ allowed: true, probe: false, transitions: [] });
+      expect(admission.snapshot).toMatchObject({
+        dependency: DEP,
+        state: 'closed',
+        volume: 0,
+        degraded: false,
+      });
+    });
+
+    it('opens after N consecutive failures; a success resets the streak', async () => {
+      const [store] = await setup();
+      expect((await feed(store!, 'ffffsffff'))?.snapshot).toMatchObject({
+        state: 'closed',
+        consecutiveFailures: 4,
+      });
+      const opened = await feed(store!, 'f');
+      expect(opened?.transitions).toEqual([
+        { from: 'closed', to: 'open', reason: 'consecutive-failures', atMs: T0 },
+      ]);
+      expect(opened?.snapshot).toMatchObject({ state: 'open', openedAtMs: T0, halfOpenAtMs: T0 + 5_000 });
+      const refused = await store!.acquire(DEP, options);
+      expect(refused).toMatchObject({ allowed: false, probe: false });
+      expect(refused.snapshot.halfOpenAtMs).toBe(T0 + 5_000);
+    });
+
+    it('opens on the failure rate only once the window holds the minimum volume', async () => {
+      const [store] = await setup();
+      // 9 calls, 8 failures (89 %), never 5 in a row: below the minimum volume of 10, so still closed.
+      expect((await feed(store!, 'ffffsffff'))?.snapshot).toMatchObject({ state: 'closed', volume: 9 });
+      // A success brings the volume to 10; the next failure is judged on the rate: 9 / 11 >= 50 %.
+      await feed(store!, 's');
+      const opened = await feed(store!, 'f');
+      expect(opened?.transitions.map((t) => t.reason)).toEqual(['failure-rate']);
+      expect(opened?.snapshot).toMatchObject({ state: 'open', failures: 9, volume: 11 });
+    });
+
+    it('stays closed below the failure-rate threshold at any volume', async () => {
+      const [store] = await setup();
+      const result = await feed(store!, 'fsfss'.repeat(6)); // 40 % failures over 30 calls
+      expect(result?.snapshot).toMatchObject({ state: 'closed', failures: 12, volume: 30 });
+    });
+
+    it('half-opens after the cool-down, not before', async () => {
+      const [store] = await setup();
+      await tripOpen(store!);
+      clock.advance(4_999);
+      expect(await store!.acquire(DEP, options)).toMatchObject({ allowed: false, transitions: [] });
+      clock.advance(1);
+      const probe = await store!.acquire(DEP, options);
+      expect(probe).toMatchObject({ allowed: true, probe: true });
+      expect(probe.transitions).toEqual([
+        { from: 'open', to: 'half-open', reason: 'cool-down-elapsed', atMs: T0 + 5_000 },
+      ]);
+      expect(probe.snapshot).toMatchObject({ state: 'half-open', probesAdmitted: 1 });
+    });
+
+    it('read changes nothing: it shows half-open but leaves the transition to the next operation', async () => {
+      const [store] = await setup();
+      await tripOpen(store!);
+      clock.advance(5_000);
+      expect(await store!.read(DEP, options)).toMatchObject({ state: 'half-open', probesAdmitted: 0 });
+      const probe = await store!.acquire(DEP, options);
+      expect(probe.transitions.map((t) => t.to)).toEqual(['half-open']);
+    });
+
+    it('admits exactly K probes across 4 concurrent connections', async () => {
+      const stores = await setup(4);
+      await tripOpen(stores[0]!);
+      clock.advance(5_000);
+      const admissions = await Promise.all(
+        stores.flatMap((store) => Array.from({ length: 5 }, () => store.acquire(DEP, options))),
+      );
+      expect(admissions.filter((a) => a.allowed)).toHaveLength(options.halfOpenProbes);
+      expect(admissions.every((a) => a.allowed === a.probe)).toBe(true);
+      // The transition happened once, fleet-wide, and was reported to exactly one caller.
+      expect(admissions.flatMap((a) => a.transitions)).toHaveLength(1);
+      expect(admissions.filter((a) => !a.allowed).every((a) => a.snapshot.state === 'half-open')).toBe(true);
+    });
+
+    it('closes after enough probe successes and clears the window', async () => {
+      const [store] = await setup();
+      await tripOpen(store!);
+      clock.advance(5_000);
+      await store!.acquire(DEP, options);
+      await store!.acquire(DEP, options);
+      expect((await store!.acquire(DEP, options)).allowed).toBe(false);
+      expect((await store!.record(DEP, 'success', options)).snapshot).toMatchObject({
+        state: 'half-open',
+        probeSuccesses: 1,
+      });
+      // One success frees a slot: another probe may go.
+      expect((await store!.acquire(DEP, options)).probe).toBe(true);
+      const closed = await store!.record(DEP, 'success', options);
+      expect(closed.transitions).toEqual([
+        { from: 'half-open', to: 'closed', reason: 'probes-succeeded', atMs: T0 + 5_000 },
+      ]);
+      expect(closed.snapshot).toMatchObject({
+        state: 'closed',
+        failures: 0,
+        volume: 0,
+        consecutiveFailures: 0,
+      });
+      expect(closed.snapshot.halfOpenAtMs).toBeUndefined();
+      expect((await store!.acquire(DEP, options)).allowed).toBe(true);
+    });
+
+    it('reopens on a probe failure with a fresh cool-down', async () => {
+      const [store] = await setup();
+      await tripOpen(store!);
+      clock.advance(6_000);
+      await store!.acquire(DEP, options);
+      const reopened = await store!.record(DEP, 'failure', options);
+      expect(reopened.transitions.map((t) => `${t.from}>${t.to}:${t.reason}`)).toEqual([
+        'half-open>open:probe-failed',
+      ]);
+      expect(reopened.snapshot).toMatchObject({
+        state: 'open',
+        openedAtMs: T0 + 6_000,
+        halfOpenAtMs: T0 + 11_000,
+      });
+    });
+
+    it('a probe that never reports frees its slot one cool-down after the last admission', async () => {
+      const [store] = await setup();
+      await tripOpen(store!);
+      clock.advance(5_000);
+      await store!.acquire(DEP, options);
+      await store!.acquire(DEP, options);
+      clock.advance(4_999);
+      expect((await store!.acquire(DEP, options)).allowed).toBe(false);
+      clock.advance(1);
+      expect(await store!.acquire(DEP, options)).toMatchObject({ allowed: true, probe: true });
+    });
+
+    it('outcomes of calls that finish while open neither extend the cool-down nor change state', async () => {
+      const [store] = await setup();
+      await tripOpen(store!);
+      clock.advance(1_000);
+      const late = await store!.record(DEP, 'failure', options);
+      expect(late.transitions).toEqual([]);
+      expect(late.snapshot).toMatchObject({ state: 'open', halfOpenAtMs: T0 + 5_000, failures: 6 });
+    });
+
+    it('the sliding window forgets old failures', async () => {
+      const [store] = await setup();
+      await feed(store!, 'ffsffsffs'); // 6 failures in 9 calls, at T0
+      clock.advance(9_999);
+      expect(await store!.read(DEP, options)).toMatchObject({ failures: 6, volume: 9 });
+      clock.advance(1);
+      expect(await store!.read(DEP, options)).toMatchObject({ failures: 0, volume: 0 });
+      // With the old calls still counted this failure would open it (7 of 10); forgotten, it does not.
+      const result = await feed(store!, 'f');
+      expect(result?.snapshot).toMatchObject({ state: 'closed', failures: 1, volume: 1 });
+    });
+
+    it('forgets a failure streak once the window holds no call', async () => {
+      const [store] = await setup();
+      await feed(store!, 'ffff');
+      clock.advance(10_000);
+      expect((await feed(store!, 'f'))?.snapshot).toMatchObject({ state: 'closed', consecutiveFailures: 1 });
+    });
+
+    it('keeps dependencies apart', async () => {
+      const [store] = await setup();
+      await tripOpen(store!);
+      expect((await store!.acquire('mail', options)).allowed).toBe(true);
+      expect((await store!.read('mail', options)).state).toBe('closed');
+    });
+  });
+}

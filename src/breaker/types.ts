@@ -1,0 +1,114 @@
+import type { ResolvedBreakerOptions } from './options.js';
+
+/** The three states of a circuit breaker. */
+export type BreakerStateName = 'closed' | 'open' | 'half-open';
+
+/**
+ * Why a breaker changed state. Stable strings: they appear in events, logs and the CLI.
+ * - `consecutive-failures`, `failure-rate`: closed → open.
+ * - `cool-down-elapsed`: open → half-open.
+ * - `probe-failed`: half-open → open.
+ * - `probes-succeeded`: half-open → closed.
+ */
+export type BreakerTransitionReason =
+  | 'consecutive-failures'
+  | 'failure-rate'
+  | 'cool-down-elapsed'
+  | 'probe-failed'
+  | 'probes-succeeded';
+
+/** One state change, as the store reports it (to the one caller whose operation caused it). */
+export interface BreakerTransition {
+  from: BreakerStateName;
+  to: BreakerStateName;
+  reason: BreakerTransitionReason;
+  /** Store time of the change (epoch ms). */
+  atMs: number;
+}
+
+/**
+ * A dependency's breaker as the whole fleet sees it, at the store's time. Plain JSON: shown by the CLI,
+ * exported as metrics, returned by `CircuitBreaker.state()`.
+ */
+export interface BreakerSnapshot {
+  dependency: string;
+  state: BreakerStateName;
+  /** Failures recorded in the sliding window. */
+  failures: number;
+  /** Successes recorded in the sliding window. */
+  successes: number;
+  /** failures + successes in the window. */
+  volume: number;
+  /** Failures in a row (reset by a success, and when the breaker closes). */
+  consecutiveFailures: number;
+  /** When the breaker last opened (epoch ms); kept after it closes, absent if it never opened. */
+  openedAtMs?: number;
+  /** When an open breaker half-opens (epoch ms); absent unless open or half-open. */
+  halfOpenAtMs?: number;
+  /** Probes admitted in the current half-open period (including those that already succeeded). */
+  probesAdmitted: number;
+  /** Probe successes in the current half-open period. */
+  probeSuccesses: number;
+  /** The store's clock when the snapshot was taken (epoch ms): Redis TIME for the Redis store. */
+  nowMs: number;
+  /** True when the shared store was unreachable and a local fallback answered. */
+  degraded: boolean;
+}
+
+/** The outcome of `BreakerStore.acquire`. */
+export interface BreakerAdmission {
+  /** True when the call may go downstream now. */
+  allowed: boolean;
+  /** True when the call was admitted as one of the half-open breaker's probes. */
+  probe: boolean;
+  snapshot: BreakerSnapshot;
+  transitions: BreakerTransition[];
+}
+
+/** The outcome of `BreakerStore.record`. */
+export interface BreakerRecordResult {
+  snapshot: BreakerSnapshot;
+  transitions: BreakerTransition[];
+}
+
+/**
+ * Where breaker state lives. The memory store serves one process (and tests, on a fake clock); the Redis
+ * store shares state across the fleet. Every operation is atomic: two workers can never both take the
+ * last probe slot. Time comes from the store (the Redis server's clock), never from a worker.
+ *
+ * Implementations must pass the conformance suite in `src/breaker/store.case.ts`.
+ *
+ * @example
+ * const store: BreakerStore = new MemoryBreakerStore({ clock: new FakeClock() });
+ * const { allowed } = await store.acquire('search', resolveBreakerOptions());
+ */
+export interface BreakerStore {
+  /** May a call to `dependency` go downstream now? In half-open, takes a probe slot when one is free. */
+  acquire(dependency: string, options: ResolvedBreakerOptions): Promise<BreakerAdmission>;
+  /** Records the outcome of a call that was admitted by `acquire`, and applies any transition it causes. */
+  record(
+    dependency: string,
+    outcome: 'success' | 'failure',
+    options: ResolvedBreakerOptions,
+  ): Promise<BreakerRecordResult>;
+  /** The current snapshot, without changing anything. */
+  read(dependency: string, options: ResolvedBreakerOptions): Promise<BreakerSnapshot>;
+}
+
+/** Events a CircuitBreaker emits; metrics and logs subscribe. */
+export interface BreakerEvents {
+  /** A state change caused by this process's call (each change is reported once, fleet-wide). */
+  'state-change': {
+    dependency: string;
+    from: BreakerStateName;
+    to: BreakerStateName;
+    reason: BreakerTransitionReason;
+    atMs: number;
+  };
+  /** A call was refused: the breaker is open, or half-open with every probe slot taken. */
+  rejected: { dependency: string; state: 'open' | 'half-open'; halfOpenAtMs?: number };
+  /** The shared store could not be reached; a local fallback answers for `dependency`. */
+  degraded: { dependency: string };
+  /** The shared store answers again for `dependency`. */
+  recovered: { dependency: string };
+}

@@ -1,0 +1,39 @@
+const brand = Symbol.for('stormguard.BrokenCircuitError');
+
+/**
+ * Thrown instead of calling a dependency whose circuit breaker refuses calls: it is open, or half-open
+ * with every probe slot taken. Nothing was sent downstream, so the attempt says nothing new about the
+ * dependency and must not be recorded as one of its failures. A job that meets it is delayed until
+ * `halfOpenAtMs` or dead-lettered with reason `breaker-open`, as its policy's `whenBreakerOpen` says.
+ *
+ * @example
+ * try {
+ *   await ctx.call('search', () => search.index(doc));
+ * } catch (e) {
+ *   if (isBrokenCircuitError(e)) console.log(`${e.dependency} is down until ${e.halfOpenAtMs}`);
+ * }
+ */
+export class BrokenCircuitError extends Error {
+  readonly [brand] = true;
+  override name = 'BrokenCircuitError';
+
+  constructor(
+    /** The dependency whose breaker refused the call. */
+    readonly dependency: string,
+    /** When the breaker admits probes again (epoch ms); undefined when half-open and all probe slots are taken. */
+    readonly halfOpenAtMs?: number,
+    /** The breaker's state when it refused: `open`, or `half-open` with no free probe slot. */
+    readonly state: 'open' | 'half-open' = 'open',
+  ) {
+    super(
+      state === 'open'
+        ? `circuit for "${dependency}" is open${halfOpenAtMs === undefined ? '' : `; it half-opens at ${new Date(halfOpenAtMs).toISOString()}`}`
+        : `circuit for "${dependency}" is half-open and all its probe slots are taken`,
+    );
+  }
+}
+
+/** True for a {@link BrokenCircuitError}, across package copies. */
+export function isBrokenCircuitError(error: unknown): error is BrokenCircuitError {
+  return typeof error === 'object' && error !== null && brand in error;
+}

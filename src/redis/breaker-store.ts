@@ -1,0 +1,272 @@
+import type { Cluster, Redis } from 'ioredis';
+import type { BreakerOp } from '../breaker/machine.js';
+import { MemoryBreakerStore } from '../breaker/memory-store.js';
+import type { ResolvedBreakerOptions } from '../breaker/options.js';
+import type {
+  BreakerAdmission,
+  BreakerRecordResult,
+  BreakerSnapshot,
+  BreakerStore,
+  BreakerTransition,
+} from '../breaker/types.js';
+import { type Clock, systemClock } from '../common/clock.js';
+import { EventBus } from '../common/events.js';
+import { assertPrefix, DEFAULT_PREFIX } from './budget-keys.js';
+import { defineScript, type RedisClient } from './scripts.js';
+
+const SCRIPT = {
+  command: 'stormguardBreakerUpdateV1',
+  file: 'breaker-update-1.lua',
+  numberOfKeys: 1,
+} as const;
+const KEY_TAIL = '}:state';
+
+/**
+ * What the breaker does while Redis cannot be reached:
+ * - `local` (default): each worker runs its own in-process breaker (same options), flagged `degraded`.
+ *   Protection continues, but each worker trips on its own share of the traffic.
+ * - `allow` (fail open): every call goes through, as if the breaker were closed.
+ * - `reject` (fail closed): every call is refused, as if the breaker were open, until Redis answers again.
+ */
+export type BreakerStoreFallback = 'local' | 'allow' | 'reject';
+
+/** Options of {@link RedisBreakerStore}. */
+export interface RedisBreakerStoreOptions {
+  /** An ioredis client or cluster. The store defines one script command on it and never closes it. */
+  redis: RedisClient;
+  /**
+   * Key prefix: a dependency's state lives at `{<prefix>:breaker:<dependency>}:state`. 1-64 letters, digits,
+   * `_`, `-`, `.` or `:`. Default `stormguard`.
+   */
+  prefix?: string;
+  /** What to do while Redis is unreachable. Default `local`. */
+  whenUnavailable?: BreakerStoreFallback;
+  /** Longest wait for one Redis round trip before the fallback answers, in ms. Default 500. */
+  timeoutMs?: number;
+  /** After a failure, how long the fallback answers before Redis is tried again, in ms. Default 1 000. */
+  retryIntervalMs?: number;
+  /** The clock of the fallback and of the retry interval. Default: the system clock. */
+  clock?: Clock;
+  /**
+   * TEST ONLY: send this clock's time to the script instead of letting it read Redis `TIME`. In
+   * production leave it unset: the Redis server is the fleet's one clock. Default unset.
+   */
+  timeOverride?: Clock;
+}
+
+/** Events of a {@link RedisBreakerStore}: for logs. */
+export interface BreakerStoreEvents {
+  /** Redis could not be reached; the fallback answers. */
+  unavailable: { error: unknown; fallback: BreakerStoreFallback };
+  /** Redis answers again after `downForMs`. */
+  available: { downForMs: number };
+}
+
+/** A breaker snapshot as the CLI lists it: with the options the breaker last wrote. */
+export interface ListedBreaker extends BreakerSnapshot {
+  options?: ResolvedBreakerOptions;
+}
+
+interface ScriptResult {
+  allowed: boolean;
+  probe: boolean;
+  transitions: BreakerTransition[] | Record<string, never>;
+  view: Omit<BreakerSnapshot, 'dependency' | 'degraded'>;
+  options?: ResolvedBreakerOptions;
+}
+
+/**
+ * Circuit-breaker state shared by the whole fleet through Redis. Each operation is one round trip (one
+ * Lua script, `lua/breaker-update-1.lua`), so admitting a half-open probe is atomic fleet-wide; time is
+ * the Redis server's; a dependency's state is one hash in one hash slot (Redis Cluster works) that
+ * expires on its own when idle.
+ *
+ * Never crashes or hangs its caller: a round trip that fails or takes longer than `timeoutMs` is answered
+ * by the `whenUnavailable` fallback (snapshots say `degraded: true`), and Redis is tried again after
+ * `retryIntervalMs`. A command abandoned by the timeout may still reach Redis later; at worst one outcome
+ * counts twice (locally and in Redis), which errs towards opening.
+ *
+ * @example
+ * import { Redis } from 'ioredis';
+ * const store = new RedisBreakerStore({ redis: new Redis(process.env.REDIS_URL), prefix: 'shop' });
+ * const breaker = new CircuitBreaker({ store, consecutiveFailures: 5 });
+ */
+export class RedisBreakerStore implements BreakerStore {
+  readonly events = new EventBus<BreakerStoreEvents>();
+  readonly #redis: RedisClient;
+  readonly #script: (keys: readonly string[], args: readonly (string | number)[]) => Promise<unknown>;
+  readonly #prefix: string;
+  readonly #fallback: BreakerStoreFallback;
+  readonly #timeoutMs: number;
+  readonly #retryIntervalMs: number;
+  readonly #clock: Clock;
+  readonly #timeOverride: Clock | undefined;
+  readonly #local: MemoryBreakerStore;
+  #downSinceMs: number | undefined;
+  #retryAtMs = 0;
+
+  constructor(options: RedisBreakerStoreOptions) {
+    const prefix = options.prefix ?? DEFAULT_PREFIX;
+    assertPrefix(prefix);
+    this.#redis = options.redis;
+    this.#script = defineScript(options.redis, SCRIPT);
+    this.#prefix = prefix;
+    this.#fallback = options.whenUnavailable ?? 'local';
+    this.#timeoutMs = options.timeoutMs ?? 500;
+    this.#retryIntervalMs = options.retryIntervalMs ?? 1_000;
+    this.#clock = options.clock ?? systemClock;
+    this.#timeOverride = options.timeOverride;
+    this.#local = new MemoryBreakerStore({ clock: this.#clock, degraded: true });
+  }
+
+  /** The Redis key holding `dependency`'s state. */
+  keyOf(dependency: string): string {
+    return `{${this.#prefix}:breaker:${dependency}${KEY_TAIL}`;
+  }
+
+  async acquire(dependency: string, options: ResolvedBreakerOptions): Promise<BreakerAdmission> {
+    const result = await this.#run(dependency, 'acquire', options);
+    if (result) {
+      return {
+        allowed: result.allowed,
+        probe: result.probe,
+        transitions: transitionsOf(result),
+        snapshot: { dependency, ...result.view, degraded: false },
+      };
+    }
+    if (this.#fallback === 'local') return this.#local.acquire(dependency, options);
+    const snapshot = this.#fallbackSnapshot(dependency);
+    return { allowed: snapshot.state === 'closed', probe: false, transitions: [], snapshot };
+  }
+
+  async record(
+    dependency: string,
+    outcome: 'success' | 'failure',
+    options: ResolvedBreakerOptions,
+  ): Promise<BreakerRecordResult> {
+    const result = await this.#run(dependency, outcome, options);
+    if (result)
+      return {
+        transitions: transitionsOf(result),
+        snapshot: { dependency, ...result.view, degraded: false },
+      };
+    if (this.#fallback === 'local') return this.#local.record(dependency, outcome, options);
+    return { transitions: [], snapshot: this.#fallbackSnapshot(dependency) };
+  }
+
+  async read(dependency: string, options: ResolvedBreakerOptions): Promise<BreakerSnapshot> {
+    const result = await this.#run(dependency, 'peek', options);
+    if (result) return { dependency, ...result.view, degraded: false };
+    if (this.#fallback === 'local') return this.#local.read(dependency, options);
+    return this.#fallbackSnapshot(dependency);
+  }
+
+  /**
+   * Every dependency with breaker state under this prefix, sorted, each read with the options its
+   * breaker last wrote. For the CLI and dashboards; it scans keys, so keep it off hot paths. Unlike the
+   * other methods it rejects when Redis is unreachable (a status report must not invent a fallback).
+   *
+   * @example
+   * for (const b of await store.list()) console.log(b.dependency, b.state);
+   */
+  async list(): Promise<ListedBreaker[]> {
+    const dependencies = new Set<string>();
+    const head = `{${this.#prefix}:breaker:`;
+    const match = `${head}*${KEY_TAIL}`; // the prefix holds no glob characters (assertPrefix)
+    // A cluster spreads keys over its masters; each is scanned.
+    const nodes = this.#redis.isCluster ? (this.#redis as Cluster).nodes('master') : [this.#redis as Redis];
+    for (const node of nodes) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await node.scan(cursor, 'MATCH', match, 'COUNT', 200);
+        for (const key of keys) dependencies.add(key.slice(head.length, key.length - KEY_TAIL.length));
+        cursor = next;
+      } while (cursor !== '0');
+    }
+    const listed: ListedBreaker[] = [];
+    for (const dependency of [...dependencies].sort()) {
+      const raw = await this.#script([this.keyOf(dependency)], ['peek', this.#now(), '']);
+      const result = JSON.parse(String(raw)) as ScriptResult;
+      const entry: ListedBreaker = { dependency, ...result.view, degraded: false };
+      if (result.options) entry.options = result.options;
+      listed.push(entry);
+    }
+    return listed;
+  }
+
+  /** One script round trip, or undefined when Redis cannot answer (then the fallback does). */
+  async #run(
+    dependency: string,
+    op: BreakerOp,
+    options: ResolvedBreakerOptions,
+  ): Promise<ScriptResult | undefined> {
+    const nowMs = this.#clock.now();
+    if (nowMs < this.#retryAtMs || isDisconnected(this.#redis)) {
+      this.#markDown(nowMs, new Error(`Redis connection is ${this.#redis.status}`));
+      return undefined;
+    }
+    try {
+      const pending = this.#script([this.keyOf(dependency)], [op, this.#now(), JSON.stringify(options)]);
+      const raw = await withTimeout(pending, this.#timeoutMs);
+      const result = JSON.parse(String(raw)) as ScriptResult;
+      if (this.#downSinceMs !== undefined) {
+        this.events.emit('available', { downForMs: nowMs - this.#downSinceMs });
+        this.#downSinceMs = undefined;
+      }
+      return result;
+    } catch (error) {
+      this.#markDown(nowMs, error);
+      this.#retryAtMs = nowMs + this.#retryIntervalMs;
+      return undefined;
+    }
+  }
+
+  #markDown(nowMs: number, error: unknown): void {
+    if (this.#downSinceMs !== undefined) return;
+    this.#downSinceMs = nowMs;
+    this.events.emit('unavailable', { error, fallback: this.#fallback });
+  }
+
+  #now(): string {
+    return this.#timeOverride ? String(this.#timeOverride.now()) : '';
+  }
+
+  #fallbackSnapshot(dependency: string): BreakerSnapshot {
+    const nowMs = this.#clock.now();
+    const snapshot: BreakerSnapshot = {
+      dependency,
+      state: this.#fallback === 'allow' ? 'closed' : 'open',
+      failures: 0,
+      successes: 0,
+      volume: 0,
+      consecutiveFailures: 0,
+      probesAdmitted: 0,
+      probeSuccesses: 0,
+      nowMs,
+      degraded: true,
+    };
+    // Fail closed: the earliest a refused job is worth trying again is when Redis may be back.
+    if (this.#fallback === 'reject')
+      snapshot.halfOpenAtMs = Math.max(this.#retryAtMs, nowMs + this.#retryIntervalMs);
+    return snapshot;
+  }
+}
+
+function transitionsOf(result: ScriptResult): BreakerTransition[] {
+  // cjson encodes an empty Lua table as an object.
+  return Array.isArray(result.transitions) ? result.transitions : [];
+}
+
+function isDisconnected(redis: RedisClient): boolean {
+  return redis.status === 'reconnecting' || redis.status === 'close' || redis.status === 'end';
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  // The abandoned promise may still reject later; it must not become an unhandled rejection.
+  promise.catch(() => {});
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`Redis did not answer within ${ms}ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

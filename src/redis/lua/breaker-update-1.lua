@@ -1,0 +1,163 @@
+--[[
+  breaker-update-1.lua: one operation on one dependency's circuit breaker, applied atomically.
+  The same state machine as src/breaker/machine.ts (stepBreaker); the conformance suite in
+  src/breaker/store.case.ts holds both to the same behaviour.
+
+  KEYS[1]  the dependency's state hash, "{<prefix>:breaker:<dependency>}:state" (one key, one hash slot)
+
+  ARGV[1]  op: "acquire" | "success" | "failure" | "peek" ("peek" writes nothing)
+  ARGV[2]  TEST ONLY: the time to use, in epoch ms. "" (always, in production) uses the server's TIME,
+           so every worker sees the same clock. Tests pass a fake clock's time so one conformance suite
+           can drive the memory and the Redis store alike.
+  ARGV[3]  the resolved options as JSON: { windowMs, bucketMs, failureRatePpm, minimumVolume,
+           consecutiveFailures, coolDownMs, halfOpenProbes, successesToClose, ... }.
+           "" is allowed for "peek" only: the options stored by the last write are used (the CLI reads
+           breakers this way without knowing their options).
+
+  Returns  a JSON string:
+           { allowed: bool,        -- acquire: the call may go downstream (false for other ops)
+             probe: bool,          -- acquire: the call took a half-open probe slot
+             transitions: [ { from, to, reason, atMs } ],
+             view: { state, successes, failures, volume, consecutiveFailures, probesAdmitted,
+                     probeSuccesses, nowMs, openedAtMs?, halfOpenAtMs? },
+             options: <the options used> | absent when peeking a breaker that has no state }
+  Errors   "stormguard-breaker: unknown op <op>", "stormguard-breaker: options are required for <op>".
+
+  Hash fields: st state, cf consecutive failures, oa opened at, ha half-opens at, pa probes admitted,
+  ps probe successes, pr last probe admitted at, cfg options JSON, "s:<bucket>" / "f:<bucket>" successes
+  and failures per window sub-bucket (bucket = floor(now / bucketMs); the last 10 buckets are live).
+  Every write rewrites the hash and sets PEXPIRE 2 x (windowMs + coolDownMs): an idle breaker forgets.
+]]
+
+local BUCKETS = 10
+local key, op, timeOverride, optionsJson = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
+
+if op ~= 'acquire' and op ~= 'success' and op ~= 'failure' and op ~= 'peek' then
+  return redis.error_reply('stormguard-breaker: unknown op ' .. tostring(op))
+end
+
+local now
+if timeOverride ~= '' then
+  now = tonumber(timeOverride)
+else
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local h = {}
+local raw = redis.call('HGETALL', key)
+for i = 1, #raw, 2 do h[raw[i]] = raw[i + 1] end
+
+if optionsJson == '' then optionsJson = h.cfg end
+if optionsJson == nil then
+  if op ~= 'peek' then return redis.error_reply('stormguard-breaker: options are required for ' .. op) end
+  return cjson.encode({ allowed = false, probe = false, transitions = {}, view = {
+    state = 'closed', successes = 0, failures = 0, volume = 0, consecutiveFailures = 0,
+    probesAdmitted = 0, probeSuccesses = 0, nowMs = now } })
+end
+local o = cjson.decode(optionsJson)
+
+local function num(v) if v == nil then return nil end return tonumber(v) end
+local state = h.st or 'closed'
+local cf = num(h.cf) or 0
+local openedAt, halfOpenAt, roundAt = num(h.oa), num(h.ha), num(h.pr)
+local admitted, probeOk = num(h.pa) or 0, num(h.ps) or 0
+
+-- The live window: sub-buckets newer than (current - BUCKETS).
+local oldest = math.floor(now / o.bucketMs) - BUCKETS
+local buckets, live = {}, 0
+for field, value in pairs(h) do
+  local kind, idx = string.match(field, '^([sf]):(%-?%d+)$')
+  if kind and tonumber(idx) > oldest then
+    local b = buckets[idx] or { s = 0, f = 0 }
+    b[kind] = tonumber(value)
+    if buckets[idx] == nil then live = live + 1 end
+    buckets[idx] = b
+  end
+end
+if live == 0 then cf = 0 end -- a failure streak is only as old as the window
+
+local transitions = {}
+local function change(to, reason)
+  transitions[#transitions + 1] = { from = state, to = to, reason = reason, atMs = now }
+  state = to
+end
+local function open(reason)
+  change('open', reason)
+  openedAt, halfOpenAt, roundAt = now, now + o.coolDownMs, nil
+  admitted, probeOk = 0, 0
+end
+
+if state == 'open' and now >= (halfOpenAt or 0) then
+  change('half-open', 'cool-down-elapsed')
+  admitted, probeOk, roundAt = 0, 0, now
+end
+if state == 'half-open' and now >= (roundAt or 0) + o.coolDownMs then
+  admitted = probeOk -- probes admitted a whole cool-down ago that never reported are presumed lost
+end
+
+local allowed, probe = false, false
+if op == 'acquire' then
+  if state == 'closed' then
+    allowed = true
+  elseif state == 'half-open' and admitted - probeOk < o.halfOpenProbes then
+    allowed, probe = true, true
+    admitted, roundAt = admitted + 1, now
+  end
+elseif op == 'success' or op == 'failure' then
+  local idx = tostring(math.floor(now / o.bucketMs))
+  local b = buckets[idx] or { s = 0, f = 0 }
+  if op == 'success' then b.s = b.s + 1 else b.f = b.f + 1 end
+  buckets[idx] = b
+  if op == 'success' then
+    cf = 0
+    if state == 'half-open' then
+      probeOk = probeOk + 1
+      if probeOk >= o.successesToClose then
+        change('closed', 'probes-succeeded')
+        buckets, admitted, probeOk, halfOpenAt, roundAt = {}, 0, 0, nil, nil
+      end
+    end
+  else
+    cf = cf + 1
+    if state == 'half-open' then
+      open('probe-failed')
+    elseif state == 'closed' then
+      local s, f = 0, 0
+      for _, bk in pairs(buckets) do s, f = s + bk.s, f + bk.f end
+      if cf >= o.consecutiveFailures then
+        open('consecutive-failures')
+      elseif s + f >= o.minimumVolume and f * 1000000 >= o.failureRatePpm * (s + f) then
+        open('failure-rate')
+      end
+    end
+  end
+end
+
+local successes, failures = 0, 0
+for _, bk in pairs(buckets) do successes, failures = successes + bk.s, failures + bk.f end
+
+if op ~= 'peek' then
+  local fields = { 'st', state, 'cf', cf, 'pa', admitted, 'ps', probeOk, 'cfg', optionsJson }
+  local function put(name, value)
+    if value ~= nil then fields[#fields + 1] = name; fields[#fields + 1] = value end
+  end
+  put('oa', openedAt)
+  put('ha', halfOpenAt)
+  put('pr', roundAt)
+  for idx, bk in pairs(buckets) do
+    if bk.s > 0 then put('s:' .. idx, bk.s) end
+    if bk.f > 0 then put('f:' .. idx, bk.f) end
+  end
+  redis.call('DEL', key)
+  redis.call('HSET', key, unpack(fields))
+  redis.call('PEXPIRE', key, 2 * (o.windowMs + o.coolDownMs))
+end
+
+local view = {
+  state = state, successes = successes, failures = failures, volume = successes + failures,
+  consecutiveFailures = cf, probesAdmitted = admitted, probeSuccesses = probeOk, nowMs = now,
+  openedAtMs = openedAt,
+}
+if state ~= 'closed' then view.halfOpenAtMs = halfOpenAt end
+return cjson.encode({ allowed = allowed, probe = probe, transitions = transitions, view = view, options = o })
