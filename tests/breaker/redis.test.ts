@@ -48,7 +48,7 @@ describe('RedisBreakerStore specifics', () => {
   });
 
   it('rejects a prefix that would break hash tags or key scans', () => {
-    const redis = new Redis(server.connection, { lazyConnect: true });
+    const redis = new Redis({ ...server.connection, lazyConnect: true });
     expect(() => new RedisBreakerStore({ redis, prefix: 'a{b}' })).toThrow(/prefix "a\{b\}"/);
     redis.disconnect();
   });
