@@ -1,0 +1,92 @@
+import type { CircuitBreaker } from '../breaker/circuit-breaker.js';
+import { PermanentError } from '../errors/permanent-error.js';
+
+/**
+ * What a stormguard processor receives besides the job: `call` attributes each downstream call to the
+ * dependency it reaches, so a failure is charged to the system that failed and a success refills that
+ * system's retry budget.
+ *
+ * @example
+ * const worker = createWorker('index', async (job, ctx) => {
+ *   const doc = await ctx.call('db', () => db.load(job.data.docId));
+ *   await ctx.call('search', () => search.index(doc));
+ * }, { connection, policy: 'idempotent-internal', budget });
+ */
+export interface CallContext {
+  /**
+   * Runs one downstream call. Before it, asks the dependency's breaker (when the worker has one) and throws
+   * a `BrokenCircuitError` without calling `fn` when the breaker refuses. After it, records a success for
+   * the dependency (batched in memory: no Redis round trip) or charges the failure to it, then returns or
+   * rethrows exactly what `fn` did.
+   */
+  call<T>(dependency: string, fn: () => T | Promise<T>): Promise<T>;
+  /** The job's own dependency: `dependencies[job.name]`, or the job name when it has no mapping. */
+  readonly dependency: string;
+  /** This attempt's number as stormguard counts it (1 for the first; deferrals do not count). */
+  readonly attempt: number;
+  /** The job's idempotency key, when the worker was given `idempotency.key` and it returned one. */
+  readonly idempotencyKey: string | undefined;
+}
+
+/**
+ * A breaker as `ctx.call` uses it: `execute` asks it before the call (throwing a `BrokenCircuitError`
+ * instead of calling when it refuses) and tells it the outcome after. `isFailure` says which errors count
+ * against the dependency's health: the worker passes "the policy would retry it".
+ */
+export type CallBreaker = Pick<CircuitBreaker, 'execute'>;
+
+/**
+ * The {@link CallContext} of one attempt. It remembers which dependency each failed call belonged to, so the
+ * worker can charge an error the processor rethrows (as it is, or wrapped as the `cause` of another) to that
+ * dependency; any other error is charged to the job's own dependency.
+ */
+export class JobCallContext implements CallContext {
+  /** Downstream calls made through `call` in this attempt. */
+  calls = 0;
+  readonly #failedCalls = new Map<unknown, string>();
+
+  constructor(
+    readonly dependency: string,
+    readonly attempt: number,
+    readonly idempotencyKey: string | undefined,
+    /** Called after each successful call: the worker records it in the budget (batched, in memory). */
+    private readonly onSuccess: (dependency: string) => void,
+    private readonly breaker?: CallBreaker,
+    private readonly isFailure?: (error: unknown) => boolean,
+  ) {}
+
+  async call<T>(dependency: string, fn: () => T | Promise<T>): Promise<T> {
+    if (typeof dependency !== 'string' || dependency.length === 0) {
+      // A bug in the processor: no retry can fix it, so it is dead-lettered (reason `permanent`) and visible.
+      throw new PermanentError(
+        `ctx.call: dependency must be a non-empty string such as "search", got ${String(dependency)}`,
+      );
+    }
+    this.calls++;
+    try {
+      const value = this.breaker
+        ? await this.breaker.execute(dependency, fn, this.isFailure ? { isFailure: this.isFailure } : {})
+        : await fn();
+      this.onSuccess(dependency);
+      return value;
+    } catch (error) {
+      this.#failedCalls.set(error, dependency);
+      throw error;
+    }
+  }
+
+  /**
+   * The dependency a failure belongs to: the call that threw `error` or, for an error that wraps one, the
+   * call that threw its `cause` (followed a few levels). Undefined when no call of this attempt threw it.
+   */
+  dependencyOf(error: unknown): string | undefined {
+    let current = error;
+    for (let depth = 0; depth < 8; depth++) {
+      const dependency = this.#failedCalls.get(current);
+      if (dependency !== undefined) return dependency;
+      if (typeof current !== 'object' || current === null || !('cause' in current)) return undefined;
+      current = (current as { cause?: unknown }).cause;
+    }
+    return undefined;
+  }
+}

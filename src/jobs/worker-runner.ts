@@ -1,0 +1,266 @@
+import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
+import { type Clock, systemClock } from '../common/clock.js';
+import type { EventBus } from '../common/events.js';
+import type { RandomSource } from '../common/random.js';
+import { PermanentError } from '../errors/permanent-error.js';
+import { classify } from '../policy/classify/classify.js';
+import { decide } from '../policy/decide.js';
+import type { Decision, RetryPolicy } from '../policy/types.js';
+import {
+  type AttemptState,
+  type JobHashLocation,
+  parseAttemptState,
+  readAttemptState,
+  writeAttemptState,
+} from './attempts.js';
+import { type CallContext, JobCallContext } from './call-context.js';
+import type { DeadLetterRecord, JobLabels, WorkerEvents } from './types.js';
+import { deadLetterRecordOf, describeError } from './worker-dead-letter.js';
+import type { StormguardWorkerOptions, WorkerBreaker, WorkerBudget } from './worker-options.js';
+
+/**
+ * A stormguard processor: BullMQ's job plus a {@link CallContext}. Return the job's result; throw to fail
+ * the attempt (stormguard then decides: retry, dead-letter or fail).
+ */
+export type StormguardProcessor<Data = unknown, Result = unknown, Name extends string = string> = (
+  job: Job<Data, Result, Name>,
+  ctx: CallContext,
+) => Promise<Result>;
+
+/** Where dead letters go, as the runner uses it (a `DeadLetterQueue`, opened on first use). */
+export interface DeadLetterSink {
+  readonly name: string;
+  add(record: DeadLetterRecord): Promise<unknown>;
+}
+
+/** What a {@link JobRunner} needs; `createWorker` builds it from the user's options. */
+export interface RunnerSettings<Data, Result, Name extends string> {
+  queue: string;
+  processor: StormguardProcessor<Data, Result, Name>;
+  policy: RetryPolicy;
+  budget: WorkerBudget | undefined;
+  breaker: WorkerBreaker | undefined;
+  dependencies: Readonly<Record<string, string>>;
+  deadLetters: (() => DeadLetterSink) | undefined;
+  idempotency: StormguardWorkerOptions<Data, Result, Name>['idempotency'];
+  clock: Clock;
+  random: RandomSource;
+  events: EventBus<WorkerEvents>;
+  warn: (message: string) => void;
+  /** Reports a failure of stormguard's own bookkeeping (the worker emits it as BullMQ's 'error'). */
+  internalError: (error: unknown) => void;
+  /** Where a job's hash lives, for the attempt state. */
+  locate: (jobId: string) => JobHashLocation;
+}
+
+/**
+ * How long a job waits when its failure could not be handled (the dead-letter queue or Redis refused a
+ * write): it is retried later without charging an attempt, so it is neither lost nor failed for a reason
+ * that is not its own.
+ */
+const BOOKKEEPING_RETRY_MS = 5_000;
+
+/** BullMQ's own control-flow errors: a processor may throw them on purpose, and they pass through untouched. */
+const BULLMQ_CONTROL_ERRORS = new Set([
+  'DelayedError',
+  'WaitingError',
+  'WaitingChildrenError',
+  'RateLimitError',
+]);
+
+/**
+ * Runs one job under stormguard's control: the processor with a call context, success accounting, and,
+ * on failure, `decide` and what it says. BullMQ never retries on its own: a retry is a `moveToDelayed`
+ * followed by `DelayedError` (BullMQ's contract for "rescheduled by the processor"), and a terminal
+ * decision is an `UnrecoverableError` (BullMQ never retries it, whatever the job's `attempts`).
+ */
+export class JobRunner<Data, Result, Name extends string> {
+  /** Attempt state that arrived with each job (see `StormguardWorker.createJob`): no extra read per job. */
+  readonly #arrived = new WeakMap<Job, AttemptState>();
+  readonly #warnedNames = new Set<string>();
+  readonly #isFailure: (error: unknown) => boolean;
+  readonly #onSuccess: (dependency: string) => void;
+
+  constructor(private readonly settings: RunnerSettings<Data, Result, Name>) {
+    const { policy, clock, budget } = settings;
+    // What counts against a dependency's breaker: a failure the policy would retry (a timeout, a 503).
+    // A permanent error means the dependency answered; for its health that is a success.
+    this.#isFailure = (error) => classify(error, policy, clock.now()).retryable;
+    this.#onSuccess = budget ? (dependency) => budget.recordSuccess(dependency) : () => {};
+  }
+
+  /** Remembers the attempt state read with the job's hash (`raw` is the stored field, if any). */
+  arrived(job: Job, raw: string | undefined): void {
+    this.#arrived.set(job, parseAttemptState(raw));
+  }
+
+  /** The job's dependency: `dependencies[job.name]`, or the job name when it has no mapping. */
+  dependencyFor(name: string): string {
+    return this.settings.dependencies[name] ?? name;
+  }
+
+  /** Processes one job; the BullMQ processor of a stormguard worker. */
+  async run(job: Job<Data, Result, Name>, token: string | undefined): Promise<Result> {
+    const { settings } = this;
+    const state = this.#arrived.get(job) ?? (await readAttemptState(settings.locate(job.id ?? '')));
+    this.#arrived.delete(job);
+    const dependency = this.dependencyFor(job.name);
+    const attempt = state.attempts + 1;
+    this.#warnOnAttemptsMismatch(job);
+    const idempotencyKey = settings.idempotency?.key(job);
+    const { events } = settings;
+    const labels = (dep = dependency): JobLabels => ({
+      queue: settings.queue,
+      task: job.name,
+      dependency: dep,
+    });
+    const onSuccess = events.has('success')
+      ? (dep: string) => {
+          this.#onSuccess(dep);
+          events.emit('success', labels(dep));
+        }
+      : this.#onSuccess;
+    const ctx = new JobCallContext(
+      dependency,
+      attempt,
+      idempotencyKey,
+      onSuccess,
+      settings.breaker,
+      this.#isFailure,
+    );
+    if (events.has('attempt')) events.emit('attempt', { ...labels(), attempt });
+
+    let result: Result;
+    try {
+      const work = () => settings.processor(job, ctx);
+      result =
+        idempotencyKey !== undefined && settings.idempotency
+          ? await settings.idempotency.guard.once(idempotencyKey, work)
+          : await work();
+    } catch (error) {
+      if (isNamed(error, BULLMQ_CONTROL_ERRORS)) throw error;
+      throw await this.#afterFailure(job, token, error, ctx, state);
+    }
+    if (ctx.calls === 0) onSuccess(dependency);
+    if (events.has('completed')) events.emit('completed', { ...labels(), attempts: attempt });
+    return result;
+  }
+
+  /** Decides what a failed attempt leads to, does it, and returns the error the processor must throw. */
+  async #afterFailure(
+    job: Job<Data, Result, Name>,
+    token: string | undefined,
+    error: unknown,
+    ctx: JobCallContext,
+    state: AttemptState,
+  ): Promise<Error> {
+    try {
+      return await this.#settle(job, token, error, ctx, state);
+    } catch (bookkeepingError) {
+      // The failure could not be filed (Redis or the dead-letter queue refused a write). Try again later
+      // without charging an attempt; if even that fails, BullMQ's stalled-job recovery picks the job up.
+      this.settings.internalError(bookkeepingError);
+      await job.moveToDelayed(systemClock.now() + BOOKKEEPING_RETRY_MS, token);
+      return new DelayedError();
+    }
+  }
+
+  async #settle(
+    job: Job<Data, Result, Name>,
+    token: string | undefined,
+    error: unknown,
+    ctx: JobCallContext,
+    state: AttemptState,
+  ): Promise<Error> {
+    const { settings } = this;
+    const dependency = ctx.dependencyOf(error) ?? ctx.dependency;
+    const attemptsMade = state.attempts + 1;
+    const nowMs = settings.clock.now();
+    const deadLetters = settings.deadLetters;
+    const decision: Decision = await decide({
+      policy: settings.policy,
+      // A processor's own UnrecoverableError means "never retry this": stormguard reads it as permanent.
+      error: isNamed(error, UNRECOVERABLE)
+        ? new PermanentError(describeError(error).message, { cause: error })
+        : error,
+      attemptsMade,
+      createdAtMs: job.timestamp,
+      nowMs,
+      random: settings.random,
+      dependency,
+      ...(state.previousDelayMs === undefined ? {} : { previousDelayMs: state.previousDelayMs }),
+      hasIdempotencyKey: ctx.idempotencyKey !== undefined,
+      hasDeadLetterTarget: deadLetters !== undefined,
+      ...(settings.budget ? { budget: settings.budget } : {}),
+      ...(settings.breaker ? { breaker: settings.breaker } : {}),
+    });
+    const labels: JobLabels = { queue: settings.queue, task: job.name, dependency };
+    const firstFailedAt = state.firstFailedAt ?? nowMs;
+
+    if (decision.action === 'retry') {
+      const charged = decision.chargesAttempt;
+      const next: AttemptState = {
+        attempts: charged ? attemptsMade : state.attempts,
+        deferrals: state.deferrals + (charged ? 0 : 1),
+        firstFailedAt,
+      };
+      const previousDelayMs = charged ? decision.delayMs : state.previousDelayMs;
+      if (previousDelayMs !== undefined) next.previousDelayMs = previousDelayMs;
+      // State first, then the move: a crash in between over-counts an attempt, never under-counts one.
+      await writeAttemptState(settings.locate(job.id ?? ''), next);
+      await job.moveToDelayed(systemClock.now() + decision.delayMs, token);
+      if (settings.events.has('retry'))
+        settings.events.emit('retry', {
+          ...labels,
+          delayMs: decision.delayMs,
+          retry: decision.retry,
+          cause: decision.cause,
+          chargesAttempt: charged,
+          errorClass: describeError(error).name,
+        });
+      return new DelayedError();
+    }
+
+    if (decision.action === 'dead-letter' && deadLetters) {
+      const sink = deadLetters();
+      const record = deadLetterRecordOf(job as Job, {
+        queue: settings.queue,
+        reason: decision.reason,
+        detail: decision.detail,
+        error,
+        classification: decision.classification,
+        attemptsMade,
+        dependency,
+        idempotencyKey: ctx.idempotencyKey,
+        firstFailedAt,
+        nowMs,
+      });
+      await sink.add(record);
+      settings.events.emit('dead-letter', { ...labels, reason: decision.reason });
+      return new UnrecoverableError(
+        `dead-lettered to "${sink.name}" (${decision.reason}): ${decision.detail}; last error: ${record.lastError.message}`,
+      );
+    }
+    return new UnrecoverableError(
+      `${decision.reason}: ${decision.detail}; last error: ${describeError(error).message}`,
+    );
+  }
+
+  #warnOnAttemptsMismatch(job: Job<Data, Result, Name>): void {
+    const attempts = job.opts.attempts;
+    if (attempts === undefined || attempts <= 1 || attempts === this.settings.policy.maxAttempts) return;
+    if (this.#warnedNames.has(job.name)) return;
+    this.#warnedNames.add(job.name);
+    this.settings.warn(
+      `queue "${this.settings.queue}": job "${job.name}" was added with BullMQ attempts: ${attempts}, but policy "${this.settings.policy.name}" allows ${this.settings.policy.maxAttempts}; stormguard's policy decides and BullMQ's attempts and backoff are ignored (add jobs without attempts, or make them match)`,
+    );
+  }
+}
+
+const UNRECOVERABLE = new Set(['UnrecoverableError']);
+
+function isNamed(error: unknown, names: ReadonlySet<string>): boolean {
+  return (
+    typeof error === 'object' && error !== null && names.has((error as { name?: unknown }).name as string)
+  );
+}

@@ -1,0 +1,333 @@
+import { Job, Queue } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PermanentError } from '../../src/errors/permanent-error.js';
+import { TransientError } from '../../src/errors/transient-error.js';
+import { ATTEMPT_STATE_FIELD, parseAttemptState } from '../../src/jobs/attempts.js';
+import { DeadLetterQueue } from '../../src/jobs/dead-letter-queue.js';
+import { createWorker } from '../../src/jobs/worker.js';
+import type { WorkerBudget } from '../../src/jobs/worker-options.js';
+import { definePolicy } from '../../src/policy/define-policy.js';
+import type { BudgetVerdict } from '../../src/policy/types.js';
+import { recordEvents, unfinished, uniqueQueue } from '../e2e/harness.js';
+import { TestRedis, waitFor } from '../helpers/redis-server.js';
+
+let redis: TestRedis;
+const open: { close(): Promise<unknown> }[] = [];
+
+beforeAll(async () => {
+  redis = await TestRedis.start();
+});
+afterAll(async () => {
+  for (const thing of open.reverse()) await thing.close();
+  await redis.close();
+});
+
+const fast = definePolicy({
+  name: 'fast',
+  maxAttempts: 3,
+  backoff: { type: 'fixed', delayMs: 20 },
+  jitter: 'none',
+});
+
+/** A budget that remembers what the worker told it and answers trySpend as told. */
+class RecordingBudget implements WorkerBudget {
+  successes: string[] = [];
+  spends: string[] = [];
+  flushes = 0;
+  constructor(
+    private readonly answer: (dependency: string, n: number) => boolean = () => true,
+    readonly onExhausted: 'dead-letter' | 'defer' = 'dead-letter',
+  ) {}
+  recordSuccess(dependency: string): void {
+    this.successes.push(dependency);
+  }
+  trySpend(dependency: string): BudgetVerdict {
+    this.spends.push(dependency);
+    return { granted: this.answer(dependency, this.spends.length), windowMs: 50 };
+  }
+  async flush(): Promise<void> {
+    this.flushes++;
+  }
+}
+
+function setUp(name: string) {
+  const queueName = uniqueQueue(name);
+  const queue = new Queue(queueName, { connection: redis.connection });
+  const dlq = new DeadLetterQueue(queueName, { connection: redis.connection });
+  open.push(queue, dlq);
+  return { queueName, queue, dlq };
+}
+
+function track<W extends { close(): Promise<void> }>(worker: W): W {
+  open.push(worker);
+  return worker;
+}
+
+describe('createWorker', () => {
+  it('records a success for the dependency of each ctx.call, and for the mapped dependency of a job without calls', async () => {
+    const { queueName, queue } = setUp('success');
+    const budget = new RecordingBudget();
+    const worker = track(
+      createWorker(
+        queueName,
+        async (job, ctx) => {
+          if (job.name === 'index') {
+            await ctx.call('db', () => 1);
+            await ctx.call('search', async () => 2);
+          }
+          return 'ok';
+        },
+        { connection: redis.connection, policy: fast, budget, dependencies: { reindex: 'search' } },
+      ),
+    );
+    const log = recordEvents(worker.events);
+    await queue.add('index', {});
+    await queue.add('reindex', {});
+    await queue.add('warm', {});
+    await waitFor(() => log.count('completed') === 3, 5_000, 'three completed jobs');
+    expect(budget.successes.sort()).toEqual(['db', 'search', 'search', 'warm']);
+    expect(log.of('completed').map((e) => e.attempts)).toEqual([1, 1, 1]);
+    expect(budget.spends).toEqual([]);
+  });
+
+  it('retries under its own count: BullMQ attemptsMade counts only the finish while stormguard counts the attempts', async () => {
+    const { queueName, queue } = setUp('retry');
+    let calls = 0;
+    const worker = track(
+      createWorker(
+        queueName,
+        async (_job, ctx) => {
+          await ctx.call('search', () => {
+            calls++;
+            if (calls < 3) throw new TransientError('search timed out');
+          });
+          return calls;
+        },
+        { connection: redis.connection, policy: fast },
+      ),
+    );
+    const log = recordEvents(worker.events);
+    const job = await queue.add('index', { docId: 1 });
+    await waitFor(() => log.count('completed') === 1, 5_000, 'the job to complete');
+    expect(log.of('retry').map((e) => [e.retry, e.chargesAttempt, e.cause, e.dependency])).toEqual([
+      [1, true, 'backoff', 'search'],
+      [2, true, 'backoff', 'search'],
+    ]);
+    expect(log.of('completed')[0]?.attempts).toBe(3);
+    const done = (await Job.fromId(queue, job.id as string)) as Job;
+    await waitFor(async () => (await done.getState()) === 'completed', 2_000, 'the completed state');
+    const fresh = (await Job.fromId(queue, job.id as string)) as Job;
+    // BullMQ's own counters: moveToDelayed never charges an attempt (only finishing counts one), and
+    // every start is counted.
+    expect(fresh.attemptsMade).toBe(1);
+    expect(fresh.attemptsStarted).toBe(3);
+    const client = await queue.client;
+    const state = parseAttemptState(await client.hget(queue.toKey(job.id as string), ATTEMPT_STATE_FIELD));
+    expect(state).toMatchObject({ attempts: 2, deferrals: 0, previousDelayMs: 20 });
+  });
+
+  it('dead-letters after maxAttempts even when the job was added with a larger BullMQ attempts, and warns once', async () => {
+    const { queueName, queue, dlq } = setUp('ceiling');
+    const warnings: string[] = [];
+    let runs = 0;
+    const worker = track(
+      createWorker(
+        queueName,
+        async () => {
+          runs++;
+          throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+        },
+        {
+          connection: redis.connection,
+          policy: fast,
+          dependencies: { sync: 'crm' },
+          onWarning: (m) => warnings.push(m),
+        },
+      ),
+    );
+    const log = recordEvents(worker.events);
+    const job = await queue.add('sync', { id: 7 }, { attempts: 10, backoff: { type: 'fixed', delay: 10 } });
+    await queue.add('sync', { id: 8 }, { attempts: 10 });
+    await waitFor(() => log.count('dead-letter') === 2, 5_000, 'two dead letters');
+    expect(runs).toBe(6);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/attempts: 10.*allows 3/);
+    const record = await dlq.get(job.id as string);
+    expect(record).toMatchObject({
+      jobId: job.id,
+      queue: queueName,
+      name: 'sync',
+      data: { id: 7 },
+      reason: 'max-attempts',
+      attemptsMade: 3,
+      dependency: 'crm',
+      replays: 0,
+      lastError: { name: 'Error', message: 'connect ECONNREFUSED', classification: { retryable: true } },
+    });
+    expect(record?.opts).toMatchObject({ attempts: 10 });
+    expect(record?.firstFailedAt).toBeLessThanOrEqual(record?.deadLetteredAt as number);
+    const failed = (await Job.fromId(queue, job.id as string)) as Job;
+    await waitFor(async () => (await failed.getState()) === 'failed', 2_000, 'the original to be failed');
+    const original = (await Job.fromId(queue, job.id as string)) as Job;
+    expect(original.failedReason).toMatch(/dead-lettered to ".*-dlq" \(max-attempts\)/);
+    expect(await unfinished(queue)).toBe(0);
+  });
+
+  it('charges a failure to the ctx.call that threw it, even when rethrown as a cause', async () => {
+    const { queueName, queue, dlq } = setUp('attribution');
+    const worker = track(
+      createWorker(
+        queueName,
+        async (_job, ctx) => {
+          await ctx.call('db', () => 'row');
+          try {
+            await ctx.call('mail', () => {
+              throw new PermanentError('mailbox does not exist');
+            });
+          } catch (error) {
+            throw new Error('could not send the receipt', { cause: error });
+          }
+        },
+        { connection: redis.connection, policy: fast },
+      ),
+    );
+    const log = recordEvents(worker.events);
+    const job = await queue.add('receipt', {});
+    await waitFor(() => log.count('dead-letter') === 1, 5_000, 'a dead letter');
+    expect(log.of('dead-letter')[0]).toEqual({
+      queue: queueName,
+      task: 'receipt',
+      dependency: 'mail',
+      reason: 'permanent',
+    });
+    expect(await dlq.get(job.id as string)).toMatchObject({
+      reason: 'permanent',
+      attemptsMade: 1,
+      dependency: 'mail',
+    });
+  });
+
+  it('a budget deferral reschedules without using up an attempt', async () => {
+    const { queueName, queue, dlq } = setUp('defer');
+    // Deny the first two spends, then grant: two deferrals, then ordinary retries.
+    const budget = new RecordingBudget((_dep, n) => n > 2, 'defer');
+    const worker = track(
+      createWorker(
+        queueName,
+        async () => {
+          throw new TransientError('still down');
+        },
+        { connection: redis.connection, policy: fast, budget },
+      ),
+    );
+    const log = recordEvents(worker.events);
+    const job = await queue.add('ping', {});
+    await waitFor(() => log.count('dead-letter') === 1, 5_000, 'a dead letter');
+    expect(log.of('retry').map((e) => [e.cause, e.chargesAttempt])).toEqual([
+      ['budget-deferred', false],
+      ['budget-deferred', false],
+      ['backoff', true],
+      ['backoff', true],
+    ]);
+    expect(log.count('attempt')).toBe(5);
+    expect(await dlq.get(job.id as string)).toMatchObject({ reason: 'max-attempts', attemptsMade: 3 });
+  });
+
+  it('without a dead-letter queue, a terminal decision fails the BullMQ job and BullMQ does not retry it', async () => {
+    const { queueName, queue, dlq } = setUp('no-dlq');
+    let runs = 0;
+    const worker = track(
+      createWorker(
+        queueName,
+        async () => {
+          runs++;
+          throw new PermanentError('bad input');
+        },
+        { connection: redis.connection, policy: fast, deadLetter: false },
+      ),
+    );
+    expect(worker.deadLetterQueueName).toBeUndefined();
+    const job = await queue.add('parse', {}, { attempts: 3 });
+    await waitFor(async () => (await queue.getFailedCount()) === 1, 5_000, 'a failed job');
+    expect(runs).toBe(1);
+    expect(((await Job.fromId(queue, job.id as string)) as Job).failedReason).toMatch(/^permanent: /);
+    expect(await dlq.count()).toBe(0);
+  });
+
+  it('runs a keyed job through the idempotency guard', async () => {
+    const { queueName, queue } = setUp('idempotent');
+    const outcomes = new Map<string, unknown>();
+    const guard = {
+      async once<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
+        if (outcomes.has(key)) return outcomes.get(key) as T;
+        const value = await fn();
+        outcomes.set(key, value);
+        return value;
+      },
+    };
+    let sideEffects = 0;
+    const worker = track(
+      createWorker<{ order: string }, string>(
+        queueName,
+        async (job, ctx) => {
+          sideEffects++;
+          return `charged ${job.data.order} with ${ctx.idempotencyKey}`;
+        },
+        {
+          connection: redis.connection,
+          policy: fast,
+          idempotency: { guard, key: (job) => `charge:${job.data.order}` },
+        },
+      ),
+    );
+    const log = recordEvents(worker.events);
+    const first = await queue.add('charge', { order: 'A' });
+    const second = await queue.add('charge', { order: 'A' });
+    await waitFor(() => log.count('completed') === 2, 5_000, 'both jobs');
+    expect(sideEffects).toBe(1);
+    for (const job of [first, second])
+      expect(((await Job.fromId(queue, job.id as string)) as Job).returnvalue).toBe(
+        'charged A with charge:A',
+      );
+  });
+
+  it('close() finishes the job in flight, then flushes the budget', async () => {
+    const { queueName, queue } = setUp('close');
+    const budget = new RecordingBudget();
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let started = false;
+    const worker = createWorker(
+      queueName,
+      async () => {
+        started = true;
+        await gate;
+      },
+      { connection: redis.connection, policy: fast, budget },
+    );
+    await queue.add('slow', {});
+    await waitFor(() => started, 5_000, 'the job to start');
+    const closed = worker.close();
+    expect(budget.flushes).toBe(0);
+    release();
+    await closed;
+    expect(budget.successes).toEqual(['slow']);
+    expect(budget.flushes).toBe(1);
+    expect(await queue.getCompletedCount()).toBe(1);
+    await worker.close();
+    expect(budget.flushes).toBe(1);
+  });
+
+  it('rejects bad options with a one-line message naming the option', () => {
+    const make = (options: Record<string, unknown>) => () =>
+      createWorker('q', async () => {}, { connection: redis.connection, policy: fast, ...options } as never);
+    expect(make({ policy: { maxAttempts: 'x' } })).toThrow(/policy must be/);
+    expect(make({ dependencies: { index: '' } })).toThrow(/dependencies\.index must name a dependency/);
+    expect(make({ concurrency: 0 })).toThrow(/concurrency must be an integer >= 1/);
+    expect(() => createWorker('a:b', async () => {}, { connection: redis.connection, policy: fast })).toThrow(
+      /queue name/,
+    );
+  });
+});
