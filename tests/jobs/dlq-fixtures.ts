@@ -1,0 +1,33 @@
+import type { DeadLetterRecord } from '../../src/jobs/types.js';
+
+/** A dead-letter record as a worker files it; `overrides` change what a test cares about. */
+export function deadLetter(jobId: string, overrides: Partial<DeadLetterRecord> = {}): DeadLetterRecord {
+  return {
+    jobId,
+    queue: 'index',
+    name: 'reindex',
+    data: { docId: jobId },
+    opts: { attempts: 5, backoff: { type: 'exponential', delay: 1000 }, jobId },
+    reason: 'max-attempts',
+    detail: '5 of 5 attempts used',
+    lastError: {
+      name: 'TransientError',
+      message: 'search timed out',
+      classification: { retryable: true, reason: 'ETIMEDOUT' },
+    },
+    attemptsMade: 5,
+    dependency: 'search',
+    createdAt: 1_000,
+    firstFailedAt: 2_000,
+    deadLetteredAt: 10_000,
+    replays: 0,
+    ...overrides,
+  };
+}
+
+let counter = 0;
+/** A queue name no other test in the file uses. */
+export function uniqueQueue(stem: string): string {
+  counter += 1;
+  return `${stem}${counter}`;
+}

@@ -1,0 +1,175 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isInvalidInputError } from '../../src/errors/invalid-input-error.js';
+import { isTransientError } from '../../src/errors/transient-error.js';
+import { isValidationError } from '../../src/errors/validation-error.js';
+import { idempotencyGuard } from '../../src/jobs/idempotency-guard.js';
+import { RedisIdempotencyStore } from '../../src/redis/idempotency-store.js';
+import { TestRedis, waitFor } from '../helpers/redis-server.js';
+
+let server: TestRedis;
+let redis: Redis;
+let keyCounter = 0;
+const freshKey = () => `order-${++keyCounter}`;
+
+beforeAll(async () => {
+  server = await TestRedis.start();
+  redis = new Redis(server.connection);
+});
+afterAll(async () => {
+  redis.disconnect();
+  await server.close();
+});
+
+function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+describe('idempotencyGuard.once', () => {
+  it('runs fn once for 20 concurrent callers and gives every caller its outcome', async () => {
+    const guard = idempotencyGuard({ redis, ttlMs: 60_000, inFlightTtlMs: 5_000 });
+    const key = freshKey();
+    const release = deferred();
+    let runs = 0;
+    const charge = async () => {
+      runs += 1;
+      await release.promise;
+      return { receipt: 'r-1', amount: 4200 };
+    };
+    const callers = Array.from({ length: 20 }, () => guard.run(key, charge));
+    await waitFor(() => runs === 1, 2_000, 'the first caller to start the work');
+    release.resolve();
+    const results = await Promise.all(callers);
+    expect(runs).toBe(1);
+    expect(results.filter((r) => r.ran)).toHaveLength(1);
+    for (const r of results) expect(r.value).toEqual({ receipt: 'r-1', amount: 4200 });
+  });
+
+  it('returns the stored outcome to a retry without running fn again', async () => {
+    const guard = idempotencyGuard({ redis, ttlMs: 60_000 });
+    const key = freshKey();
+    let runs = 0;
+    const send = async () => ++runs;
+    expect(await guard.once(key, send)).toBe(1);
+    expect(await guard.run(key, send)).toEqual({ value: 1, ran: false });
+    // Another guard (another worker process) sees the same outcome.
+    const otherRedis = redis.duplicate();
+    const other = idempotencyGuard({ redis: otherRedis, ttlMs: 60_000 });
+    expect(await other.once(key, send)).toBe(1);
+    otherRedis.disconnect();
+    expect(runs).toBe(1);
+  });
+
+  it('keeps outcomes apart by key and by prefix', async () => {
+    const a = idempotencyGuard({ redis, ttlMs: 60_000 });
+    const b = idempotencyGuard({ redis, prefix: 'tenant-b', ttlMs: 60_000 });
+    const key = freshKey();
+    expect(await a.once(key, () => 'a')).toBe('a');
+    expect(await b.once(key, () => 'b')).toBe('b');
+    expect(await a.once(`${key}-other`, () => 'c')).toBe('c');
+    expect(await redis.exists(`stormguard:idempotency:${key}`, `tenant-b:idempotency:${key}`)).toBe(2);
+  });
+
+  it('stores outcomes as JSON: undefined stays undefined, a Date comes back as its ISO string', async () => {
+    const guard = idempotencyGuard({ redis, ttlMs: 60_000 });
+    const [k1, k2] = [freshKey(), freshKey()];
+    await guard.once(k1, () => undefined);
+    expect(await guard.run(k1, () => 'again')).toEqual({ value: undefined, ran: false });
+    const at = new Date(5_000);
+    await guard.once(k2, () => ({ at }));
+    expect(await guard.once(k2, () => ({ at }))).toEqual({ at: at.toISOString() });
+  });
+
+  it('does not store a failure, so a retry runs fn again', async () => {
+    const guard = idempotencyGuard({ redis, ttlMs: 60_000 });
+    const key = freshKey();
+    let runs = 0;
+    const flaky = async () => {
+      runs += 1;
+      if (runs === 1) throw new Error('provider said 503');
+      return 'sent';
+    };
+    await expect(guard.once(key, flaky)).rejects.toThrow('provider said 503');
+    expect(await guard.once(key, flaky)).toBe('sent');
+    expect(runs).toBe(2);
+  });
+
+  it('lets a new caller run once the claim of a crashed caller expires', async () => {
+    const store = new RedisIdempotencyStore(redis);
+    const key = freshKey();
+    // A worker claimed the key and died: nobody will finish, release or renew its claim.
+    expect(await store.begin(key, 'crashed-worker', 300)).toEqual({ state: 'run' });
+    const guard = idempotencyGuard({ redis, ttlMs: 60_000, inFlightTtlMs: 300 });
+    let runs = 0;
+    const result = await guard.run(key, () => ++runs);
+    expect(result).toEqual({ value: 1, ran: true });
+    // The crashed worker's late finish cannot overwrite the outcome.
+    expect(await store.finish(key, 'crashed-worker', JSON.stringify({ value: 99 }), 60_000)).toBe(false);
+    expect(await guard.once(key, () => ++runs)).toBe(1);
+  });
+
+  it('renews its claim while long work runs, so nobody starts it a second time', async () => {
+    const inFlightTtlMs = 150;
+    const guard = idempotencyGuard({ redis, ttlMs: 60_000, inFlightTtlMs, waitTimeoutMs: 10_000 });
+    const key = freshKey();
+    const redisKey = `stormguard:idempotency:${key}`;
+    const finish = deferred();
+    let runs = 0;
+    const slow = async () => {
+      runs += 1;
+      await finish.promise;
+      return 'done';
+    };
+    const first = guard.run(key, slow);
+    await waitFor(() => runs === 1, 2_000, 'the slow work to start');
+    // Watch the claim's time to live go back up: each rise is one renewal. Four renewals outlast the claim.
+    let renewals = 0;
+    let last = await redis.pttl(redisKey);
+    await waitFor(
+      async () => {
+        const now = await redis.pttl(redisKey);
+        if (now > last) renewals += 1;
+        last = now;
+        return renewals >= 4;
+      },
+      5_000,
+      'the claim to be renewed four times',
+      10,
+    );
+    const second = guard.run(key, slow);
+    finish.resolve();
+    expect(await first).toEqual({ value: 'done', ran: true });
+    expect(await second).toEqual({ value: 'done', ran: false });
+    expect(runs).toBe(1);
+  });
+
+  it('gives up waiting with a TransientError after waitTimeoutMs', async () => {
+    const store = new RedisIdempotencyStore(redis);
+    const key = freshKey();
+    await store.begin(key, 'busy-worker', 30_000);
+    const guard = idempotencyGuard({ redis, ttlMs: 60_000, inFlightTtlMs: 30_000, waitTimeoutMs: 100 });
+    let runs = 0;
+    await expect(guard.once(key, () => ++runs)).rejects.toSatisfy(
+      (e: unknown) => isTransientError(e) && /still being processed/.test((e as Error).message),
+    );
+    expect(runs).toBe(0);
+  });
+
+  it('refuses bad options and keys with a message that names them', async () => {
+    expect(() => idempotencyGuard({ ttlMs: 1_000 })).toThrow(/redis/);
+    const thrown = (() => {
+      try {
+        idempotencyGuard({ redis, ttlMs: -1 });
+      } catch (error) {
+        return error;
+      }
+    })();
+    expect(isValidationError(thrown) && (thrown as Error).message).toMatch(/ttlMs/);
+    const guard = idempotencyGuard({ redis });
+    await expect(guard.once('', () => 1)).rejects.toSatisfy(isInvalidInputError);
+  });
+});
