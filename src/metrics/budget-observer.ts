@@ -1,6 +1,6 @@
 import type { BudgetSnapshot } from '../budget/types.js';
 import type { Disposable } from '../common/events.js';
-import type { ObserverContext } from './context.js';
+import { noteDependency, type ObserverContext } from './context.js';
 import { BUDGET_MODES, LabelBounds } from './labels.js';
 import type { ObservableBudget } from './sources.js';
 import { withTimeout } from './timeout.js';
@@ -13,25 +13,21 @@ import { withTimeout } from './timeout.js';
 export function observeBudgetState(budget: ObservableBudget, ctx: ObserverContext): Disposable {
   const { instruments: m, bounds } = ctx;
   // Dependencies seen so far: when the store cannot be read they are still reported, as degraded.
-  const known = new Set<string>();
-  const remember = (dependency: string | undefined) => {
-    if (dependency) known.add(dependency);
-  };
+  const known = ctx.dependencies;
+  const remember = (dependency: string | undefined) => noteDependency(ctx, dependency);
 
   const subs = [
     budget.events.on('granted', (e) => {
-      remember(e.dependency);
-      m.budgetGrants.inc({ dependency: bounds.open('dependency', e.dependency) });
+      m.budgetGrants.inc({ dependency: remember(e.dependency) });
     }),
     budget.events.on('denied', (e) => {
-      remember(e.dependency);
       m.budgetDenials.inc({
-        dependency: bounds.open('dependency', e.dependency),
+        dependency: remember(e.dependency),
         mode: LabelBounds.closed(e.mode, BUDGET_MODES),
       });
     }),
     budget.events.on('degraded', (e) => {
-      remember(e.dependency);
+      if (e.dependency) remember(e.dependency);
       m.budgetStoreOutages.inc();
     }),
   ];
@@ -44,6 +40,8 @@ export function observeBudgetState(budget: ObservableBudget, ctx: ObserverContex
     m.budgetSuccesses.set(labels, snapshot.successes);
     m.budgetWindow.set(labels, snapshot.windowMs / 1000);
     m.budgetDegraded.set(labels, snapshot.degraded ? 1 : 0);
+    if (budget.ratio !== undefined) m.budgetRatio.set(labels, budget.ratio);
+    if (budget.minAllowance !== undefined) m.budgetMinAllowance.set(labels, budget.minAllowance);
   };
   const unreadable = (dependency: string, error: unknown) => {
     m.budgetStateErrors.inc();

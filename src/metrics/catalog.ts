@@ -159,6 +159,20 @@ export const METRICS = {
     labels: ['dependency'],
     source: 'scrape',
   },
+  budgetRatio: {
+    name: 'budget_ratio',
+    type: 'gauge',
+    help: "The budget's configured ratio: retries may be at most this share of successes.",
+    labels: ['dependency'],
+    source: 'scrape',
+  },
+  budgetMinAllowance: {
+    name: 'budget_min_allowance',
+    type: 'gauge',
+    help: 'Retries the budget allows per window whatever the successes (the floor).',
+    labels: ['dependency'],
+    source: 'scrape',
+  },
   budgetDegraded: {
     name: 'budget_degraded',
     type: 'gauge',
@@ -169,9 +183,16 @@ export const METRICS = {
   breakerState: {
     name: 'breaker_state',
     type: 'gauge',
-    help: "1 for the breaker's current state (closed, open, half-open), 0 for the others.",
+    help: "1 for the breaker's current state (closed, open, half-open), 0 for the others; fleet-wide.",
     labels: ['dependency', 'state'],
     source: 'scrape',
+  },
+  breakerRejections: {
+    name: 'breaker_rejections_total',
+    type: 'counter',
+    help: 'Calls the breaker refused in this process (open, or half-open with every probe slot taken).',
+    labels: ['dependency', 'state'],
+    source: 'events',
   },
   breakerTransitions: {
     name: 'breaker_transitions_total',

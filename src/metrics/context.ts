@@ -11,4 +11,16 @@ export interface ObserverContext {
   readonly readTimeoutMs: number;
   /** Told about scrape-time reads that failed (the scrape itself still answers). */
   readonly onError: (error: unknown) => void;
+  /**
+   * Dependencies any observer has seen (worker events, budget, breaker): scrape-time reads cover them
+   * all, so a worker that has only seen successes still reports its dependency's budget and breaker.
+   */
+  readonly dependencies: Set<string>;
+}
+
+/** Adds `dependency` to the shared set unless its label has been bounded to something else. */
+export function noteDependency(ctx: ObserverContext, dependency: string | undefined): string {
+  const label = ctx.bounds.open('dependency', dependency);
+  if (label === dependency) ctx.dependencies.add(dependency);
+  return label;
 }

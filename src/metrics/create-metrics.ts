@@ -41,10 +41,13 @@ export interface StormguardMetrics extends Disposable {
   observeWorker(worker: ObservableWorker): Disposable;
   /** Counts a budget's grants and denials and exports its fleet-wide state (allowance, spent, …) at scrape time. */
   observeBudget(budget: ObservableBudget): Disposable;
-  /** Follows a circuit breaker's state. */
-  observeBreaker(breaker: ObservableBreaker): Disposable;
-  /** Exports the depth of `queue`'s dead-letter queue at scrape time. */
-  observeDeadLetters(dlq: ObservableDeadLetterQueue, options: { queue: string }): Disposable;
+  /**
+   * Follows a circuit breaker: transitions, refusals, and the fleet-wide state of every dependency the
+   * metrics have seen (plus `dependencies`, to report breakers this process has not used yet).
+   */
+  observeBreaker(breaker: ObservableBreaker, options?: { dependencies?: readonly string[] }): Disposable;
+  /** Exports the depth of a dead-letter queue at scrape time, labelled with its source queue (or `options.queue`). */
+  observeDeadLetters(dlq: ObservableDeadLetterQueue, options?: { queue?: string }): Disposable;
 }
 
 /**
@@ -62,7 +65,7 @@ export interface StormguardMetrics extends Disposable {
  * const metrics = createMetrics({ registry });
  * metrics.observeWorker(worker);
  * metrics.observeBudget(budget);
- * metrics.observeDeadLetters(deadLetterQueue('search-index', { connection }), { queue: 'search-index' });
+ * metrics.observeDeadLetters(deadLetterQueue('search-index', { connection }));
  * await serveMetrics({ port: 9464, registry });
  */
 export function createMetrics(options: MetricsOptions = {}): StormguardMetrics {
@@ -108,6 +111,7 @@ export function createMetrics(options: MetricsOptions = {}): StormguardMetrics {
     scrape,
     readTimeoutMs,
     onError,
+    dependencies: new Set(),
   };
 
   const live = new Set<Disposable>();
@@ -125,8 +129,15 @@ export function createMetrics(options: MetricsOptions = {}): StormguardMetrics {
     prefix,
     observeWorker: (worker) => track(observeWorkerEvents(worker, ctx)),
     observeBudget: (budget) => track(observeBudgetState(budget, ctx)),
-    observeBreaker: (breaker) => track(observeBreakerState(breaker, ctx)),
-    observeDeadLetters: (dlq, { queue }) => track(observeDeadLetterDepth(dlq, queue, ctx)),
+    observeBreaker: (breaker, opts) => track(observeBreakerState(breaker, ctx, opts?.dependencies)),
+    observeDeadLetters: (dlq, opts) => {
+      const queue = opts?.queue ?? dlq.sourceQueue;
+      if (!queue)
+        throw new InvalidInputError(
+          'metrics: observeDeadLetters needs the source queue name; pass { queue } or a queue from deadLetterQueue()',
+        );
+      return track(observeDeadLetterDepth(dlq, queue, ctx));
+    },
     dispose: () => {
       for (const d of [...live]) {
         live.delete(d);

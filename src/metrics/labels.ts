@@ -1,3 +1,5 @@
+import { DEAD_LETTER_REASONS } from '../jobs/dead-letter-filter.js';
+
 /** The value a label takes once its limit of distinct values is reached, or for a value outside its set. */
 export const OVERFLOW_LABEL_VALUE = 'other';
 
@@ -45,15 +47,7 @@ export class LabelBounds {
   }
 }
 
-export const DEAD_LETTER_REASONS: ReadonlySet<string> = new Set([
-  'permanent',
-  'max-attempts',
-  'max-age',
-  'budget-exhausted',
-  'breaker-open',
-  'retry-after-too-long',
-  'no-idempotency-key',
-]);
+export const DEAD_LETTER_REASON_SET: ReadonlySet<string> = new Set(DEAD_LETTER_REASONS);
 
 export const DEFERRAL_CAUSES: ReadonlySet<string> = new Set(['breaker-open', 'budget-deferred']);
 

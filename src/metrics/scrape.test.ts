@@ -3,8 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { parseExposition, sampleValue } from '../../tests/metrics/exposition.js';
 import type { BudgetEvents, BudgetSnapshot } from '../budget/types.js';
 import { EventBus } from '../common/events.js';
+import type { WorkerEvents } from '../jobs/types.js';
 import { createMetrics } from './create-metrics.js';
-import type { BreakerStateEvents } from './sources.js';
+import type { BreakerStateEvents, BreakerStateName } from './sources.js';
 
 function snapshot(dependency: string, over: Partial<BudgetSnapshot> = {}): BudgetSnapshot {
   return {
@@ -46,7 +47,7 @@ function setup() {
 describe('budget gauges', () => {
   it("report each dependency's fleet-wide state, read once per scrape", async () => {
     const { metrics, scrape } = setup();
-    const budget = fakeBudget(new Map([['search', snapshot('search')]]));
+    const budget = { ...fakeBudget(new Map([['search', snapshot('search')]])), ratio: 0.2, minAllowance: 10 };
     metrics.observeBudget(budget);
     const s = await scrape();
     const dep = { dependency: 'search' };
@@ -56,6 +57,8 @@ describe('budget gauges', () => {
     expect(sampleValue(s, 'stormguard_budget_successes', dep)).toBe(200);
     expect(sampleValue(s, 'stormguard_budget_window_seconds', dep)).toBe(60);
     expect(sampleValue(s, 'stormguard_budget_degraded', dep)).toBe(0);
+    expect(sampleValue(s, 'stormguard_budget_ratio', dep)).toBe(0.2);
+    expect(sampleValue(s, 'stormguard_budget_min_allowance', dep)).toBe(10);
     expect(budget.reads).toEqual(['search']);
   });
 
@@ -146,6 +149,32 @@ describe('breaker state', () => {
         from: 'closed',
         to: 'open',
       }),
+    ).toBe(1);
+  });
+
+  it('reads the fleet-wide state from the breaker for every dependency the metrics have seen', async () => {
+    const { metrics, scrape } = setup();
+    const states = new Map<string, BreakerStateName>([
+      ['search', 'open'],
+      ['mail', 'closed'],
+    ]);
+    const breaker = {
+      events: new EventBus<BreakerStateEvents>(),
+      state: async (dependency: string) => ({ state: states.get(dependency) ?? ('closed' as const) }),
+    };
+    const worker = new EventBus<WorkerEvents>();
+    metrics.observeWorker({ events: worker });
+    metrics.observeBreaker(breaker, { dependencies: ['mail'] });
+    // Another worker opened the breaker: this process saw no transition, only a success before it.
+    worker.emit('success', { queue: 'index', task: 'index-document', dependency: 'search' });
+    breaker.events.emit('rejected', { dependency: 'search', state: 'open' });
+    const s = await scrape();
+    expect(sampleValue(s, 'stormguard_breaker_state', { dependency: 'search', state: 'open' })).toBe(1);
+    expect(sampleValue(s, 'stormguard_breaker_state', { dependency: 'mail', state: 'closed' })).toBe(1);
+    expect(sampleValue(s, 'stormguard_breaker_state', { dependency: 'mail', state: 'open' })).toBe(0);
+    expect(sampleValue(s, 'stormguard_breaker_transitions_total')).toBeUndefined();
+    expect(
+      sampleValue(s, 'stormguard_breaker_rejections_total', { dependency: 'search', state: 'open' }),
     ).toBe(1);
   });
 });

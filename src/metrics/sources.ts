@@ -19,6 +19,10 @@ export interface ObservableBudget {
   state(dependency: string): BudgetSnapshot | Promise<BudgetSnapshot>;
   /** Dependencies the budget knows of. */
   dependencies(): readonly string[] | Promise<readonly string[]>;
+  /** The configured ratio (0, 1], exported so alerts can compare the observed retry ratio with it. */
+  readonly ratio?: number;
+  /** The configured floor per window. */
+  readonly minAllowance?: number;
 }
 
 /** A circuit breaker's states. */
@@ -27,14 +31,21 @@ export type BreakerStateName = 'closed' | 'open' | 'half-open';
 /** Events a circuit breaker emits that the metrics read. */
 export interface BreakerStateEvents {
   'state-change': { dependency: string; from: BreakerStateName; to: BreakerStateName };
+  rejected: { dependency: string; state: 'open' | 'half-open' };
 }
 
-/** What `observeBreaker` needs: a circuit breaker's state-change events. */
+/**
+ * What `observeBreaker` needs: a `CircuitBreaker`'s events and, to report the fleet's state rather than
+ * what this process saw, its `state(dependency)`.
+ */
 export interface ObservableBreaker {
   readonly events: Subscribable<BreakerStateEvents>;
+  state?(dependency: string): Promise<{ state: BreakerStateName }>;
 }
 
-/** What `observeDeadLetters` needs: a dead-letter queue that can count its jobs. */
+/** What `observeDeadLetters` needs: a dead-letter queue (from `deadLetterQueue`) that can count its jobs. */
 export interface ObservableDeadLetterQueue {
   count(): Promise<number>;
+  /** The queue whose dead letters it holds: the `queue` label. */
+  readonly sourceQueue?: string;
 }

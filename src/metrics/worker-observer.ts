@@ -1,7 +1,7 @@
 import type { Disposable } from '../common/events.js';
 import type { JobLabels } from '../jobs/types.js';
-import type { ObserverContext } from './context.js';
-import { DEAD_LETTER_REASONS, DEFERRAL_CAUSES, LabelBounds } from './labels.js';
+import { noteDependency, type ObserverContext } from './context.js';
+import { DEAD_LETTER_REASON_SET, DEFERRAL_CAUSES, LabelBounds } from './labels.js';
 import type { ObservableWorker } from './sources.js';
 
 /**
@@ -14,7 +14,7 @@ export function observeWorkerEvents(worker: ObservableWorker, ctx: ObserverConte
   const job = (e: JobLabels) => ({
     queue: bounds.open('queue', e.queue),
     task: bounds.open('task', e.task),
-    dependency: bounds.open('dependency', e.dependency),
+    dependency: noteDependency(ctx, e.dependency),
   });
   const subs = [
     worker.events.on('attempt', (e) => m.attempts.inc(job(e))),
@@ -29,7 +29,7 @@ export function observeWorkerEvents(worker: ObservableWorker, ctx: ObserverConte
       if (Number.isFinite(e.delayMs) && e.delayMs >= 0) m.retryDelay.observe(labels, e.delayMs / 1000);
     }),
     worker.events.on('dead-letter', (e) =>
-      m.deadLetters.inc({ ...job(e), reason: LabelBounds.closed(e.reason, DEAD_LETTER_REASONS) }),
+      m.deadLetters.inc({ ...job(e), reason: LabelBounds.closed(e.reason, DEAD_LETTER_REASON_SET) }),
     ),
     worker.events.on('completed', (e) => {
       const labels = job(e);
@@ -40,7 +40,7 @@ export function observeWorkerEvents(worker: ObservableWorker, ctx: ObserverConte
       m.replays.inc({
         queue: bounds.open('queue', e.queue),
         task: bounds.open('task', e.task),
-        reason: LabelBounds.closed(e.reason, DEAD_LETTER_REASONS),
+        reason: LabelBounds.closed(e.reason, DEAD_LETTER_REASON_SET),
       }),
     ),
   ];
