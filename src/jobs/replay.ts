@@ -100,12 +100,14 @@ export async function replayDeadLetters(
   const { ratePerSecond, whenHealthy, dryRun = false, limit, signal, onProgress } = options;
   const clock = options.clock ?? systemClock;
   const sleep = options.sleep ?? realSleep;
+  // `sinceMs` is resolved here, on this replay's clock, so the listing and the replay share one cut-off.
+  const cutoffs = [options.since, options.sinceMs === undefined ? undefined : clock.now() - options.sinceMs];
+  const defined = cutoffs.filter((c): c is number => c !== undefined);
   const filter: DeadLetterFilter = {
     reason: options.reason,
     dependency: options.dependency,
     name: options.name,
-    since: options.since,
-    sinceMs: options.sinceMs,
+    since: defined.length > 0 ? Math.max(0, ...defined) : undefined,
   };
 
   // A snapshot first: records dead-lettered again while this replay runs wait for the next one.
