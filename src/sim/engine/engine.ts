@@ -1,0 +1,382 @@
+import type { FakeClock } from '../../common/clock.js';
+import { seededRandom } from '../../common/random.js';
+import { decide, decideSync } from '../../policy/decide.js';
+import type { DecideContext, Decision, RetryPolicy } from '../../policy/types.js';
+import { type DependencySpec, expectedJobs, type Scenario } from '../scenario/schema.js';
+import { CallOutcome, DependencyModel } from './dependency-model.js';
+import { EventQueue } from './event-queue.js';
+import { IntQueue } from './int-queue.js';
+import { JobTable } from './job-table.js';
+import type { StrategyRuntime } from './runtime.js';
+import { BinnedSeries } from './series.js';
+
+/** Width of a time-series bin: one second, so a bin's count is a rate per second. */
+export const BIN_MS = 1_000;
+/** How often the engine flushes budgets and samples them, in virtual time (design.md §3's flush bound). */
+export const TICK_MS = 250;
+
+// An event is one int32: the low 3 bits say what happened, the rest carry a number (source, slot or job).
+const ARRIVAL = 0;
+const ATTEMPT_DONE = 1;
+const RETRY_DUE = 2;
+const TICK = 3;
+const KIND_BITS = 3;
+const KIND_MASK = 7;
+
+/** Per-dependency time series of one run, in {@link BIN_MS} bins. */
+export interface DependencySeries {
+  name: string;
+  /** First attempts sent to the dependency. */
+  first: BinnedSeries;
+  /** Retries sent to the dependency (attempts after the first). */
+  retries: BinnedSeries;
+  successes: BinnedSeries;
+  failures: BinnedSeries;
+  /** Retries scheduled that charge an attempt (for a budget strategy: retries the budget granted). */
+  granted: BinnedSeries;
+  /** Retries postponed without charging an attempt (budget deferral, open breaker). */
+  deferred: BinnedSeries;
+  /** Sum of the strategy's budgets' allowance and spend for the dependency, sampled once per bin. */
+  allowance: BinnedSeries;
+  spent: BinnedSeries;
+  /** Denials the budgets counted in their window (in shadow mode: denials they would have made). */
+  denied: BinnedSeries;
+}
+
+/** Everything one strategy's run produced; `results.ts` turns it into the public result. */
+export interface EngineOutput {
+  jobs: number;
+  completed: number;
+  deadLettered: Map<string, BinnedSeries>;
+  /** Jobs still waiting, running or delayed when the run stopped at the horizon. */
+  unfinished: number;
+  /** Jobs that are neither finished nor pending: a bug if ever non-zero (computed from independent counts). */
+  lost: number;
+  /** Virtual time when the last job finished. */
+  drainMs: number;
+  /** True when the run stopped at the scenario's horizon with work still pending. */
+  stoppedAtHorizon: boolean;
+  dependencies: DependencySeries[];
+  /** `attemptsHistogram.completed[n]`: jobs that completed after n attempts; likewise for dead letters. */
+  attemptsHistogram: { completed: number[]; deadLettered: number[] };
+  events: number;
+}
+
+/** Streams of randomness for one run, the same for every strategy so they see the same arrivals. */
+export interface RunSeeds {
+  behaviour: number;
+  policy: number;
+  arrivals: readonly number[];
+}
+
+/** Derives the run's independent random streams from the scenario seed. */
+export function deriveSeeds(seed: number, arrivalSources: number): RunSeeds {
+  const random = seededRandom(seed);
+  const next = () => Math.floor(random() * 2 ** 31);
+  const behaviour = next();
+  const policy = next();
+  return { behaviour, policy, arrivals: Array.from({ length: arrivalSources }, next) };
+}
+
+export interface EngineOptions {
+  /** Called now and then with the jobs finished so far and the jobs the scenario is expected to create. */
+  onProgress?: (finished: number, expected: number) => void;
+  /** Events between progress calls. Default 32 768. */
+  progressEvery?: number;
+}
+
+/** A job class as the engine uses it. */
+export interface EngineJobClass {
+  policy: RetryPolicy;
+  dependency: number;
+  permanentErrorRate: number;
+  idempotencyKey: boolean;
+}
+
+/**
+ * Runs one strategy over a scenario on a virtual clock, from the first arrival until every job has completed
+ * or been dead-lettered (or the horizon). Workers' slots take jobs from one first-in, first-out waiting list;
+ * each attempt calls its class's dependency, whose model draws the outcome and latency; a failure goes
+ * through stormguard's `decide` with the strategy's budget and breaker; a retry waits its delay and joins the
+ * back of the waiting list, as a BullMQ delayed job does when it is promoted.
+ *
+ * The clock is the one the strategy's budgets were built with: the engine moves it, and flushes the budgets
+ * every {@link TICK_MS} of virtual time, so no wall-clock timer is involved.
+ */
+export async function runEngine(
+  scenario: Scenario,
+  classes: readonly EngineJobClass[],
+  dependencyNames: readonly string[],
+  runtime: StrategyRuntime,
+  clock: FakeClock,
+  seeds: RunSeeds,
+  options: EngineOptions = {},
+): Promise<EngineOutput> {
+  const { count: workerCount, concurrency } = scenario.workers;
+  const slotCount = workerCount * concurrency;
+  const horizon = scenario.horizon;
+  const expected = Math.max(1, expectedJobs(scenario.arrivals));
+  const progressEvery = options.progressEvery ?? 32_768;
+
+  const models = dependencyNames.map(
+    (n) => new DependencyModel(n, scenario.dependencies[n] as DependencySpec),
+  );
+  const series: DependencySeries[] = dependencyNames.map((name) => ({
+    name,
+    first: new BinnedSeries(BIN_MS),
+    retries: new BinnedSeries(BIN_MS),
+    successes: new BinnedSeries(BIN_MS),
+    failures: new BinnedSeries(BIN_MS),
+    granted: new BinnedSeries(BIN_MS),
+    deferred: new BinnedSeries(BIN_MS),
+    allowance: new BinnedSeries(BIN_MS, 'gauge'),
+    spent: new BinnedSeries(BIN_MS, 'gauge'),
+    denied: new BinnedSeries(BIN_MS, 'gauge'),
+  }));
+  const deadLettered = new Map<string, BinnedSeries>();
+  const histogram = { completed: [] as number[], deadLettered: [] as number[] };
+
+  const behaviour = seededRandom(seeds.behaviour);
+  const policyRandom = seededRandom(seeds.policy);
+  const arrivals = scenario.arrivals.map((a, i) => ({
+    spec: a,
+    jobClass: Object.keys(scenario.jobClasses).indexOf(a.class),
+    random: seededRandom(seeds.arrivals[i] ?? i),
+  }));
+
+  const queue = new EventQueue(Math.max(1024, slotCount * 2));
+  const jobs = new JobTable(Math.max(4096, Math.min(expected + 16, 1 << 22)));
+  const waiting = new IntQueue(4096);
+  const idle = new IntQueue(slotCount);
+  const slotJob = new Int32Array(slotCount);
+  const slotOutcome = new Uint8Array(slotCount);
+  // Interleave slots across workers so the idle list hands consecutive jobs to different workers.
+  for (let c = 0; c < concurrency; c++) for (let w = 0; w < workerCount; w++) idle.push(c * workerCount + w);
+
+  const gated = runtime.budgets.length > 0 || runtime.breaker !== undefined;
+  const ctx: DecideContext = {
+    policy: classes[0]?.policy as RetryPolicy,
+    error: undefined,
+    attemptsMade: 1,
+    createdAtMs: 0,
+    nowMs: 0,
+    random: policyRandom,
+    dependency: '',
+    previousDelayMs: undefined,
+    hasIdempotencyKey: true,
+    hasDeadLetterTarget: true,
+    budget: undefined,
+    breaker: runtime.breaker,
+  };
+
+  let completed = 0;
+  let finished = 0;
+  let delayed = 0;
+  let activeSources = arrivals.length;
+  let drainMs = 0;
+  let lastSampledBin = -1;
+  let events = 0;
+
+  const enqueue = (job: number, t: number): void => {
+    const slot = idle.shift();
+    if (slot >= 0) start(slot, job, t);
+    else waiting.push(job);
+  };
+
+  const start = (slot: number, job: number, t: number): void => {
+    const jobClass = classes[jobs.jobClass[job] as number] as EngineJobClass;
+    const d = jobClass.dependency;
+    const model = models[d] as DependencyModel;
+    const outcome = model.call(t, behaviour, jobClass.permanentErrorRate);
+    const s = series[d] as DependencySeries;
+    if (jobs.attempts[job] === 0) s.first.add(t);
+    else s.retries.add(t);
+    jobs.attempts[job] = (jobs.attempts[job] as number) + 1;
+    jobs.charged[job] = (jobs.charged[job] as number) + 1;
+    slotJob[slot] = job;
+    slotOutcome[slot] = outcome;
+    queue.push(t + model.latencyMs, (slot << KIND_BITS) | ATTEMPT_DONE);
+  };
+
+  const nextJob = (slot: number, t: number): void => {
+    const job = waiting.shift();
+    if (job >= 0) start(slot, job, t);
+    else idle.push(slot);
+  };
+
+  const finish = (job: number, t: number, reason: string | undefined): void => {
+    finished++;
+    drainMs = t;
+    const attempts = jobs.attempts[job] as number;
+    const bucket = reason === undefined ? histogram.completed : histogram.deadLettered;
+    bucket[attempts] = (bucket[attempts] ?? 0) + 1;
+    if (reason === undefined) {
+      completed++;
+      return;
+    }
+    let dl = deadLettered.get(reason);
+    if (!dl) {
+      dl = new BinnedSeries(BIN_MS);
+      deadLettered.set(reason, dl);
+    }
+    dl.add(t);
+  };
+
+  const apply = (decision: Decision, job: number, d: number, t: number): void => {
+    if (decision.action === 'retry') {
+      if (!decision.chargesAttempt) {
+        jobs.charged[job] = (jobs.charged[job] as number) - 1;
+        (series[d] as DependencySeries).deferred.add(t);
+      } else (series[d] as DependencySeries).granted.add(t);
+      jobs.previousDelay[job] = decision.delayMs;
+      delayed++;
+      queue.push(t + decision.delayMs, (job << KIND_BITS) | RETRY_DUE);
+    } else finish(job, t, decision.reason);
+  };
+
+  const attemptDone = (slot: number, t: number): Promise<void> | undefined => {
+    const job = slotJob[slot] as number;
+    const outcome = slotOutcome[slot] as CallOutcome;
+    const jobClass = classes[jobs.jobClass[job] as number] as EngineJobClass;
+    const d = jobClass.dependency;
+    const worker = slot % workerCount;
+    const budget = runtime.budgetOf[worker];
+    const s = series[d] as DependencySeries;
+    if (outcome === CallOutcome.Success) {
+      s.successes.add(t);
+      if (budget) budget.recordSuccess(dependencyNames[d] as string);
+      runtime.breaker?.recordSuccess?.(dependencyNames[d] as string);
+      finish(job, t, undefined);
+      nextJob(slot, t);
+      return undefined;
+    }
+    s.failures.add(t);
+    if (outcome !== CallOutcome.Permanent) runtime.breaker?.recordFailure?.(dependencyNames[d] as string);
+    ctx.policy = jobClass.policy;
+    ctx.error = (models[d] as DependencyModel).errors[outcome];
+    ctx.attemptsMade = jobs.charged[job] as number;
+    ctx.createdAtMs = jobs.createdAt[job] as number;
+    ctx.nowMs = t;
+    ctx.dependency = dependencyNames[d] as string;
+    const previous = jobs.previousDelay[job] as number;
+    ctx.previousDelayMs = Number.isNaN(previous) ? undefined : previous;
+    ctx.hasIdempotencyKey = jobClass.idempotencyKey;
+    ctx.budget = budget;
+    if (!gated) {
+      apply(decideSync(ctx), job, d, t);
+      nextJob(slot, t);
+      return undefined;
+    }
+    return decide(ctx).then((decision) => {
+      apply(decision, job, d, t);
+      nextJob(slot, t);
+    });
+  };
+
+  const arrive = (source: number, t: number): void => {
+    const a = arrivals[source] as (typeof arrivals)[number];
+    if (a.spec.backlog !== undefined) {
+      for (let i = 0; i < a.spec.backlog; i++) enqueue(jobs.add(a.jobClass, t), t);
+      activeSources--;
+      return;
+    }
+    enqueue(jobs.add(a.jobClass, t), t);
+    scheduleArrival(source, t);
+  };
+
+  const scheduleArrival = (source: number, from: number): void => {
+    const a = arrivals[source] as (typeof arrivals)[number];
+    if (a.spec.backlog !== undefined) {
+      queue.push(a.spec.at, (source << KIND_BITS) | ARRIVAL);
+      return;
+    }
+    // Poisson arrivals: exponential gaps with the given rate.
+    const next = from + (-Math.log(1 - a.random()) * 1_000) / (a.spec.rate as number);
+    if (next < (a.spec.until as number)) queue.push(next, (source << KIND_BITS) | ARRIVAL);
+    else activeSources--;
+  };
+
+  const tick = async (t: number): Promise<void> => {
+    for (const budget of runtime.budgets) {
+      const flushed = budget.flush();
+      if (flushed instanceof Promise) await flushed;
+    }
+    const bin = Math.floor(t / BIN_MS);
+    if (bin !== lastSampledBin && runtime.budgets.length > 0) {
+      lastSampledBin = bin;
+      for (let d = 0; d < dependencyNames.length; d++) {
+        let allowance = 0;
+        let spent = 0;
+        let denied = 0;
+        for (const budget of runtime.budgets) {
+          const state = await budget.state(dependencyNames[d] as string);
+          allowance += state.allowance;
+          spent += state.spent;
+          denied += state.denied;
+        }
+        const s = series[d] as DependencySeries;
+        s.allowance.set(t, allowance);
+        s.spent.set(t, spent);
+        s.denied.set(t, denied);
+      }
+    }
+    if (activeSources > 0 || delayed > 0 || waiting.size > 0 || idle.size < slotCount)
+      queue.push(t + TICK_MS, TICK);
+  };
+
+  queue.push(0, TICK);
+  for (let i = 0; i < arrivals.length; i++) {
+    const a = arrivals[i] as (typeof arrivals)[number];
+    scheduleArrival(i, a.spec.backlog !== undefined ? a.spec.at : a.spec.from);
+  }
+
+  let stoppedAtHorizon = false;
+  while (queue.size > 0) {
+    const t = queue.peekTime();
+    if (t > horizon) {
+      stoppedAtHorizon = true;
+      break;
+    }
+    if (t > clock.now()) clock.set(t);
+    const event = queue.pop();
+    const value = event >>> KIND_BITS;
+    switch (event & KIND_MASK) {
+      case ARRIVAL:
+        arrive(value, t);
+        break;
+      case ATTEMPT_DONE: {
+        const pending = attemptDone(value, t);
+        if (pending) await pending;
+        break;
+      }
+      case RETRY_DUE:
+        delayed--;
+        enqueue(value, t);
+        break;
+      case TICK:
+        await tick(t);
+        break;
+    }
+    if (++events % progressEvery === 0) options.onProgress?.(finished, expected);
+  }
+  for (const budget of runtime.budgets) await budget.close();
+  await runtime.breaker?.close?.();
+  options.onProgress?.(finished, Math.max(finished, expected));
+
+  const inFlight = slotCount - idle.size;
+  const unfinished = waiting.size + inFlight + delayed;
+  let deadLetterCount = 0;
+  for (const dl of deadLettered.values()) deadLetterCount += dl.total();
+  return {
+    jobs: jobs.size,
+    completed,
+    deadLettered,
+    unfinished,
+    lost: jobs.size - completed - deadLetterCount - unfinished,
+    drainMs,
+    stoppedAtHorizon: stoppedAtHorizon && unfinished > 0,
+    dependencies: series,
+    attemptsHistogram: histogram,
+    events,
+  };
+}

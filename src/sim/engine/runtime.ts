@@ -1,0 +1,30 @@
+import type { BudgetSnapshot } from '../../budget/types.js';
+import type { BreakerGate, BudgetGate } from '../../policy/types.js';
+
+/** A retry budget as the engine drives it; stormguard's `RetryBudget` is one. */
+export interface SimBudget extends BudgetGate {
+  recordSuccess(dependency: string): void;
+  state(dependency: string): BudgetSnapshot | Promise<BudgetSnapshot>;
+  flush(): unknown;
+  close(): unknown;
+}
+
+/** A breaker as the engine drives it: the gate `decide` asks, plus the outcome of each call. */
+export interface SimBreaker extends BreakerGate {
+  recordSuccess?(dependency: string): unknown;
+  recordFailure?(dependency: string): unknown;
+  close?(): unknown;
+}
+
+/**
+ * What one strategy puts between a failed attempt and its retry: the budget each worker consults (the same
+ * instance for every worker of a fleet budget, one per worker for per-worker budgets, none for a ceiling
+ * alone) and an optional breaker.
+ */
+export interface StrategyRuntime {
+  /** By worker index; `undefined` means that worker retries on its ceiling alone. */
+  readonly budgetOf: readonly (SimBudget | undefined)[];
+  /** Each budget once, to flush, sample and close. */
+  readonly budgets: readonly SimBudget[];
+  readonly breaker?: SimBreaker;
+}

@@ -1,0 +1,176 @@
+import type { UnhealthyPeriod } from './engine/dependency-model.js';
+import type { DependencySeries, EngineOutput } from './engine/engine.js';
+import type { StrategyKind } from './scenario/schema.js';
+
+/** Requests one strategy sent to one dependency. */
+export interface RequestCounts {
+  /** Each job's first attempt. */
+  first: number;
+  /** Every attempt after a job's first. */
+  retries: number;
+}
+
+/** One dependency's time series under one strategy, one value per second (index = second of the run). */
+export interface DependencyTimeline {
+  first: number[];
+  retries: number[];
+  successes: number[];
+  failures: number[];
+  /** Retries scheduled that charge an attempt (under a budget: granted by it). */
+  granted: number[];
+  /** Retries postponed without charging an attempt (budget deferral, open breaker). */
+  deferred: number[];
+  /** Sum of the strategy's budgets' allowance in their window (per-worker budgets add up); empty without a budget. */
+  allowance: number[];
+  /** Retries the budgets have granted in their window. */
+  spent: number[];
+  /** Denials the budgets counted in their window. */
+  denied: number[];
+}
+
+/** What one strategy did to the scenario. The first fields are the CLI's `--json` output. */
+export interface StrategyResult {
+  name: string;
+  label: string;
+  kind: StrategyKind;
+  jobs: number;
+  completed: number;
+  /** Dead letters by reason (`max-attempts`, `budget-exhausted`, …), reasons in alphabetical order. */
+  deadLettered: Record<string, number>;
+  /** Jobs neither finished nor pending at the end: always 0 unless the engine has a bug. */
+  lost: number;
+  /** Jobs still pending when the run stopped at the horizon (0 when it drained). */
+  unfinished: number;
+  requests: Record<string, RequestCounts>;
+  /** The most retries any dependency received in one second while it was down or degraded (0 if never). */
+  peakRetriesPerSecond: number;
+  /** Virtual time from the start until the last job completed or was dead-lettered. */
+  drainMs: number;
+  timeline: Record<string, DependencyTimeline>;
+  /** Dead letters per second, by reason. */
+  deadLetterTimeline: Record<string, number[]>;
+  /** `completed[n]`: jobs that completed after n attempts; `deadLettered[n]` likewise. */
+  attemptsHistogram: { completed: number[]; deadLettered: number[] };
+  /** Events the engine processed (for benchmarks). */
+  events: number;
+}
+
+/** The outcome of a simulation: every strategy on the same arrivals and the same outage. */
+export interface SimulationResult {
+  scenario: string;
+  description?: string;
+  seed: number;
+  /** Seconds covered by every timeline (the longest strategy's drain, rounded up). */
+  seconds: number;
+  workers: { count: number; concurrency: number };
+  /** Each dependency's down and degraded periods. */
+  dependencies: { name: string; unhealthy: UnhealthyPeriod[] }[];
+  strategies: StrategyResult[];
+}
+
+/** The CLI's `--json` document: exactly these fields. */
+export interface SimulationSummary {
+  scenario: string;
+  seed: number;
+  strategies: {
+    name: string;
+    jobs: number;
+    completed: number;
+    deadLettered: Record<string, number>;
+    lost: number;
+    requests: Record<string, RequestCounts>;
+    peakRetriesPerSecond: number;
+    drainMs: number;
+  }[];
+}
+
+/**
+ * The `--json` view of a result: scenario, seed and per strategy the counts, without time series.
+ *
+ * @example
+ * process.stdout.write(JSON.stringify(summarize(await simulate(scenario)), null, 2));
+ */
+export function summarize(result: SimulationResult): SimulationSummary {
+  return {
+    scenario: result.scenario,
+    seed: result.seed,
+    strategies: result.strategies.map((s) => ({
+      name: s.name,
+      jobs: s.jobs,
+      completed: s.completed,
+      deadLettered: s.deadLettered,
+      lost: s.lost,
+      requests: s.requests,
+      peakRetriesPerSecond: s.peakRetriesPerSecond,
+      drainMs: s.drainMs,
+    })),
+  };
+}
+
+/** Turns one engine run into a {@link StrategyResult}; `seconds` is the length of its timelines. */
+export function strategyResult(
+  strategy: { name: string; label: string; kind: StrategyKind },
+  output: EngineOutput,
+  unhealthy: readonly (readonly UnhealthyPeriod[])[],
+  seconds: number,
+): StrategyResult {
+  const deadLettered: Record<string, number> = {};
+  const deadLetterTimeline: Record<string, number[]> = {};
+  for (const reason of [...output.deadLettered.keys()].sort()) {
+    const series = output.deadLettered.get(reason)!;
+    deadLettered[reason] = series.total();
+    deadLetterTimeline[reason] = series.toArray(seconds);
+  }
+  const requests: Record<string, RequestCounts> = {};
+  const timeline: Record<string, DependencyTimeline> = {};
+  let peak = 0;
+  output.dependencies.forEach((d, i) => {
+    requests[d.name] = { first: d.first.total(), retries: d.retries.total() };
+    timeline[d.name] = toTimeline(d, seconds);
+    peak = Math.max(peak, peakWhileUnhealthy(timeline[d.name]!.retries, unhealthy[i] ?? []));
+  });
+  return {
+    name: strategy.name,
+    label: strategy.label,
+    kind: strategy.kind,
+    jobs: output.jobs,
+    completed: output.completed,
+    deadLettered,
+    lost: output.lost,
+    unfinished: output.unfinished,
+    requests,
+    peakRetriesPerSecond: peak,
+    drainMs: Math.round(output.drainMs),
+    timeline,
+    deadLetterTimeline,
+    attemptsHistogram: {
+      completed: Array.from(output.attemptsHistogram.completed, (n) => n ?? 0),
+      deadLettered: Array.from(output.attemptsHistogram.deadLettered, (n) => n ?? 0),
+    },
+    events: output.events,
+  };
+}
+
+function toTimeline(d: DependencySeries, seconds: number): DependencyTimeline {
+  return {
+    first: d.first.toArray(seconds),
+    retries: d.retries.toArray(seconds),
+    successes: d.successes.toArray(seconds),
+    failures: d.failures.toArray(seconds),
+    granted: d.granted.toArray(seconds),
+    deferred: d.deferred.toArray(seconds),
+    allowance: d.allowance.length > 0 ? d.allowance.toArray(seconds) : [],
+    spent: d.spent.length > 0 ? d.spent.toArray(seconds) : [],
+    denied: d.denied.length > 0 ? d.denied.toArray(seconds) : [],
+  };
+}
+
+/** The busiest second of retries that overlaps a down or degraded period. */
+function peakWhileUnhealthy(retries: readonly number[], unhealthy: readonly UnhealthyPeriod[]): number {
+  let peak = 0;
+  for (const period of unhealthy) {
+    const last = Math.min(retries.length - 1, Math.ceil(period.untilMs / 1_000) - 1);
+    for (let s = Math.floor(period.fromMs / 1_000); s <= last; s++) peak = Math.max(peak, retries[s] ?? 0);
+  }
+  return peak;
+}

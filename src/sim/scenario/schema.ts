@@ -1,0 +1,185 @@
+import { z } from 'zod';
+import { durationSchema as duration, policySchema } from '../../policy/schema.js';
+
+const probability = () => z.number().min(0, 'must be between 0 and 1').max(1, 'must be between 0 and 1');
+const name = () =>
+  z.string().regex(/^[A-Za-z0-9][\w.-]*$/, 'must be a name of letters, digits, ".", "_" or "-" (no spaces)');
+
+/** The kinds of strategy the simulator knows. */
+export const STRATEGY_KINDS = ['ceiling-only', 'fleet-budget', 'per-worker-budgets'] as const;
+export type StrategyKind = (typeof STRATEGY_KINDS)[number];
+
+const BudgetSettings = z.strictObject({
+  ratio: z.number().gt(0, 'must be > 0 and <= 1').max(1, 'must be > 0 and <= 1').default(0.2),
+  window: duration().default(60_000),
+  minAllowance: z.number().int('must be a whole number').min(0, 'must be >= 0').default(10),
+  mode: z.enum(['enforce', 'shadow']).default('enforce'),
+  onExhausted: z.enum(['dead-letter', 'defer']).default('dead-letter'),
+});
+
+const StrategyEntry = z.union([
+  z.enum(STRATEGY_KINDS, { error: `must be one of ${STRATEGY_KINDS.join(', ')} (or { name, kind })` }),
+  z.strictObject({
+    name: name(),
+    kind: z.enum(STRATEGY_KINDS, { error: `must be one of ${STRATEGY_KINDS.join(', ')}` }),
+    /** Budget settings for this strategy only, over the scenario's `budget`. */
+    budget: BudgetSettings.partial().optional(),
+  }),
+]);
+
+const Phase = z
+  .strictObject({
+    from: duration(),
+    until: duration(),
+    state: z.enum(['up', 'down', 'degraded']),
+    /** Share of calls that fail in this phase. Defaults: down 1, degraded 0.5, up the dependency's own. */
+    errorRate: probability().optional(),
+    /** Mean call latency in this phase (failures included); defaults to the dependency's own. */
+    latency: duration().optional(),
+  })
+  .refine((p) => p.until > p.from, { message: 'must end after it starts (until > from)', path: ['until'] });
+
+const Dependency = z.strictObject({
+  /** Mean latency of a call while up; each call draws uniformly from 0.5× to 1.5× the mean. */
+  latency: duration().default(100),
+  /** Share of calls that fail while up (background noise). */
+  errorRate: probability().default(0),
+  timeline: z.array(Phase).default([]),
+});
+
+const JobClass = z.strictObject({
+  /** The dependency every attempt calls; defaults to the class's own name (a task with no mapping is its own dependency). */
+  dependency: name().optional(),
+  /** The retry policy, exactly as `definePolicy` takes it (durations may be strings such as `2s`). */
+  policy: policySchema,
+  /** Share of attempts that fail permanently whatever the dependency's state (a malformed document). */
+  permanentErrorRate: probability().default(0),
+  /** Whether jobs carry an idempotency key (lets `key-required` policies retry). */
+  idempotencyKey: z.boolean().default(true),
+});
+
+const Arrival = z
+  .strictObject({
+    class: name(),
+    /** Jobs already queued at `at`. */
+    backlog: z.number().int('must be a whole number').min(0, 'must be >= 0').optional(),
+    at: duration().default(0),
+    /** New jobs per second (a Poisson process) between `from` and `until`. */
+    rate: z.number().gt(0, 'must be > 0').optional(),
+    from: duration().default(0),
+    until: duration().optional(),
+  })
+  .superRefine((a, ctx) => {
+    if ((a.backlog === undefined) === (a.rate === undefined))
+      ctx.addIssue({ code: 'custom', message: 'give exactly one of backlog or rate', path: [] });
+    if (a.rate !== undefined && a.until === undefined)
+      ctx.addIssue({ code: 'custom', message: 'a rate needs an end: add until (e.g. 20m)', path: ['until'] });
+    if (a.rate !== undefined && a.until !== undefined && a.until <= a.from)
+      ctx.addIssue({ code: 'custom', message: 'must be after from', path: ['until'] });
+  });
+
+/** The most jobs one run may hold; the engine packs job numbers into 28 bits. */
+export const MAX_JOBS = 50_000_000;
+
+/**
+ * The scenario file's schema (JSON or YAML). Durations accept `250ms`, `90s`, `15m`, `1h30m` or milliseconds.
+ * Cross-field rules (known classes and dependencies, phases that do not overlap, a bounded job count) are
+ * checked here too, so every error names the field it is about.
+ */
+export const ScenarioSchema = z
+  .strictObject({
+    name: name().default('scenario'),
+    description: z.string().optional(),
+    seed: z.number().int('must be a whole number').default(1),
+    /** The simulation stops here even if work is still pending (reported, never silently dropped). */
+    horizon: duration().default(24 * 3_600_000),
+    workers: z.strictObject({
+      count: z
+        .number()
+        .int('must be a whole number')
+        .min(1, 'must be >= 1: a fleet needs at least one worker'),
+      concurrency: z.number().int('must be a whole number').min(1, 'must be >= 1').default(1),
+    }),
+    jobClasses: z.record(name(), JobClass),
+    arrivals: z.array(Arrival).min(1, 'must list at least one arrival (a backlog or a rate)'),
+    dependencies: z.record(name(), Dependency),
+    budget: BudgetSettings.default({
+      ratio: 0.2,
+      window: 60_000,
+      minAllowance: 10,
+      mode: 'enforce',
+      onExhausted: 'dead-letter',
+    }),
+    strategies: z
+      .array(StrategyEntry)
+      .min(1, 'must list at least one strategy')
+      .default([...STRATEGY_KINDS]),
+  })
+  .superRefine((s, ctx) => {
+    const classes = Object.keys(s.jobClasses);
+    const dependencies = Object.keys(s.dependencies);
+    if (classes.length === 0)
+      ctx.addIssue({ code: 'custom', message: 'must define at least one job class', path: ['jobClasses'] });
+    if (s.workers.count * s.workers.concurrency > 1_000_000)
+      ctx.addIssue({
+        code: 'custom',
+        message: 'count × concurrency must be <= 1 000 000',
+        path: ['workers'],
+      });
+    for (const [className, jobClass] of Object.entries(s.jobClasses)) {
+      const dependency = jobClass.dependency ?? className;
+      if (!dependencies.includes(dependency))
+        ctx.addIssue({
+          code: 'custom',
+          message: `names no dependency; define dependencies.${dependency} or use one of: ${dependencies.join(', ') || '(none)'}`,
+          path: ['jobClasses', className, 'dependency'],
+        });
+    }
+    s.arrivals.forEach((arrival, i) => {
+      if (!classes.includes(arrival.class))
+        ctx.addIssue({
+          code: 'custom',
+          message: `is not a job class; use one of: ${classes.join(', ') || '(none)'}`,
+          path: ['arrivals', i, 'class'],
+        });
+    });
+    for (const [dependencyName, dependency] of Object.entries(s.dependencies)) {
+      const phases = [...dependency.timeline].sort((a, b) => a.from - b.from);
+      for (let i = 1; i < phases.length; i++) {
+        if ((phases[i] as { from: number }).from < (phases[i - 1] as { until: number }).until)
+          ctx.addIssue({
+            code: 'custom',
+            message: 'phases overlap; each phase must start at or after the previous one ends',
+            path: ['dependencies', dependencyName, 'timeline'],
+          });
+      }
+    }
+    const names = s.strategies.map((entry) => (typeof entry === 'string' ? entry : entry.name));
+    names.forEach((n, i) => {
+      if (names.indexOf(n) !== i)
+        ctx.addIssue({ code: 'custom', message: `"${n}" is listed twice`, path: ['strategies', i] });
+    });
+    if (expectedJobs(s.arrivals) > MAX_JOBS)
+      ctx.addIssue({ code: 'custom', message: `add up to more than ${MAX_JOBS} jobs`, path: ['arrivals'] });
+  });
+
+/** A scenario as written (durations may be strings). */
+export type ScenarioInput = z.input<typeof ScenarioSchema>;
+/** A validated scenario: every duration in milliseconds, every default filled in. */
+export type Scenario = z.output<typeof ScenarioSchema>;
+export type BudgetSettings = z.output<typeof BudgetSettings>;
+export type ArrivalSpec = Scenario['arrivals'][number];
+export type DependencySpec = Scenario['dependencies'][string];
+export type PhaseSpec = DependencySpec['timeline'][number];
+export type JobClassSpec = Scenario['jobClasses'][string];
+export type StrategyEntry = Scenario['strategies'][number];
+
+/** The number of jobs the arrivals produce on average (exact for backlogs, expected for rates). */
+export function expectedJobs(arrivals: readonly ArrivalSpec[]): number {
+  let total = 0;
+  for (const a of arrivals) {
+    if (a.backlog !== undefined) total += a.backlog;
+    else if (a.rate !== undefined && a.until !== undefined) total += (a.rate * (a.until - a.from)) / 1_000;
+  }
+  return Math.round(total);
+}

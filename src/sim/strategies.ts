@@ -1,0 +1,107 @@
+import { MemoryBudgetStore } from '../budget/memory-store.js';
+import { RetryBudget } from '../budget/retry-budget.js';
+import type { Clock } from '../common/clock.js';
+import { InvalidInputError } from '../errors/invalid-input-error.js';
+import { isValidationError, ValidationError } from '../errors/validation-error.js';
+import type { SimBudget, StrategyRuntime } from './engine/runtime.js';
+import { type BudgetSettings, type Scenario, STRATEGY_KINDS, type StrategyKind } from './scenario/schema.js';
+
+/** A strategy ready to run: its name, what it puts in front of retries, and its budget settings. */
+export interface ResolvedStrategy {
+  /** As in the scenario and `--strategies` (`fleet-budget`, or a custom name). */
+  name: string;
+  kind: StrategyKind;
+  /** For people: `ceiling + fleet budget`. */
+  label: string;
+  budget: BudgetSettings;
+}
+
+const LABELS: Record<StrategyKind, string> = {
+  'ceiling-only': 'ceiling only',
+  'fleet-budget': 'ceiling + fleet budget',
+  'per-worker-budgets': 'ceiling + per-worker budgets',
+};
+
+/**
+ * The scenario's strategies with their budget settings resolved, optionally narrowed to `only` (the CLI's
+ * `--strategies a,b`). Throws {@link InvalidInputError} for a name the scenario does not define.
+ *
+ * @example
+ * resolveStrategies(scenario, ['ceiling-only', 'fleet-budget']).map((s) => s.label);
+ */
+export function resolveStrategies(scenario: Scenario, only?: readonly string[]): ResolvedStrategy[] {
+  const all = scenario.strategies.map((entry): ResolvedStrategy => {
+    if (typeof entry === 'string')
+      return { name: entry, kind: entry, label: LABELS[entry], budget: scenario.budget };
+    return {
+      name: entry.name,
+      kind: entry.kind,
+      label: `${entry.name} (${LABELS[entry.kind]})`,
+      budget: { ...scenario.budget, ...entry.budget },
+    };
+  });
+  if (!only || only.length === 0) return all;
+  return only.map((name) => {
+    const found = all.find((s) => s.name === name) ?? builtIn(name, scenario);
+    if (!found)
+      throw new InvalidInputError(
+        `--strategies: "${name}" is not a strategy of this scenario; use one of: ${[...new Set([...all.map((s) => s.name), ...STRATEGY_KINDS])].join(', ')}`,
+      );
+    return found;
+  });
+}
+
+function builtIn(name: string, scenario: Scenario): ResolvedStrategy | undefined {
+  const kind = STRATEGY_KINDS.find((k) => k === name);
+  return kind ? { name: kind, kind, label: LABELS[kind], budget: scenario.budget } : undefined;
+}
+
+/**
+ * Builds the strategy's gates on `clock`: stormguard's own `RetryBudget` over a `MemoryBudgetStore`, one
+ * shared by every worker (`fleet-budget`) or one per worker (`per-worker-budgets`, which is how a budget kept
+ * in worker memory behaves), or none (`ceiling-only`).
+ *
+ * @example
+ * const runtime = createRuntime(strategy, scenario.workers.count, new FakeClock(0));
+ */
+export function createRuntime(strategy: ResolvedStrategy, workers: number, clock: Clock): StrategyRuntime {
+  switch (strategy.kind) {
+    case 'ceiling-only':
+      return { budgetOf: new Array(workers).fill(undefined), budgets: [] };
+    case 'fleet-budget': {
+      const budget = createBudget(strategy, clock);
+      return { budgetOf: new Array(workers).fill(budget), budgets: [budget] };
+    }
+    case 'per-worker-budgets': {
+      const budgets = Array.from({ length: workers }, () => createBudget(strategy, clock));
+      return { budgetOf: budgets, budgets };
+    }
+  }
+}
+
+const SCENARIO_FIELD: Record<string, string> = { windowMs: 'window' };
+
+/**
+ * One budget on a store of its own. Budget settings the budget refuses are reported against the scenario's
+ * field (`budget.window`), so the error points at the file.
+ */
+function createBudget(strategy: ResolvedStrategy, clock: Clock): SimBudget {
+  const { ratio, window, minAllowance, mode, onExhausted } = strategy.budget;
+  try {
+    return new RetryBudget({
+      store: new MemoryBudgetStore({ clock }),
+      ratio,
+      windowMs: window,
+      minAllowance,
+      mode,
+      onExhausted,
+      clock,
+    });
+  } catch (error) {
+    if (!isValidationError(error)) throw error;
+    throw new ValidationError(
+      `scenario (strategy "${strategy.name}")`,
+      error.issues.map((issue) => ({ ...issue, path: `budget.${SCENARIO_FIELD[issue.path] ?? issue.path}` })),
+    );
+  }
+}
