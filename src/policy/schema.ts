@@ -29,7 +29,8 @@ export function durationSchema() {
 
 const positiveDuration = (why: string) => durationSchema().refine((ms) => ms > 0, `must be > 0 (${why})`);
 
-const backoffSchema = z.discriminatedUnion(
+/** A backoff as `definePolicy` accepts it (durations may be strings); output in whole milliseconds. */
+export const backoffSchema = z.discriminatedUnion(
   'type',
   [
     z.strictObject({
