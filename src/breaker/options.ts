@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseWith } from '../common/validation.js';
+import { ValidationError } from '../errors/validation-error.js';
 
 /**
  * How a dependency's circuit breaker trips and recovers. Every field is optional when you build a breaker;
@@ -59,20 +60,18 @@ const count = (min: number) =>
     .int(`must be a whole number >= ${min}`)
     .min(min, `must be a whole number >= ${min}`);
 
-const BreakerOptionsSchema = z
-  .object({
-    failureRateThreshold: z
-      .number({ error: 'must be a number' })
-      .gt(0, 'must be in (0, 1]: a share of calls, e.g. 0.5')
-      .max(1, 'must be in (0, 1]: a share of calls, e.g. 0.5'),
-    windowMs: count(100),
-    minimumVolume: count(1),
-    consecutiveFailures: count(1),
-    coolDownMs: count(1),
-    halfOpenProbes: count(1),
-    successesToClose: count(1),
-  })
-  .strict();
+const BreakerOptionsSchema = z.object({
+  failureRateThreshold: z
+    .number({ error: 'must be a number' })
+    .gt(0, 'must be in (0, 1]: a share of calls, e.g. 0.5')
+    .max(1, 'must be in (0, 1]: a share of calls, e.g. 0.5'),
+  windowMs: count(100),
+  minimumVolume: count(1),
+  consecutiveFailures: count(1),
+  coolDownMs: count(1),
+  halfOpenProbes: count(1),
+  successesToClose: count(1),
+});
 
 /**
  * Breaker options merged with the defaults and validated, plus what the state machine derives from them.
@@ -97,6 +96,17 @@ export function resolveBreakerOptions(
   input: Partial<BreakerOptions> = {},
   subject = 'circuit breaker options',
 ): ResolvedBreakerOptions {
+  // A typo ("coolDown") must not silently fall back to a default.
+  const unknown = Object.keys(input).filter((key) => !(key in DEFAULT_BREAKER_OPTIONS));
+  if (unknown.length > 0)
+    throw new ValidationError(
+      subject,
+      unknown.map((key) => ({
+        path: key,
+        value: (input as Record<string, unknown>)[key],
+        rule: `not a breaker option; the options are ${Object.keys(DEFAULT_BREAKER_OPTIONS).join(', ')}`,
+      })),
+    );
   const defined = Object.fromEntries(Object.entries(input).filter(([, value]) => value !== undefined));
   const options = parseWith(BreakerOptionsSchema, { ...DEFAULT_BREAKER_OPTIONS, ...defined }, subject);
   return {

@@ -1,7 +1,10 @@
+import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MemoryBreakerStore } from '../../src/breaker/memory-store.js';
 import { resolveBreakerOptions } from '../../src/breaker/options.js';
 import { breakerStoreCases } from '../../src/breaker/store.case.js';
+import { FakeClock } from '../../src/common/clock.js';
 import { RedisBreakerStore } from '../../src/redis/breaker-store.js';
 import { TestRedis } from '../helpers/redis-server.js';
 
@@ -67,6 +70,55 @@ describe('RedisBreakerStore specifics', () => {
         ['search', 'open'],
       ]);
       expect(listed[1]?.options?.consecutiveFailures).toBe(1);
+    } finally {
+      await redis.quit();
+    }
+  });
+
+  it('the Lua script and the TypeScript machine agree on any sequence of operations', async () => {
+    const redis = new Redis(server.connection);
+    const options = resolveBreakerOptions({
+      windowMs: 1_000,
+      minimumVolume: 4,
+      consecutiveFailures: 3,
+      coolDownMs: 300,
+      halfOpenProbes: 2,
+      successesToClose: 2,
+    });
+    type Op = 'acquire' | 'success' | 'failure' | 'peek';
+    const step = fc.record({
+      op: fc.oneof(
+        { arbitrary: fc.constant<Op>('acquire'), weight: 3 },
+        { arbitrary: fc.constant<Op>('success'), weight: 3 },
+        { arbitrary: fc.constant<Op>('failure'), weight: 3 },
+        { arbitrary: fc.constant<Op>('peek'), weight: 1 },
+      ),
+      // Mostly bursts at one instant, sometimes a step past a bucket, a cool-down or the window.
+      advanceMs: fc.oneof(
+        { arbitrary: fc.constant(0), weight: 3 },
+        { arbitrary: fc.integer({ min: 1, max: 400 }), weight: 2 },
+      ),
+    });
+    let run = 0;
+    try {
+      await fc.assert(
+        fc.asyncProperty(fc.array(step, { minLength: 30, maxLength: 80 }), async (steps) => {
+          const clock = new FakeClock(1_700_000_000_000);
+          const memory = new MemoryBreakerStore({ clock });
+          const lua = new RedisBreakerStore({ redis, prefix: `agree-${++run}`, timeOverride: clock });
+          for (const { op, advanceMs } of steps) {
+            clock.advance(advanceMs);
+            const [a, b] =
+              op === 'acquire'
+                ? await Promise.all([memory.acquire('d', options), lua.acquire('d', options)])
+                : op === 'peek'
+                  ? await Promise.all([memory.read('d', options), lua.read('d', options)])
+                  : await Promise.all([memory.record('d', op, options), lua.record('d', op, options)]);
+            expect(b).toEqual(a);
+          }
+        }),
+        { numRuns: 50, seed: 20261202 },
+      );
     } finally {
       await redis.quit();
     }

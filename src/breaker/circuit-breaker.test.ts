@@ -1,0 +1,159 @@
+import { describe, expect, it } from 'vitest';
+import { FakeClock } from '../common/clock.js';
+import { BrokenCircuitError, isBrokenCircuitError } from '../errors/broken-circuit-error.js';
+import { isInvalidInputError } from '../errors/invalid-input-error.js';
+import { PermanentError } from '../errors/permanent-error.js';
+import { TransientError } from '../errors/transient-error.js';
+import { isValidationError } from '../errors/validation-error.js';
+import { CircuitBreaker } from './circuit-breaker.js';
+import { MemoryBreakerStore } from './memory-store.js';
+import type { BreakerEvents, BreakerStore } from './types.js';
+
+const T0 = 1_000_000;
+
+function setup(options: ConstructorParameters<typeof CircuitBreaker>[0] = {}) {
+  const clock = new FakeClock(T0);
+  const breaker = new CircuitBreaker({ clock, consecutiveFailures: 2, coolDownMs: 1_000, ...options });
+  const seen: string[] = [];
+  breaker.events.on('state-change', (e) => seen.push(`${e.dependency}:${e.from}>${e.to}:${e.reason}`));
+  breaker.events.on('rejected', (e) => seen.push(`${e.dependency}:rejected:${e.state}:${e.halfOpenAtMs}`));
+  return { clock, breaker, seen };
+}
+
+describe('CircuitBreaker', () => {
+  it('opens, refuses with a rejected event, half-opens and closes, reporting each change once', async () => {
+    const { clock, breaker, seen } = setup({ halfOpenProbes: 1, successesToClose: 1 });
+    await breaker.recordFailure('search');
+    await breaker.recordFailure('search');
+    expect(await breaker.check('search')).toEqual({ state: 'open', halfOpenAtMs: T0 + 1_000 });
+    expect((await breaker.acquire('search')).allowed).toBe(false);
+    clock.advance(1_000);
+    expect((await breaker.acquire('search')).probe).toBe(true);
+    expect((await breaker.acquire('search')).allowed).toBe(false);
+    await breaker.recordSuccess('search');
+    expect(await breaker.check('search')).toEqual({ state: 'closed' });
+    expect(seen).toEqual([
+      'search:closed>open:consecutive-failures',
+      `search:rejected:open:${T0 + 1_000}`,
+      'search:open>half-open:cool-down-elapsed',
+      `search:rejected:half-open:${T0 + 1_000}`,
+      'search:half-open>closed:probes-succeeded',
+    ]);
+  });
+
+  it('execute refuses without calling fn, with a BrokenCircuitError carrying the dependency and half-open time', async () => {
+    const { breaker } = setup();
+    await breaker.recordFailure('crm');
+    await breaker.recordFailure('crm');
+    let called = false;
+    const error = await breaker
+      .execute('crm', () => {
+        called = true;
+      })
+      .catch((e: unknown) => e);
+    expect(called).toBe(false);
+    expect(isBrokenCircuitError(error)).toBe(true);
+    expect(error).toMatchObject({ dependency: 'crm', halfOpenAtMs: T0 + 1_000, state: 'open' });
+    expect((error as Error).message).toBe(
+      `circuit for "crm" is open; it half-opens at ${new Date(T0 + 1_000).toISOString()}`,
+    );
+    expect(isBrokenCircuitError(new Error('x'))).toBe(false);
+  });
+
+  it('execute returns the value, rethrows the error, and counts permanent errors as the dependency answering', async () => {
+    const { breaker } = setup();
+    expect(await breaker.execute('mail', async () => 42)).toBe(42);
+    for (let i = 0; i < 3; i++) {
+      const permanent = new PermanentError('400 bad address');
+      await expect(breaker.execute('mail', () => Promise.reject(permanent))).rejects.toBe(permanent);
+    }
+    expect(await breaker.state('mail')).toMatchObject({ state: 'closed', successes: 4, failures: 0 });
+    await expect(breaker.execute('mail', () => Promise.reject(new TransientError('503')))).rejects.toThrow(
+      '503',
+    );
+    await expect(breaker.execute('mail', () => Promise.reject(new TransientError('503')))).rejects.toThrow(
+      '503',
+    );
+    expect((await breaker.state('mail')).state).toBe('open');
+  });
+
+  it('execute honours a custom isFailure', async () => {
+    const { breaker } = setup();
+    const isFailure = () => false;
+    for (let i = 0; i < 3; i++)
+      await breaker.execute('mail', () => Promise.reject(new Error('x')), { isFailure }).catch(() => {});
+    expect((await breaker.state('mail')).state).toBe('closed');
+  });
+
+  it('applies per-dependency overrides on top of the shared options', async () => {
+    const { breaker } = setup({ dependencies: { payments: { consecutiveFailures: 1 } } });
+    expect(breaker.optionsFor('payments')).toMatchObject({ consecutiveFailures: 1, coolDownMs: 1_000 });
+    expect(breaker.optionsFor('search').consecutiveFailures).toBe(2);
+    await breaker.recordFailure('payments');
+    await breaker.recordFailure('search');
+    expect((await breaker.state('payments')).state).toBe('open');
+    expect((await breaker.state('search')).state).toBe('closed');
+  });
+
+  it('validates options when built, naming the dependency of a bad override', () => {
+    expect(() => new CircuitBreaker({ halfOpenProbes: 0 })).toThrow(/halfOpenProbes: 0 is invalid/);
+    let error: unknown;
+    try {
+      new CircuitBreaker({ dependencies: { crm: { coolDownMs: -1 } } });
+    } catch (e) {
+      error = e;
+    }
+    expect(isValidationError(error)).toBe(true);
+    expect((error as Error).message).toMatch(/^invalid circuit breaker options for "crm": coolDownMs: -1/);
+  });
+
+  it('rejects an empty dependency name with a clear error', async () => {
+    const { breaker } = setup();
+    const error = await breaker.acquire('  ').catch((e: unknown) => e);
+    expect(isInvalidInputError(error)).toBe(true);
+    expect((error as Error).message).toMatch(/dependency: " {2}" is not a dependency name/);
+  });
+
+  it('a throwing listener does not break the call', async () => {
+    const errors: unknown[] = [];
+    const { breaker } = setup({ onListenerError: (e) => errors.push(e) });
+    breaker.events.on('state-change', () => {
+      throw new Error('broken hook');
+    });
+    await breaker.recordFailure('search');
+    await expect(breaker.recordFailure('search')).resolves.toMatchObject({ state: 'open' });
+    expect(errors).toHaveLength(1);
+  });
+
+  it('emits degraded and recovered when the store starts and stops answering from a fallback', async () => {
+    const clock = new FakeClock(T0);
+    const shared = new MemoryBreakerStore({ clock });
+    const local = new MemoryBreakerStore({ clock, degraded: true });
+    let down = false;
+    const store: BreakerStore = {
+      acquire: (d, o) => (down ? local : shared).acquire(d, o),
+      record: (d, outcome, o) => (down ? local : shared).record(d, outcome, o),
+      read: (d, o) => (down ? local : shared).read(d, o),
+    };
+    const breaker = new CircuitBreaker({ store });
+    const seen: Array<[keyof BreakerEvents, string]> = [];
+    breaker.events.on('degraded', (e) => seen.push(['degraded', e.dependency]));
+    breaker.events.on('recovered', (e) => seen.push(['recovered', e.dependency]));
+    await breaker.acquire('search');
+    down = true;
+    await breaker.acquire('search');
+    await breaker.acquire('search');
+    down = false;
+    await breaker.acquire('search');
+    expect(seen).toEqual([
+      ['degraded', 'search'],
+      ['recovered', 'search'],
+    ]);
+  });
+
+  it('BrokenCircuitError describes a half-open refusal', () => {
+    const error = new BrokenCircuitError('search', undefined, 'half-open');
+    expect(error.message).toBe('circuit for "search" is half-open and all its probe slots are taken');
+    expect(error.name).toBe('BrokenCircuitError');
+  });
+});
