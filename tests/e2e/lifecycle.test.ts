@@ -1,0 +1,272 @@
+/**
+ * Every job ends completed or dead-lettered, and replay and crashes lose and duplicate nothing: real
+ * redis-server, real BullMQ, killed child processes.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { Job, Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RetryBudget } from '../../src/budget/retry-budget.js';
+import { PermanentError } from '../../src/errors/permanent-error.js';
+import { TransientError } from '../../src/errors/transient-error.js';
+import { DeadLetterQueue } from '../../src/jobs/dead-letter-queue.js';
+import { idempotencyGuard } from '../../src/jobs/idempotency-guard.js';
+import { createWorker } from '../../src/jobs/worker.js';
+import { definePolicy } from '../../src/policy/define-policy.js';
+import { RedisBudgetStore } from '../../src/redis/budget-store.js';
+import { TestRedis, waitFor } from '../helpers/redis-server.js';
+import { CRASH_TEST_WORKER_OPTIONS } from './fixtures/crash-settings.js';
+import { recordEvents, unfinished, uniqueQueue } from './harness.js';
+
+let server: TestRedis;
+let redis: Redis;
+const open: { close(): Promise<unknown> }[] = [];
+
+beforeAll(async () => {
+  server = await TestRedis.start();
+  redis = new Redis(server.url, { maxRetriesPerRequest: null });
+  await redis.config('SET', 'hz', '100'); // see seed-verifications.test.ts: prompt delayed jobs on an idle Redis
+});
+afterAll(async () => {
+  for (const thing of open.reverse()) await thing.close();
+  redis.disconnect();
+  await server.close();
+});
+
+const policy = definePolicy({
+  name: 'lifecycle',
+  maxAttempts: 3,
+  backoff: { type: 'exponential', baseMs: 20, factor: 2, maxDelayMs: 200 },
+  jitter: 'full',
+});
+
+function queues(name: string) {
+  const queueName = uniqueQueue(name);
+  const queue = new Queue(queueName, { connection: server.connection });
+  const dlq = new DeadLetterQueue(queueName, { connection: server.connection });
+  open.push(queue, dlq);
+  return { queueName, queue, dlq };
+}
+
+function track<W extends { close(): Promise<unknown> }>(thing: W): W {
+  open.push(thing);
+  return thing;
+}
+
+function timeout(): Error {
+  return Object.assign(new Error('connect ETIMEDOUT'), { code: 'ETIMEDOUT' });
+}
+
+/** Runs a fixture script under tsx in its own process and collects its output lines. */
+function fixture(script: string, args: string[]): { child: ChildProcess; lines: string[] } {
+  const path = fileURLToPath(new URL(`./fixtures/${script}`, import.meta.url));
+  const child = spawn(process.execPath, ['--import', 'tsx', path, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  let stderr = '';
+  child.stdout?.on('data', (chunk: Buffer) => lines.push(...chunk.toString().split('\n').filter(Boolean)));
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  child.once('exit', (code, signal) => {
+    if (code !== 0 && signal === null) lines.push(`exited ${code}: ${stderr}`);
+  });
+  return { child, lines };
+}
+
+async function kill(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGKILL');
+  await exited;
+}
+
+describe('every job ends completed or dead-lettered', () => {
+  it('sends a permanent error straight to the dead-letter queue with reason permanent', async () => {
+    const { queueName, queue, dlq } = queues('permanent');
+    let runs = 0;
+    const worker = track(
+      createWorker(
+        queueName,
+        async () => {
+          runs++;
+          throw new PermanentError('document 42 has no title');
+        },
+        { connection: server.connection, policy },
+      ),
+    );
+    const log = recordEvents(worker.events);
+    const job = await queue.add('index', { docId: 42 });
+    await waitFor(() => log.count('dead-letter') === 1, 5_000, 'the dead letter');
+    expect(runs).toBe(1);
+    expect(log.count('retry')).toBe(0);
+    expect(await dlq.get(job.id as string)).toMatchObject({
+      reason: 'permanent',
+      attemptsMade: 1,
+      data: { docId: 42 },
+      lastError: {
+        name: 'PermanentError',
+        message: 'document 42 has no title',
+        classification: { retryable: false },
+      },
+    });
+  });
+
+  it('loses none: of a mixed load, every job is completed or in the dead-letter queue, and nothing is left', async () => {
+    const { queueName, queue, dlq } = queues('mixed');
+    const failures = new Map<number, number>();
+    type Kind = 'ok' | 'flaky' | 'permanent' | 'down';
+    const worker = track(
+      createWorker<{ id: number; kind: Kind }>(
+        queueName,
+        async (job, ctx) => {
+          const { id, kind } = job.data;
+          await ctx.call('search', () => {
+            if (kind === 'permanent') throw new PermanentError('bad document');
+            if (kind === 'down') throw timeout();
+            if (kind === 'flaky' && (failures.get(id) ?? 0) < 1) {
+              failures.set(id, 1);
+              throw new TransientError('blip');
+            }
+          });
+        },
+        { connection: server.connection, policy, concurrency: 20 },
+      ),
+    );
+    const log = recordEvents(worker.events);
+    const kinds: Kind[] = ['ok', 'flaky', 'permanent', 'down'];
+    const total = 200;
+    await queue.addBulk(
+      Array.from({ length: total }, (_, id) => ({
+        name: 'index',
+        data: { id, kind: kinds[id % 4] as Kind },
+      })),
+    );
+    await waitFor(
+      () => log.count('completed') + log.count('dead-letter') === total,
+      20_000,
+      'every job to end',
+    );
+    expect(await unfinished(queue)).toBe(0);
+    expect(await queue.getCompletedCount()).toBe(total / 2);
+    expect(await dlq.count()).toBe(total / 2);
+    expect(await dlq.count({ reason: 'permanent' })).toBe(total / 4);
+    expect(await dlq.count({ reason: 'max-attempts' })).toBe(total / 4);
+    // The BullMQ jobs behind the dead letters are failed (never retried by BullMQ), one per record.
+    expect(await queue.getFailedCount()).toBe(total / 2);
+  });
+});
+
+describe('replay and crashes', () => {
+  it('replays dead letters after recovery exactly once per side effect, also when the replay is killed half-way and re-run', async () => {
+    const { queueName, queue, dlq } = queues('replay');
+    const budget = track(
+      new RetryBudget({
+        store: new RedisBudgetStore({ redis, prefix: uniqueQueue('budget') }),
+        windowMs: 1_000,
+        minAllowance: 5,
+      }),
+    );
+    const guard = idempotencyGuard({ redis, prefix: uniqueQueue('idem'), ttlMs: 60_000 });
+    let searchDown = true;
+    const worker = track(
+      createWorker<{ id: number }>(
+        queueName,
+        async (job, ctx) => {
+          const { id } = job.data;
+          // The receipt is a side effect that must happen once, whatever happens to the job after it.
+          await guard.once(`receipt:${id}`, () => ctx.call('mail', () => redis.incr(`effects:mail:${id}`)));
+          await ctx.call('search', async () => {
+            if (searchDown) throw timeout();
+            await redis.incr(`effects:search:${id}`);
+          });
+        },
+        {
+          connection: server.connection,
+          policy,
+          budget,
+          concurrency: 10,
+          idempotency: { guard, key: (job) => `index:${job.data.id}` },
+        },
+      ),
+    );
+    const log = recordEvents(worker.events);
+    const total = 60;
+    await queue.addBulk(Array.from({ length: total }, (_, id) => ({ name: 'index', data: { id } })));
+    await waitFor(() => log.count('dead-letter') === total, 15_000, 'the outage to dead-letter every job');
+    expect(await dlq.count({ reason: 'budget-exhausted' })).toBeGreaterThan(0);
+
+    searchDown = false;
+    const first = fixture('replay.ts', [server.url, queueName, '40']);
+    await waitFor(
+      () => first.lines.some((line) => line === `moved ${total / 4}`),
+      15_000,
+      `the first replay to move ${total / 4} jobs (output: ${first.lines.slice(-3).join(' | ')})`,
+    );
+    await kill(first.child);
+    const left = await dlq.count();
+    expect(left).toBeGreaterThan(0);
+    expect(left).toBeLessThan(total);
+
+    // Run again (here, in this process): the records the killed replay moved are gone from the
+    // dead-letter queue, the rest move once.
+    const report = await dlq.replay();
+    expect(report).toMatchObject({ matched: left, failed: [], interrupted: false });
+    expect(report.moved).toHaveLength(left);
+
+    await waitFor(() => log.count('completed') === total, 15_000, 'every replayed job to complete');
+
+    expect(await dlq.count()).toBe(0);
+    expect(await unfinished(queue)).toBe(0);
+    for (let id = 0; id < total; id++) {
+      expect(await redis.get(`effects:mail:${id}`)).toBe('1');
+      expect(await redis.get(`effects:search:${id}`)).toBe('1');
+    }
+  });
+
+  it('loses nothing when a worker process is killed with SIGKILL mid-job', async () => {
+    const { queueName, queue, dlq } = queues('crash');
+    const job = await queue.add('index', { docId: 7 });
+    const crashing = fixture('crash-worker.ts', [server.url, queueName]);
+    try {
+      await waitFor(
+        async () => (await redis.get(`started:${job.id}`)) !== null,
+        15_000,
+        'the job to start in the child',
+      );
+      await kill(crashing.child);
+    } finally {
+      await kill(crashing.child);
+    }
+    expect(await (await Job.fromId(queue, job.id as string))?.getState()).toBe('active');
+
+    let recoveredRuns = 0;
+    const worker = track(
+      createWorker(
+        queueName,
+        async (recovered) => {
+          recoveredRuns++;
+          return `indexed ${(recovered.data as { docId: number }).docId}`;
+        },
+        { connection: server.connection, policy, workerOptions: CRASH_TEST_WORKER_OPTIONS },
+      ),
+    );
+    const log = recordEvents(worker.events);
+    await waitFor(
+      () => log.count('completed') === 1,
+      10_000,
+      'the stalled job to be recovered and completed',
+    );
+    expect(recoveredRuns).toBe(1);
+    const done = (await Job.fromId(queue, job.id as string)) as Job;
+    expect(done.returnvalue).toBe('indexed 7');
+    expect(done.attemptsStarted).toBe(2);
+    // The killed attempt never reached stormguard's failure path, so it did not use up an attempt.
+    expect(log.of('completed')[0]?.attempts).toBe(1);
+    expect(await dlq.count()).toBe(0);
+    expect(await unfinished(queue)).toBe(0);
+  });
+});
