@@ -5,6 +5,8 @@
  * import { deadLetterQueue, idempotencyGuard } from 'stormguard/bullmq';
  */
 
+export { ATTEMPT_STATE_FIELD, type AttemptState, parseAttemptState } from './attempts.js';
+export type { CallBreaker, CallContext } from './call-context.js';
 export { DEAD_LETTER_REASONS, type DeadLetterFilter } from './dead-letter-filter.js';
 export {
   deadLetterJobId,
@@ -43,3 +45,8 @@ export {
   type Sleep,
 } from './replay-pacing.js';
 export type * from './types.js';
+export { createWorker, StormguardWorker } from './worker.js';
+export { deadLetterRecordOf, describeError } from './worker-dead-letter.js';
+export type { StormguardWorkerOptions, WorkerBreaker, WorkerBudget } from './worker-options.js';
+export { resolveWorkerPolicy } from './worker-policy.js';
+export type { StormguardProcessor } from './worker-runner.js';
