@@ -1,0 +1,75 @@
+import type { Command } from 'commander';
+import { formatDuration } from '../../common/duration.js';
+import { type ListedBreaker, RedisBreakerStore } from '../../redis/breaker-store.js';
+import { assertPrefix, DEFAULT_PREFIX } from '../../redis/budget-keys.js';
+import { type CliIO, printJson } from '../io.js';
+import { connectRedis } from './dlq-options.js';
+import { ago, table } from './dlq-output.js';
+
+interface StatusFlags {
+  redis: string;
+  prefix: string;
+  json?: boolean;
+}
+
+/**
+ * `stormguard breaker status`: every dependency's circuit breaker as the fleet shares it in Redis: state,
+ * failures and volume in the window, the failure streak, probes, when it opened and when it half-opens.
+ *
+ * @example
+ * stormguard breaker status --redis redis://10.0.0.5:6379 --prefix shop --json
+ */
+export function register(program: Command, io: CliIO): void {
+  const breaker = program.command('breaker').description('inspect the fleet-wide circuit breakers');
+  breaker
+    .command('status')
+    .description(
+      "show every dependency's breaker: state, failures/volume in the window, open and half-open times",
+    )
+    .option('--redis <url>', 'Redis URL', 'redis://127.0.0.1:6379')
+    .option('--prefix <prefix>', 'stormguard key prefix', DEFAULT_PREFIX)
+    .option('--json', 'print JSON')
+    .action(async (flags: StatusFlags) => {
+      assertPrefix(flags.prefix);
+      const redis = await connectRedis(flags.redis);
+      try {
+        const breakers = await new RedisBreakerStore({ redis, prefix: flags.prefix }).list();
+        const nowMs = breakers[0]?.nowMs ?? Date.now();
+        if (flags.json) printJson(io, { prefix: flags.prefix, nowMs, breakers });
+        else io.stdout.write(`${formatStatus(flags.prefix, breakers, nowMs)}\n`);
+      } finally {
+        redis.disconnect();
+      }
+    });
+}
+
+/** The human `breaker status` table. */
+export function formatStatus(prefix: string, breakers: ListedBreaker[], nowMs: number): string {
+  if (breakers.length === 0) return `no circuit breaker state under prefix "${prefix}"`;
+  const rows = [['DEPENDENCY', 'STATE', 'FAILURES/VOLUME', 'IN A ROW', 'PROBES', 'OPENED', 'HALF-OPENS']];
+  for (const b of breakers) {
+    const rate = b.volume > 0 ? ` (${Math.round((100 * b.failures) / b.volume)}%)` : '';
+    const probes =
+      b.state === 'half-open'
+        ? `${b.probesAdmitted - b.probeSuccesses} in flight, ${b.probeSuccesses}/${b.options?.successesToClose ?? '?'} ok`
+        : '-';
+    rows.push([
+      b.dependency,
+      b.state,
+      `${b.failures}/${b.volume}${rate}`,
+      String(b.consecutiveFailures),
+      probes,
+      b.openedAtMs === undefined
+        ? '-'
+        : `${new Date(b.openedAtMs).toISOString()} (${ago(b.openedAtMs, nowMs)})`,
+      halfOpens(b, nowMs),
+    ]);
+  }
+  return table(rows);
+}
+
+function halfOpens(b: ListedBreaker, nowMs: number): string {
+  if (b.state !== 'open' || b.halfOpenAtMs === undefined) return '-';
+  const at = new Date(b.halfOpenAtMs).toISOString();
+  return b.halfOpenAtMs > nowMs ? `${at} (in ${formatDuration(b.halfOpenAtMs - nowMs)})` : `${at} (due)`;
+}

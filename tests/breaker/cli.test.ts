@@ -1,0 +1,110 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveBreakerOptions } from '../../src/breaker/options.js';
+import { RedisBreakerStore } from '../../src/redis/breaker-store.js';
+import { freePort, TestRedis } from '../helpers/redis-server.js';
+
+const BIN = 'dist/cli/main.js';
+let server: TestRedis;
+
+beforeAll(async () => {
+  if (!existsSync(BIN)) throw new Error(`${BIN} is missing: build first (npm run build)`);
+  server = await TestRedis.start();
+  const redis = new Redis(server.connection);
+  try {
+    const store = new RedisBreakerStore({ redis, prefix: 'cli' });
+    const options = resolveBreakerOptions({ consecutiveFailures: 2, coolDownMs: 120_000 });
+    await store.record('search', 'failure', options);
+    await store.record('search', 'failure', options);
+    await store.record('mail', 'success', options);
+    await store.record('mail', 'failure', options);
+  } finally {
+    await redis.quit();
+  }
+});
+afterAll(async () => {
+  await server.close();
+});
+
+function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile('node', [BIN, ...args], (error, stdout, stderr) =>
+      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+describe('stormguard breaker status', () => {
+  it('--json lists every dependency with its state, window counts and open/half-open times', async () => {
+    const { code, stdout } = await cli(
+      'breaker',
+      'status',
+      '--redis',
+      server.url,
+      '--prefix',
+      'cli',
+      '--json',
+    );
+    expect(code).toBe(0);
+    const report = JSON.parse(stdout) as { prefix: string; breakers: Array<Record<string, unknown>> };
+    expect(report.prefix).toBe('cli');
+    expect(report.breakers.map((b) => [b.dependency, b.state])).toEqual([
+      ['mail', 'closed'],
+      ['search', 'open'],
+    ]);
+    const [mail, search] = report.breakers as [Record<string, number>, Record<string, number>];
+    expect(mail).toMatchObject({ failures: 1, volume: 2, degraded: false });
+    expect(search).toMatchObject({ failures: 2, volume: 2, consecutiveFailures: 2 });
+    expect(search.halfOpenAtMs! - search.openedAtMs!).toBe(120_000);
+  });
+
+  it('prints a table for people', async () => {
+    const { code, stdout } = await cli('breaker', 'status', '--redis', server.url, '--prefix', 'cli');
+    expect(code).toBe(0);
+    const lines = stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(
+      /^DEPENDENCY\s+STATE\s+FAILURES\/VOLUME\s+IN A ROW\s+PROBES\s+OPENED\s+HALF-OPENS$/,
+    );
+    expect(lines[1]).toMatch(/^mail\s+closed\s+1\/2 \(50%\)\s+1\s+-\s+-\s+-$/);
+    expect(lines[2]).toMatch(
+      /^search\s+open\s+2\/2 \(100%\)\s+2\s+-\s+\S+Z \(.+ ago\)\s+\S+Z \(in (1m \d+s|2m)\)$/,
+    );
+  });
+
+  it('says so when a prefix holds no breaker', async () => {
+    const { code, stdout } = await cli(
+      'breaker',
+      'status',
+      '--redis',
+      server.url,
+      '--prefix',
+      'nothing-here',
+    );
+    expect(code).toBe(0);
+    expect(stdout).toBe('no circuit breaker state under prefix "nothing-here"\n');
+  });
+
+  it('rejects a bad prefix with exit code 2 and one line, before connecting', async () => {
+    const { code, stdout, stderr } = await cli(
+      'breaker',
+      'status',
+      '--redis',
+      server.url,
+      '--prefix',
+      'a{b}',
+    );
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr.trim().split('\n')).toHaveLength(1);
+    expect(stderr).toMatch(/^stormguard: prefix "a\{b\}": use 1-64 letters/);
+  });
+
+  it('fails with exit code 1 and a clear message when Redis cannot be reached', async () => {
+    const url = `redis://127.0.0.1:${await freePort()}`;
+    const { code, stderr } = await cli('breaker', 'status', '--redis', url);
+    expect(code).toBe(1);
+    expect(stderr).toContain(`cannot reach Redis at ${url}`);
+  });
+});
