@@ -5,6 +5,7 @@
  * `stormguard/prometheus`, `stormguard/sim` and `stormguard/testing`.
  */
 
+export * from './breaker/index.js';
 export type * from './budget/types.js';
 export { type Clock, FakeClock, systemClock } from './common/clock.js';
 export { formatDuration, parseDuration } from './common/duration.js';

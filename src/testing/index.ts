@@ -5,5 +5,6 @@
  * @example
  * import { FakeClock, seededRandom } from 'stormguard/testing';
  */
+export { MemoryBreakerStore } from '../breaker/memory-store.js';
 export { FakeClock } from '../common/clock.js';
 export { seededRandom } from '../common/random.js';

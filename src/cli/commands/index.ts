@@ -1,8 +1,11 @@
 import type { Command } from 'commander';
 import type { CliIO } from '../io.js';
+import { register as registerBreaker } from './breaker.js';
 
 /**
  * Every CLI command, one file each. A command file exports `register(program, io)` and calls the same
  * library functions a user would.
  */
-export function registerCommands(_program: Command, _io: CliIO): void {}
+export function registerCommands(program: Command, io: CliIO): void {
+  registerBreaker(program, io);
+}
