@@ -1,0 +1,148 @@
+/**
+ * createWorker against a bare BullMQ Worker: no-op jobs, concurrency 1, 10 and 50, on one redis-server this
+ * script spawns on a free port. Prints jobs per second side by side, the ratio, and Redis commands per
+ * job (from INFO commandstats), which shows that the success path adds no round trip per job.
+ *
+ *   npx tsx bench/worker/index.ts [--jobs 3000] [--rounds 3] [--json]
+ */
+import { parseArgs } from 'node:util';
+import { type Job, Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { RetryBudget } from '../../src/budget/retry-budget.js';
+import { createWorker } from '../../src/jobs/worker.js';
+import { presets } from '../../src/policy/presets.js';
+import { RedisBudgetStore } from '../../src/redis/budget-store.js';
+import { TestRedis, waitFor } from '../../tests/helpers/redis-server.js';
+
+const { values } = parseArgs({
+  options: {
+    jobs: { type: 'string', default: '3000' },
+    rounds: { type: 'string', default: '3' },
+    json: { type: 'boolean', default: false },
+  },
+});
+const jobs = Number(values.jobs);
+const rounds = Number(values.rounds);
+if (!Number.isInteger(jobs) || jobs < 1 || !Number.isInteger(rounds) || rounds < 1) {
+  process.stderr.write('--jobs and --rounds must be whole numbers >= 1\n');
+  process.exit(2);
+}
+const CONCURRENCIES = [1, 10, 50];
+
+type Kind = 'bare' | 'stormguard';
+interface Measurement {
+  jobsPerSecond: number;
+  commandsPerJob: number;
+}
+
+const server = await TestRedis.start();
+const redis = new Redis(server.url, { maxRetriesPerRequest: null });
+const connection = server.connection;
+let run = 0;
+
+/** Total commands Redis has executed so far. */
+async function commandCount(): Promise<number> {
+  const info = await redis.info('commandstats');
+  let total = 0;
+  for (const match of info.matchAll(/calls=(\d+)/g)) total += Number(match[1]);
+  return total;
+}
+
+async function measure(kind: Kind, concurrency: number): Promise<Measurement> {
+  const name = `bench-${kind}-${concurrency}-${run++}`;
+  const queue = new Queue(name, { connection });
+  await queue.addBulk(
+    Array.from({ length: jobs }, (_, i) => ({ name: 'noop', data: { i }, opts: { removeOnComplete: true } })),
+  );
+  let budget: RetryBudget | undefined;
+  const noop = async () => 'ok';
+  const worker: Worker =
+    kind === 'bare'
+      ? new Worker(name, noop, { connection, concurrency, autorun: false })
+      : createWorker(name, async (_job: Job, _ctx) => noop(), {
+          connection,
+          policy: presets.idempotentInternal,
+          budget: (budget = new RetryBudget({
+            store: new RedisBudgetStore({ redis, prefix: `bench${run}` }),
+          })),
+          concurrency,
+          workerOptions: { autorun: false },
+        });
+  let completed = 0;
+  worker.on('completed', () => {
+    completed++;
+  });
+  await worker.waitUntilReady();
+  const commandsBefore = await commandCount();
+  const started = performance.now();
+  void worker.run();
+  await waitFor(() => completed >= jobs, 600_000, `${jobs} ${kind} jobs`, 5);
+  const seconds = (performance.now() - started) / 1_000;
+  const commands = (await commandCount()) - commandsBefore;
+  await worker.close();
+  await budget?.close();
+  await queue.obliterate({ force: true });
+  await queue.close();
+  return { jobsPerSecond: jobs / seconds, commandsPerJob: commands / jobs };
+}
+
+function median(xs: number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] as number;
+}
+
+const rows: {
+  concurrency: number;
+  bareJobsPerSecond: number;
+  stormguardJobsPerSecond: number;
+  ratio: number;
+  bareCommandsPerJob: number;
+  stormguardCommandsPerJob: number;
+}[] = [];
+try {
+  for (const concurrency of CONCURRENCIES) {
+    const results: Record<Kind, Measurement[]> = { bare: [], stormguard: [] };
+    // Interleaved, so drift (other load, Redis memory) hits both sides alike.
+    for (let round = 0; round < rounds; round++)
+      for (const kind of ['bare', 'stormguard'] as const)
+        results[kind].push(await measure(kind, concurrency));
+    const bare = median(results.bare.map((r) => r.jobsPerSecond));
+    const guarded = median(results.stormguard.map((r) => r.jobsPerSecond));
+    rows.push({
+      concurrency,
+      bareJobsPerSecond: Math.round(bare),
+      stormguardJobsPerSecond: Math.round(guarded),
+      ratio: Number((guarded / bare).toFixed(2)),
+      bareCommandsPerJob: Number(median(results.bare.map((r) => r.commandsPerJob)).toFixed(2)),
+      stormguardCommandsPerJob: Number(median(results.stormguard.map((r) => r.commandsPerJob)).toFixed(2)),
+    });
+  }
+} finally {
+  redis.disconnect();
+  await server.close();
+}
+
+if (values.json) {
+  process.stdout.write(`${JSON.stringify({ jobs, rounds, rows }, null, 2)}\n`);
+} else {
+  process.stdout.write(`no-op jobs: ${jobs} per run, median of ${rounds} interleaved rounds\n\n`);
+  const header = [
+    'concurrency',
+    'bare BullMQ jobs/s',
+    'createWorker jobs/s',
+    'ratio',
+    'bare cmds/job',
+    'createWorker cmds/job',
+  ];
+  const table = rows.map((r) => [
+    String(r.concurrency),
+    String(r.bareJobsPerSecond),
+    String(r.stormguardJobsPerSecond),
+    `${r.ratio.toFixed(2)}×`,
+    r.bareCommandsPerJob.toFixed(2),
+    r.stormguardCommandsPerJob.toFixed(2),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => (row[i] as string).length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padStart(widths[i] as number)).join('  ');
+  process.stdout.write(`${line(header)}\n${table.map(line).join('\n')}\n`);
+}
