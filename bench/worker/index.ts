@@ -54,20 +54,20 @@ async function measure(kind: Kind, concurrency: number): Promise<Measurement> {
   await queue.addBulk(
     Array.from({ length: jobs }, (_, i) => ({ name: 'noop', data: { i }, opts: { removeOnComplete: true } })),
   );
-  let budget: RetryBudget | undefined;
   const noop = async () => 'ok';
-  const worker: Worker =
-    kind === 'bare'
-      ? new Worker(name, noop, { connection, concurrency, autorun: false })
-      : createWorker(name, async (_job: Job, _ctx) => noop(), {
-          connection,
-          policy: presets.idempotentInternal,
-          budget: (budget = new RetryBudget({
-            store: new RedisBudgetStore({ redis, prefix: `bench${run}` }),
-          })),
-          concurrency,
-          workerOptions: { autorun: false },
-        });
+  const budget =
+    kind === 'stormguard'
+      ? new RetryBudget({ store: new RedisBudgetStore({ redis, prefix: `bench${run}` }) })
+      : undefined;
+  const worker: Worker = budget
+    ? createWorker(name, async (_job: Job, _ctx) => noop(), {
+        connection,
+        policy: presets.idempotentInternal,
+        budget,
+        concurrency,
+        workerOptions: { autorun: false },
+      })
+    : new Worker(name, noop, { connection, concurrency, autorun: false });
   let completed = 0;
   worker.on('completed', () => {
     completed++;
