@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { CliIO } from '../io.js';
 import { register as registerBreaker } from './breaker.js';
+import { register as registerDlq } from './dlq.js';
 
 /**
  * Every CLI command, one file each. A command file exports `register(program, io)` and calls the same
@@ -8,4 +9,5 @@ import { register as registerBreaker } from './breaker.js';
  */
 export function registerCommands(program: Command, io: CliIO): void {
   registerBreaker(program, io);
+  registerDlq(program, io);
 }

@@ -1,0 +1,109 @@
+import type { Command } from 'commander';
+import { Redis } from 'ioredis';
+import { parseDuration } from '../../common/duration.js';
+import { InvalidInputError } from '../../errors/invalid-input-error.js';
+import { DEAD_LETTER_REASONS, type DeadLetterFilter } from '../../jobs/dead-letter-filter.js';
+import type { DeadLetterReason } from '../../policy/types.js';
+
+/** Options every `dlq` subcommand takes. */
+export interface CommonDlqOptions {
+  redis: string;
+  prefix: string;
+  dlq?: string;
+  json?: boolean;
+}
+
+/** Filter options as commander hands them over. */
+export interface FilterFlags {
+  reason?: string;
+  dependency?: string;
+  since?: string;
+  name?: string;
+}
+
+/** Adds `--redis`, `--prefix`, `--dlq` and `--json` to a subcommand. */
+export function withCommonOptions(command: Command): Command {
+  return command
+    .option('--redis <url>', 'Redis URL', 'redis://127.0.0.1:6379')
+    .option('--prefix <prefix>', 'BullMQ key prefix', 'bull')
+    .option('--dlq <name>', 'dead-letter queue name (default: <queue>-dlq)')
+    .option('--json', 'print JSON');
+}
+
+/** Adds the record filters to a subcommand. */
+export function withFilterOptions(command: Command): Command {
+  return command
+    .option('--reason <reason>', `only this reason (${DEAD_LETTER_REASONS.join(', ')})`)
+    .option('--dependency <name>', 'only jobs charged to this dependency')
+    .option('--since <duration>', 'only jobs dead-lettered within this long (90s, 15m, 1h)')
+    .option('--name <name>', 'only jobs with this name (task)');
+}
+
+/** Turns filter flags into a {@link DeadLetterFilter}, rejecting bad values with a one-line message. */
+export function parseFilterFlags(flags: FilterFlags): DeadLetterFilter {
+  const filter: DeadLetterFilter = {};
+  if (flags.reason !== undefined) {
+    if (!(DEAD_LETTER_REASONS as readonly string[]).includes(flags.reason))
+      throw new InvalidInputError(
+        `--reason: "${flags.reason}" is not a dead-letter reason; use one of ${DEAD_LETTER_REASONS.join(', ')}`,
+      );
+    filter.reason = flags.reason as DeadLetterReason;
+  }
+  if (flags.dependency !== undefined) filter.dependency = flags.dependency;
+  if (flags.name !== undefined) filter.name = flags.name;
+  if (flags.since !== undefined) filter.sinceMs = parseDuration(flags.since, '--since');
+  return filter;
+}
+
+const RATE = /^(\d+(?:\.\d+)?)(?:\/(s|sec|m|min|h))?$/;
+const PER_SECOND: Record<string, number> = { s: 1, sec: 1, m: 1 / 60, min: 1 / 60, h: 1 / 3600 };
+
+/**
+ * Parses a rate into jobs per second: `50/s`, `600/m`, `1000/h`, or a bare number per second.
+ *
+ * @example
+ * parseRate('600/m'); // 10
+ */
+export function parseRate(text: string): number {
+  const match = RATE.exec(text.trim());
+  const perSecond = match ? Number(match[1]) * (PER_SECOND[match[2] ?? 's'] as number) : Number.NaN;
+  if (!(perSecond > 0))
+    throw new InvalidInputError(
+      `--rate: "${text}" is not a rate; write it like 50/s, 600/m or 1000/h (above 0)`,
+    );
+  return perSecond;
+}
+
+/** Parses a whole number >= `min` for `flag`. */
+export function parseWholeNumber(text: string, flag: string, min = 0): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text.trim()) || n < min)
+    throw new InvalidInputError(`${flag}: "${text}" is not a whole number >= ${min}`);
+  return n;
+}
+
+/**
+ * Connects to Redis once, failing fast with a readable error when it is not there (a CLI must not hang
+ * retrying). The connection is handed to BullMQ, which keeps using it.
+ */
+export async function connectRedis(url: string): Promise<Redis> {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new InvalidInputError(`--redis: "${url}" is not a URL; write it like redis://127.0.0.1:6379`);
+  }
+  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:')
+    throw new InvalidInputError(`--redis: "${url}" must start with redis:// or rediss://`);
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
+  redis.on('error', () => {});
+  try {
+    await redis.connect();
+  } catch (error) {
+    redis.disconnect();
+    throw new Error(
+      `cannot reach Redis at ${url}: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+  return redis;
+}

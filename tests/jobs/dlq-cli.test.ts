@@ -1,0 +1,204 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { Queue } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { replayOrigin } from '../../src/jobs/dead-letter-ids.js';
+import { type DeadLetterQueue, deadLetterQueue } from '../../src/jobs/dead-letter-queue.js';
+import { freePort, TestRedis, waitFor } from '../helpers/redis-server.js';
+import { deadLetter, uniqueQueue } from './dlq-fixtures.js';
+
+const BIN = 'dist/cli/main.js';
+let redis: TestRedis;
+let connection: { host: string; port: number; maxRetriesPerRequest: null };
+
+beforeAll(async () => {
+  if (!existsSync(BIN)) throw new Error(`${BIN} is missing: build first (npm run build)`);
+  redis = await TestRedis.start();
+  connection = { ...redis.connection, maxRetriesPerRequest: null };
+});
+afterAll(async () => {
+  await redis.close();
+});
+
+interface Result {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function cli(...args: string[]): Promise<Result> {
+  return new Promise((resolve) => {
+    execFile('node', [BIN, ...args, '--redis', redis.url], (error, stdout, stderr) =>
+      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+async function withFilledDlq(records: number, run: (dlq: DeadLetterQueue, source: Queue) => Promise<void>) {
+  const queue = uniqueQueue('cli');
+  const dlq = deadLetterQueue(queue, { connection });
+  const source = new Queue(queue, { connection });
+  for (let i = 0; i < records; i++)
+    await dlq.add(
+      deadLetter(`job-${i}`, {
+        queue,
+        reason: i % 2 === 0 ? 'budget-exhausted' : 'permanent',
+        deadLetteredAt: Date.now() - 1_000,
+      }),
+    );
+  try {
+    await run(dlq, source);
+  } finally {
+    await source.close();
+    await dlq.close();
+  }
+}
+
+/** The original ids of every job on the source queue, sorted (a duplicate shows up twice). */
+async function replayedOriginals(source: Queue): Promise<string[]> {
+  return (await source.getJobs()).map((job) => replayOrigin(job).originalJobId).sort();
+}
+
+function allIds(n: number): string[] {
+  return Array.from({ length: n }, (_, i) => `job-${i}`).sort();
+}
+
+describe('stormguard dlq', () => {
+  it('list prints a table, and JSON with --json; filters apply', async () => {
+    await withFilledDlq(4, async (dlq) => {
+      const human = await cli('dlq', 'list', dlq.sourceQueue);
+      expect(human.code).toBe(0);
+      expect(human.stdout).toMatch(/4 matching of 4/);
+      expect(human.stdout).toMatch(/job-0\s+reindex\s+budget-exhausted\s+search/);
+      const json = await cli(
+        'dlq',
+        'list',
+        dlq.sourceQueue,
+        '--reason',
+        'permanent',
+        '--since',
+        '1h',
+        '--json',
+      );
+      expect(json.code).toBe(0);
+      const parsed = JSON.parse(json.stdout) as { total: number; records: { jobId: string }[] };
+      expect(parsed.total).toBe(4);
+      expect(parsed.records.map((r) => r.jobId)).toEqual(['job-1', 'job-3']);
+    });
+  });
+
+  it('show prints one record, and fails with exit 1 for an unknown id', async () => {
+    await withFilledDlq(1, async (dlq) => {
+      const json = await cli('dlq', 'show', dlq.sourceQueue, 'job-0', '--json');
+      expect(json.code).toBe(0);
+      expect(JSON.parse(json.stdout)).toEqual(await dlq.get('job-0'));
+      const human = await cli('dlq', 'show', dlq.sourceQueue, 'job-0');
+      expect(human.stdout).toMatch(/reason:\s+budget-exhausted: 5 of 5 attempts used/);
+      const missing = await cli('dlq', 'show', dlq.sourceQueue, 'nope');
+      expect(missing.code).toBe(1);
+      expect(missing.stderr).toMatch(/no dead-letter record for job "nope"/);
+    });
+  });
+
+  it('replay --dry-run moves nothing; replay moves once; a second replay finds nothing', async () => {
+    await withFilledDlq(6, async (dlq, source) => {
+      const dry = await cli('dlq', 'replay', dlq.sourceQueue, '--dry-run', '--json');
+      expect(dry.code).toBe(0);
+      expect(JSON.parse(dry.stdout)).toMatchObject({ dryRun: true, matched: 6 });
+      expect(await replayedOriginals(source)).toEqual([]);
+      const human = await cli('dlq', 'replay', dlq.sourceQueue, '--reason', 'budget-exhausted');
+      expect(human.code).toBe(0);
+      expect(human.stdout).toMatch(/replayed 3 of 3 matching jobs/);
+      const rest = await cli('dlq', 'replay', dlq.sourceQueue, '--json', '--rate', '1000/s');
+      expect(JSON.parse(rest.stdout)).toMatchObject({ matched: 3, interrupted: false });
+      const again = await cli('dlq', 'replay', dlq.sourceQueue, '--json');
+      expect(JSON.parse(again.stdout)).toMatchObject({ matched: 0, moved: [] });
+      expect(await replayedOriginals(source)).toEqual(allIds(6));
+    });
+  });
+
+  it('purge refuses without --yes (exit 2) and deletes with it', async () => {
+    await withFilledDlq(3, async (dlq) => {
+      const refused = await cli('dlq', 'purge', dlq.sourceQueue);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toMatch(/refusing to delete 3 record\(s\).*--yes/);
+      expect(await dlq.count()).toBe(3);
+      const done = await cli('dlq', 'purge', dlq.sourceQueue, '--reason', 'permanent', '--yes', '--json');
+      expect(JSON.parse(done.stdout)).toMatchObject({ purged: 1 });
+      expect(await dlq.count()).toBe(2);
+    });
+  });
+
+  it.each([
+    [['--rate', 'fast'], /--rate: "fast" is not a rate; write it like 50\/s/],
+    [['--reason', 'bored'], /--reason: "bored" is not a dead-letter reason/],
+    [['--since', '1x'], /--since: "1x" is not a duration/],
+  ])('replay %j is bad input: exit 2 and one line that says why', async (args, message) => {
+    const result = await cli('dlq', 'replay', 'index', ...args);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(message);
+    expect(result.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('an unreachable Redis is a failure (exit 1) with a readable message, not a hang', async () => {
+    const port = await freePort();
+    const result = await new Promise<Result>((resolve) =>
+      execFile(
+        'node',
+        [BIN, 'dlq', 'list', 'index', '--redis', `redis://127.0.0.1:${port}`],
+        (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+      ),
+    );
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/cannot reach Redis at redis:\/\/127\.0\.0\.1/);
+  });
+
+  it('a replay killed with SIGKILL half-way and run again replays every job exactly once', async () => {
+    await withFilledDlq(40, async (dlq, source) => {
+      const child = spawnReplay(dlq.sourceQueue, '--rate', '10/s');
+      await waitFor(async () => (await dlq.count()) <= 32, 30_000, 'the replay to move a few jobs');
+      child.kill('SIGKILL');
+      await exited(child);
+      const left = await dlq.count();
+      expect(left).toBeGreaterThan(0);
+      expect((await replayedOriginals(source)).length).toBe(40 - left);
+      const rerun = await cli('dlq', 'replay', dlq.sourceQueue, '--json');
+      expect(JSON.parse(rerun.stdout)).toMatchObject({ matched: left, failed: [] });
+      expect(await replayedOriginals(source)).toEqual(allIds(40));
+      expect(await dlq.count()).toBe(0);
+    });
+  }, 90_000);
+
+  it('Ctrl-C stops a replay between two jobs, reports it (exit 1), and a re-run finishes it', async () => {
+    await withFilledDlq(40, async (dlq, source) => {
+      const child = spawnReplay(dlq.sourceQueue, '--rate', '10/s', '--json');
+      let stdout = '';
+      child.stdout?.on('data', (chunk) => {
+        stdout += String(chunk);
+      });
+      await waitFor(async () => (await dlq.count()) <= 32, 30_000, 'the replay to move a few jobs');
+      child.kill('SIGINT');
+      expect(await exited(child)).toBe(1);
+      const report = JSON.parse(stdout) as { interrupted: boolean; moved: unknown[]; stoppedBecause: string };
+      expect(report.interrupted).toBe(true);
+      expect(report.stoppedBecause).toBe('interrupted');
+      expect(await dlq.count()).toBe(40 - report.moved.length);
+      const rerun = await cli('dlq', 'replay', dlq.sourceQueue, '--json');
+      expect(rerun.code).toBe(0);
+      expect(await replayedOriginals(source)).toEqual(allIds(40));
+    });
+  }, 90_000);
+});
+
+function spawnReplay(queue: string, ...args: string[]): ChildProcess {
+  return spawn('node', [BIN, 'dlq', 'replay', queue, '--redis', redis.url, ...args], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+}
+
+function exited(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode);
+    else child.once('exit', (code) => resolve(code));
+  });
+}
