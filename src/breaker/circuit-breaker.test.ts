@@ -3,7 +3,7 @@ import { FakeClock } from '../common/clock.js';
 import { BrokenCircuitError, isBrokenCircuitError } from '../errors/broken-circuit-error.js';
 import { isInvalidInputError } from '../errors/invalid-input-error.js';
 import { PermanentError } from '../errors/permanent-error.js';
-import { TransientError } from '../errors/transient-error.js';
+import { isTransientError, TransientError } from '../errors/transient-error.js';
 import { isValidationError } from '../errors/validation-error.js';
 import { CircuitBreaker } from './circuit-breaker.js';
 import { MemoryBreakerStore } from './memory-store.js';
@@ -58,6 +58,8 @@ describe('CircuitBreaker', () => {
       `circuit for "crm" is open; it half-opens at ${new Date(T0 + 1_000).toISOString()}`,
     );
     expect(isBrokenCircuitError(new Error('x'))).toBe(false);
+    // A refusal is worth trying again later: every classifier sees a transient error.
+    expect(isTransientError(error)).toBe(true);
   });
 
   it('execute returns the value, rethrows the error, and counts permanent errors as the dependency answering', async () => {
@@ -93,6 +95,14 @@ describe('CircuitBreaker', () => {
     await breaker.recordFailure('search');
     expect((await breaker.state('payments')).state).toBe('open');
     expect((await breaker.state('search')).state).toBe('closed');
+  });
+
+  it('lists the dependencies it has an override for or has been asked about', async () => {
+    const { breaker } = setup({ dependencies: { payments: { consecutiveFailures: 1 } } });
+    expect(await breaker.dependencies()).toEqual(['payments']);
+    await breaker.acquire('search');
+    await breaker.check('crm');
+    expect(await breaker.dependencies()).toEqual(['crm', 'payments', 'search']);
   });
 
   it('validates options when built, naming the dependency of a bad override', () => {
@@ -149,6 +159,16 @@ describe('CircuitBreaker', () => {
       ['degraded', 'search'],
       ['recovered', 'search'],
     ]);
+  });
+
+  it('a half-open refusal with every probe slot taken throws a half-open BrokenCircuitError', async () => {
+    const { clock, breaker } = setup({ halfOpenProbes: 1 });
+    await breaker.recordFailure('search');
+    await breaker.recordFailure('search');
+    clock.advance(1_000);
+    await breaker.acquire('search');
+    const error = await breaker.execute('search', () => 1).catch((e: unknown) => e);
+    expect(error).toMatchObject({ dependency: 'search', state: 'half-open', halfOpenAtMs: undefined });
   });
 
   it('BrokenCircuitError describes a half-open refusal', () => {

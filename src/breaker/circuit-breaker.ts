@@ -44,9 +44,9 @@ export interface ExecuteOptions {
  *
  * **Contract for a caller that wraps downstream calls** (the worker's `ctx.call(dependency, fn)`):
  * 1. `const admission = await breaker.acquire(dependency)` before the call. If `admission.allowed` is
- *    false, do not call; throw `new BrokenCircuitError(dependency, admission.snapshot.halfOpenAtMs,
- *    admission.snapshot.state)` (the state is `open`, or `half-open` with every probe slot taken). Do not
- *    record anything for a refused call.
+ *    false, do not call; throw `new BrokenCircuitError(dependency, snapshot.halfOpenAtMs, 'open')` when
+ *    `snapshot.state` is `open`, or `new BrokenCircuitError(dependency, undefined, 'half-open')` when it is
+ *    half-open with every probe slot taken. Do not record anything for a refused call.
  * 2. After an admitted call, exactly one of `recordSuccess(dependency)` / `recordFailure(dependency)`.
  *    Record a failure for errors that say the dependency is unhealthy (timeouts, connection errors, 5xx,
  *    429: what the policy classifies as retryable); record a success when it answered, including a
@@ -70,6 +70,7 @@ export class CircuitBreaker implements BreakerGate {
   readonly #defaults: ResolvedBreakerOptions;
   readonly #overrides: Map<string, ResolvedBreakerOptions>;
   readonly #degraded = new Map<string, boolean>();
+  readonly #seen = new Set<string>();
 
   constructor(options: CircuitBreakerOptions = {}) {
     const { store, clock, dependencies, onListenerError, ...breakerOptions } = options;
@@ -95,6 +96,18 @@ export class CircuitBreaker implements BreakerGate {
    */
   optionsFor(dependency: string): ResolvedBreakerOptions {
     return this.#overrides.get(dependency) ?? this.#defaults;
+  }
+
+  /**
+   * The dependencies this breaker knows of: those with a per-dependency override and those this process
+   * has asked about, sorted. Cheap (no store access): metrics use it to report breakers at scrape time.
+   * `RedisBreakerStore.list()` finds every dependency in the fleet.
+   *
+   * @example
+   * for (const dependency of await breaker.dependencies()) console.log(await breaker.state(dependency));
+   */
+  async dependencies(): Promise<string[]> {
+    return [...new Set([...this.#overrides.keys(), ...this.#seen])].sort();
   }
 
   /**
@@ -129,7 +142,7 @@ export class CircuitBreaker implements BreakerGate {
    *
    * @example
    * const { allowed, snapshot } = await breaker.acquire('search');
-   * if (!allowed) throw new BrokenCircuitError('search', snapshot.halfOpenAtMs, snapshot.state);
+   * if (!allowed) throw new BrokenCircuitError('search', snapshot.halfOpenAtMs, 'open'); // or 'half-open'
    */
   async acquire(dependency: string): Promise<BreakerAdmission> {
     const admission = await this.#store.acquire(checkDependency(dependency), this.optionsFor(dependency));
@@ -176,7 +189,8 @@ export class CircuitBreaker implements BreakerGate {
     const admission = await this.acquire(dependency);
     if (!admission.allowed) {
       const { state, halfOpenAtMs } = admission.snapshot;
-      throw new BrokenCircuitError(dependency, halfOpenAtMs, state === 'half-open' ? 'half-open' : 'open');
+      if (state === 'half-open') throw new BrokenCircuitError(dependency, undefined, 'half-open');
+      throw new BrokenCircuitError(dependency, halfOpenAtMs, 'open');
     }
     const isFailure = options.isFailure ?? ((error: unknown) => !isPermanentError(error));
     let result: T;
@@ -206,6 +220,7 @@ export class CircuitBreaker implements BreakerGate {
   }
 
   #noteDegraded(snapshot: BreakerSnapshot): void {
+    this.#seen.add(snapshot.dependency);
     const was = this.#degraded.get(snapshot.dependency) ?? false;
     if (was === snapshot.degraded) return;
     this.#degraded.set(snapshot.dependency, snapshot.degraded);

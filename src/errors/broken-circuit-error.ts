@@ -1,3 +1,5 @@
+import { TransientError } from './transient-error.js';
+
 const brand = Symbol.for('stormguard.BrokenCircuitError');
 
 /**
@@ -6,6 +8,11 @@ const brand = Symbol.for('stormguard.BrokenCircuitError');
  * dependency and must not be recorded as one of its failures. A job that meets it is delayed until
  * `halfOpenAtMs` or dead-lettered with reason `breaker-open`, as its policy's `whenBreakerOpen` says.
  *
+ * It is a {@link TransientError} (a refusal is worth trying again later), so every classifier treats it as
+ * retryable and `decide` reaches its breaker step, which delays the job to the half-open time without
+ * charging an attempt. It carries no `retryAfterMs`: a long cool-down must not trip a policy's
+ * Retry-After bound.
+ *
  * @example
  * try {
  *   await ctx.call('search', () => search.index(doc));
@@ -13,7 +20,7 @@ const brand = Symbol.for('stormguard.BrokenCircuitError');
  *   if (isBrokenCircuitError(e)) console.log(`${e.dependency} is down until ${e.halfOpenAtMs}`);
  * }
  */
-export class BrokenCircuitError extends Error {
+export class BrokenCircuitError extends TransientError {
   readonly [brand] = true;
   override name = 'BrokenCircuitError';
 
