@@ -46,6 +46,16 @@ export function observeBreakerState(
       for (const [dependency, state] of seen) show(dependency, state);
       return;
     }
+    try {
+      const listed = await withTimeout(
+        breaker.dependencies?.() ?? [],
+        ctx.readTimeoutMs,
+        'the breaker store',
+      );
+      for (const dependency of listed) noteDependency(ctx, dependency);
+    } catch (error) {
+      ctx.onError(error);
+    }
     await Promise.all(
       [...ctx.dependencies].map(async (dependency) => {
         try {
@@ -54,7 +64,7 @@ export function observeBreakerState(
             ctx.readTimeoutMs,
             `breaker state of ${dependency}`,
           );
-          if (BREAKER_STATE_SET.has(snapshot.state)) show(dependency, snapshot.state);
+          if (snapshot && BREAKER_STATE_SET.has(snapshot.state)) show(dependency, snapshot.state);
         } catch (error) {
           ctx.onError(error);
         }

@@ -1,8 +1,7 @@
-import type { BudgetSnapshot } from '../budget/types.js';
 import type { Disposable } from '../common/events.js';
 import { noteDependency, type ObserverContext } from './context.js';
 import { BUDGET_MODES, LabelBounds } from './labels.js';
-import type { ObservableBudget } from './sources.js';
+import type { ObservableBudget, ObservedBudgetState } from './sources.js';
 import { withTimeout } from './timeout.js';
 
 /**
@@ -32,7 +31,8 @@ export function observeBudgetState(budget: ObservableBudget, ctx: ObserverContex
     }),
   ];
 
-  const report = (snapshot: BudgetSnapshot) => {
+  const report = (snapshot: ObservedBudgetState | undefined) => {
+    if (!snapshot) return;
     const labels = { dependency: bounds.open('dependency', snapshot.dependency) };
     m.budgetAllowance.set(labels, snapshot.allowance);
     m.budgetSpent.set(labels, snapshot.spent);
@@ -40,8 +40,10 @@ export function observeBudgetState(budget: ObservableBudget, ctx: ObserverContex
     m.budgetSuccesses.set(labels, snapshot.successes);
     m.budgetWindow.set(labels, snapshot.windowMs / 1000);
     m.budgetDegraded.set(labels, snapshot.degraded ? 1 : 0);
-    if (budget.ratio !== undefined) m.budgetRatio.set(labels, budget.ratio);
-    if (budget.minAllowance !== undefined) m.budgetMinAllowance.set(labels, budget.minAllowance);
+    const ratio = snapshot.ratio ?? budget.ratio;
+    const minAllowance = snapshot.minAllowance ?? budget.minAllowance;
+    if (ratio !== undefined) m.budgetRatio.set(labels, ratio);
+    if (minAllowance !== undefined) m.budgetMinAllowance.set(labels, minAllowance);
   };
   const unreadable = (dependency: string, error: unknown) => {
     m.budgetStateErrors.inc();

@@ -34,5 +34,7 @@ export type {
   ObservableBudget,
   ObservableDeadLetterQueue,
   ObservableWorker,
+  ObservedBudgetState,
   Subscribable,
 } from './sources.js';
+export { readOnlyBreaker, readOnlyBudget } from './store-views.js';

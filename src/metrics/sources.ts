@@ -12,16 +12,22 @@ export interface ObservableWorker {
   readonly events: Subscribable<WorkerEvents>;
 }
 
+/** A budget snapshot, optionally with the settings it was computed with (a store knows them per dependency). */
+export interface ObservedBudgetState extends BudgetSnapshot {
+  ratio?: number;
+  minAllowance?: number;
+}
+
 /** What `observeBudget` needs: a `RetryBudget`'s events and its fleet-wide state. */
 export interface ObservableBudget {
   readonly events: Subscribable<BudgetEvents>;
-  /** The fleet's view of one dependency's budget (read from the store). */
-  state(dependency: string): BudgetSnapshot | Promise<BudgetSnapshot>;
+  /** The fleet's view of one dependency's budget (read from the store); undefined when the store holds none. */
+  state(dependency: string): ObservedBudgetState | undefined | Promise<ObservedBudgetState | undefined>;
   /** Dependencies the budget knows of. */
   dependencies(): readonly string[] | Promise<readonly string[]>;
-  /** The configured ratio (0, 1], exported so alerts can compare the observed retry ratio with it. */
+  /** The configured ratio (0, 1], exported so alerts can compare the observed retry ratio with it (a state's own `ratio` wins). */
   readonly ratio?: number;
-  /** The configured floor per window. */
+  /** The configured floor per window (a state's own `minAllowance` wins). */
   readonly minAllowance?: number;
 }
 
@@ -40,7 +46,9 @@ export interface BreakerStateEvents {
  */
 export interface ObservableBreaker {
   readonly events: Subscribable<BreakerStateEvents>;
-  state?(dependency: string): Promise<{ state: BreakerStateName }>;
+  state?(dependency: string): Promise<{ state: BreakerStateName } | undefined>;
+  /** Dependencies with breaker state, beyond those the metrics have seen in events. */
+  dependencies?(): Promise<readonly string[]>;
 }
 
 /** What `observeDeadLetters` needs: a dead-letter queue (from `deadLetterQueue`) that can count its jobs. */

@@ -1,0 +1,140 @@
+import type { Command } from 'commander';
+import { Redis } from 'ioredis';
+import { Registry } from 'prom-client';
+import { parseDuration } from '../../common/duration.js';
+import { InvalidInputError } from '../../errors/invalid-input-error.js';
+import { type DeadLetterQueue, deadLetterQueue } from '../../jobs/dead-letter-queue.js';
+import { createMetrics } from '../../metrics/create-metrics.js';
+import { serveMetrics } from '../../metrics/http.js';
+import { readOnlyBreaker, readOnlyBudget } from '../../metrics/store-views.js';
+import { RedisBreakerStore } from '../../redis/breaker-store.js';
+import { assertPrefix, DEFAULT_PREFIX } from '../../redis/budget-keys.js';
+import { RedisBudgetStore } from '../../redis/budget-store.js';
+import { type CliIO, printJson } from '../io.js';
+
+interface ServeFlags {
+  redis: string;
+  prefix: string;
+  bullPrefix: string;
+  queue: string[];
+  port: string;
+  host: string;
+  timeout: string;
+  json?: boolean;
+}
+
+/**
+ * `stormguard metrics serve`: a Prometheus exporter for the fleet's shared state: every dependency's
+ * retry budget (allowance, spent, denied, successes, ratio, floor) and breaker as Redis holds them, and
+ * the depth of the named queues' dead-letter queues. Runs where no worker does; stops on SIGINT or
+ * SIGTERM.
+ *
+ * @example
+ * stormguard metrics serve --redis redis://10.0.0.5:6379 --queue search-index --port 9464
+ */
+export function register(program: Command, io: CliIO): void {
+  const metrics = program.command('metrics').description('export stormguard metrics for Prometheus');
+  metrics
+    .command('serve')
+    .description("serve the fleet's budgets, breakers and dead-letter depths on /metrics until stopped")
+    .option('--redis <url>', 'Redis URL', 'redis://127.0.0.1:6379')
+    .option('--prefix <prefix>', 'stormguard key prefix (budgets and breakers)', DEFAULT_PREFIX)
+    .option('--bull-prefix <prefix>', 'BullMQ key prefix (dead-letter queues)', 'bull')
+    .option('--queue <name>', 'export the dead-letter depth of this queue (repeatable)', collect, [])
+    .option('--port <port>', 'TCP port (0: any free port)', '9464')
+    .option('--host <host>', 'interface to listen on', '0.0.0.0')
+    .option('--timeout <duration>', 'longest a scrape waits for Redis', '1s')
+    .option('--json', 'print where it serves as JSON')
+    .action(async (flags: ServeFlags) => {
+      assertPrefix(flags.prefix);
+      const port = parsePort(flags.port);
+      const readTimeoutMs = parseDuration(flags.timeout, '--timeout');
+      if (readTimeoutMs <= 0)
+        throw new InvalidInputError('--timeout: must be longer than 0, like 500ms or 2s');
+      const redis = await connect(flags.redis);
+      const queues: DeadLetterQueue[] = [];
+      try {
+        const registry = new Registry();
+        const exporter = createMetrics({ registry, readTimeoutMs });
+        exporter.observeBudget(readOnlyBudget(new RedisBudgetStore({ redis, prefix: flags.prefix })));
+        exporter.observeBreaker(readOnlyBreaker(new RedisBreakerStore({ redis, prefix: flags.prefix })));
+        for (const queue of flags.queue) {
+          const dlq = deadLetterQueue(queue, { connection: redis, prefix: flags.bullPrefix });
+          queues.push(dlq);
+          exporter.observeDeadLetters(dlq);
+        }
+        const server = await serveMetrics({ port, host: flags.host, registry });
+        if (flags.json)
+          printJson(io, { url: server.url, port: server.port, prefix: flags.prefix, queues: flags.queue });
+        else
+          io.stdout.write(
+            `serving stormguard metrics on ${server.url} (budgets and breakers under "${flags.prefix}"${
+              flags.queue.length > 0 ? `, dead letters of ${flags.queue.join(', ')}` : ''
+            }); stop with Ctrl-C\n`,
+          );
+        await stopRequested(io.signal);
+        await server.close();
+        exporter.dispose();
+      } finally {
+        await Promise.allSettled(queues.map((q) => q.close()));
+        redis.disconnect();
+      }
+    });
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+function parsePort(text: string): number {
+  const port = Number(text);
+  if (!/^\d+$/.test(text) || port > 65_535)
+    throw new InvalidInputError(`--port: "${text}" is not a port; use a whole number from 0 to 65535`);
+  return port;
+}
+
+/**
+ * Connects to Redis, failing fast with the URL when it is unreachable; afterwards the connection retries
+ * on its own, so a Redis restart shows as a degraded budget on the next scrapes, not as a dead exporter.
+ */
+async function connect(url: string): Promise<Redis> {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new InvalidInputError(`--redis: "${url}" is not a URL; write it like redis://127.0.0.1:6379`);
+  }
+  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:')
+    throw new InvalidInputError(`--redis: "${url}" must start with redis:// or rediss://`);
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 1,
+    retryStrategy: (times) => Math.min(times * 200, 2_000),
+  });
+  redis.on('error', () => {});
+  try {
+    await redis.connect();
+  } catch (error) {
+    redis.disconnect();
+    throw new Error(
+      `cannot reach Redis at ${url}: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+  return redis;
+}
+
+/** Resolves on SIGINT or SIGTERM (or when the CLI's abort signal fires). */
+function stopRequested(signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      signal?.removeEventListener('abort', stop);
+      resolve();
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+    if (signal?.aborted) stop();
+    else signal?.addEventListener('abort', stop, { once: true });
+  });
+}
