@@ -1,8 +1,20 @@
 export { backoffBase, backoffCap, backoffDelay } from './backoff.js';
 export * from './classify/index.js';
+export { loadPolicies } from './config/load-policies.js';
+export {
+  type ConfigShape,
+  configSchema,
+  type PolicyConfig,
+  type PolicyConfigInput,
+  type PolicyEntry,
+  parseConfigShape,
+  resolvePolicyEntry,
+} from './config/policy-config.js';
+export { readConfigFile } from './config/read-config-file.js';
 export { decide, decideSync, type SyncDecideContext } from './decide.js';
 export { type BackoffInput, type DurationInput, definePolicy, type PolicyInput } from './define-policy.js';
 export { applyJitter, type JitterInput, jitterBounds } from './jitter.js';
+export { type LintFinding, type LintReport, type LintSeverity, lintConfig } from './lint/lint-config.js';
 export {
   DEFAULT_PLAN_BACKOFF,
   LONG_WINDOW_MS,
@@ -13,3 +25,5 @@ export {
 export { getPreset, type PresetName, presets } from './presets.js';
 export { type AttemptContext, type RetryEvent, type RetryOptions, retry } from './retry.js';
 export { type RetryDelayOptions, retryDelay, retryDelayBounds } from './retry-delay.js';
+export { type SampledRetry, type SampledSchedule, type Spread, sampleSchedule } from './sample-schedule.js';
+export { worstCaseSpanMs } from './schedule-span.js';

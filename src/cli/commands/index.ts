@@ -2,6 +2,9 @@ import type { Command } from 'commander';
 import type { CliIO } from '../io.js';
 import { register as registerBreaker } from './breaker.js';
 import { register as registerDlq } from './dlq.js';
+import { register as registerLint } from './lint.js';
+import { register as registerPlan } from './plan.js';
+import { register as registerSchedule } from './schedule.js';
 
 /**
  * Every CLI command, one file each. A command file exports `register(program, io)` and calls the same
@@ -10,4 +13,7 @@ import { register as registerDlq } from './dlq.js';
 export function registerCommands(program: Command, io: CliIO): void {
   registerBreaker(program, io);
   registerDlq(program, io);
+  registerLint(program, io);
+  registerPlan(program, io);
+  registerSchedule(program, io);
 }
