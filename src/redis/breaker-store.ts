@@ -1,4 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
+import { z } from 'zod';
 import type { BreakerOp } from '../breaker/machine.js';
 import { MemoryBreakerStore } from '../breaker/memory-store.js';
 import type { ResolvedBreakerOptions } from '../breaker/options.js';
@@ -11,6 +12,7 @@ import type {
 } from '../breaker/types.js';
 import { type Clock, systemClock } from '../common/clock.js';
 import { EventBus } from '../common/events.js';
+import { parseWith } from '../common/validation.js';
 import { assertPrefix, DEFAULT_PREFIX } from './budget-keys.js';
 import { defineScript, type RedisClient } from './scripts.js';
 
@@ -20,6 +22,12 @@ const SCRIPT = {
   numberOfKeys: 1,
 } as const;
 const KEY_TAIL = '}:state';
+
+const StoreSettingsSchema = z.object({
+  whenUnavailable: z.enum(['local', 'allow', 'reject'], { error: "must be 'local', 'allow' or 'reject'" }),
+  timeoutMs: z.number().int('must be a whole number >= 1').min(1, 'must be a whole number >= 1'),
+  retryIntervalMs: z.number().int('must be a whole number >= 0').min(0, 'must be a whole number >= 0'),
+});
 
 /**
  * What the breaker does while Redis cannot be reached:
@@ -108,12 +116,21 @@ export class RedisBreakerStore implements BreakerStore {
   constructor(options: RedisBreakerStoreOptions) {
     const prefix = options.prefix ?? DEFAULT_PREFIX;
     assertPrefix(prefix);
+    const settings = parseWith(
+      StoreSettingsSchema,
+      {
+        whenUnavailable: options.whenUnavailable ?? 'local',
+        timeoutMs: options.timeoutMs ?? 500,
+        retryIntervalMs: options.retryIntervalMs ?? 1_000,
+      },
+      'Redis breaker store options',
+    );
     this.#redis = options.redis;
     this.#script = defineScript(options.redis, SCRIPT);
     this.#prefix = prefix;
-    this.#fallback = options.whenUnavailable ?? 'local';
-    this.#timeoutMs = options.timeoutMs ?? 500;
-    this.#retryIntervalMs = options.retryIntervalMs ?? 1_000;
+    this.#fallback = settings.whenUnavailable;
+    this.#timeoutMs = settings.timeoutMs;
+    this.#retryIntervalMs = settings.retryIntervalMs;
     this.#clock = options.clock ?? systemClock;
     this.#timeOverride = options.timeOverride;
     this.#local = new MemoryBreakerStore({ clock: this.#clock, degraded: true });

@@ -50,9 +50,15 @@ describe('RedisBreakerStore specifics', () => {
     }
   });
 
-  it('rejects a prefix that would break hash tags or key scans', () => {
+  it('rejects a prefix that would break hash tags or key scans, and bad settings', () => {
     const redis = new Redis({ ...server.connection, lazyConnect: true });
     expect(() => new RedisBreakerStore({ redis, prefix: 'a{b}' })).toThrow(/prefix "a\{b\}"/);
+    expect(() => new RedisBreakerStore({ redis, timeoutMs: 0 })).toThrow(
+      'invalid Redis breaker store options: timeoutMs: 0 is invalid: must be a whole number >= 1',
+    );
+    expect(() => new RedisBreakerStore({ redis, whenUnavailable: 'open' as never })).toThrow(
+      "whenUnavailable: \"open\" is invalid: must be 'local', 'allow' or 'reject'",
+    );
     redis.disconnect();
   });
 
