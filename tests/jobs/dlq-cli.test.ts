@@ -1,9 +1,12 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RetryBudget } from '../../src/budget/retry-budget.js';
 import { replayOrigin } from '../../src/jobs/dead-letter-ids.js';
 import { type DeadLetterQueue, deadLetterQueue } from '../../src/jobs/dead-letter-queue.js';
+import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { freePort, TestRedis, waitFor } from '../helpers/redis-server.js';
 import { deadLetter, uniqueQueue } from './dlq-fixtures.js';
 
@@ -152,6 +155,55 @@ describe('stormguard dlq', () => {
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/cannot reach Redis at redis:\/\/127\.0\.0\.1/);
   });
+
+  it('replay --when-healthy waits while the budget denies, and goes on once successes raise the allowance', async () => {
+    await withFilledDlq(3, async (dlq, source) => {
+      const client = new Redis(redis.connection);
+      const budget = new RetryBudget({
+        store: new RedisBudgetStore({ redis: client, prefix: 'cli-budget' }),
+        minAllowance: 1,
+      });
+      try {
+        // The floor allows one retry: spend it, then be denied once. The budget for search is now denying.
+        expect((await budget.trySpend('search')).granted).toBe(true);
+        expect((await budget.trySpend('search')).granted).toBe(false);
+        const child = spawn(
+          'node',
+          [
+            BIN,
+            'dlq',
+            'replay',
+            dlq.sourceQueue,
+            '--redis',
+            redis.url,
+            '--when-healthy',
+            '--budget-prefix',
+            'cli-budget',
+            '--budget-floor',
+            '1',
+            '--poll-interval',
+            '50ms',
+            '--json',
+          ],
+          { stdio: ['ignore', 'ignore', 'pipe'] },
+        );
+        let stderr = '';
+        child.stderr?.on('data', (chunk) => {
+          stderr += String(chunk);
+        });
+        await waitFor(() => stderr.includes('waiting for search'), 30_000, 'the replay to wait for search');
+        expect(await dlq.count()).toBe(3);
+        // Successes come back: 100 × 0.2 = 20 retries allowed, 1 spent, so search is healthy again.
+        budget.recordSuccess('search', 100);
+        await budget.flush();
+        expect(await exited(child)).toBe(0);
+        expect(await replayedOriginals(source)).toEqual(allIds(3));
+      } finally {
+        await budget.close();
+        client.disconnect();
+      }
+    });
+  }, 90_000);
 
   it('a replay killed with SIGKILL half-way and run again replays every job exactly once', async () => {
     await withFilledDlq(40, async (dlq, source) => {

@@ -179,9 +179,22 @@ function budgetReader(redis: Redis, settings: BudgetSettings): RetryBudget {
   });
 }
 
-/** A progress bar on stderr when it is a terminal; otherwise nothing. */
+/** Without a terminal: one line on stderr each time the replay starts waiting for a dependency (for logs). */
+function waitingNotices(io: CliIO): { update: (p: ReplayProgress) => void; stop: () => void } {
+  let waitingFor: string | undefined;
+  return {
+    update: (p) => {
+      if (p.waitingFor && p.waitingFor !== waitingFor)
+        io.stderr.write(`stormguard: waiting for ${p.waitingFor}: its retry budget is denying retries\n`);
+      waitingFor = p.waitingFor;
+    },
+    stop: () => {},
+  };
+}
+
+/** A progress bar on stderr when it is a terminal; otherwise only the waiting notices. */
 function progressBar(io: CliIO): { update: (p: ReplayProgress) => void; stop: () => void } {
-  if (!io.stderr.isTTY) return { update: () => {}, stop: () => {} };
+  if (!io.stderr.isTTY) return waitingNotices(io);
   const bar = new SingleBar(
     {
       stream: io.stderr as NodeJS.WritableStream,
