@@ -5,7 +5,7 @@
 
   KEYS[1]  the dependency's state hash, "{<prefix>:breaker:<dependency>}:state" (one key, one hash slot)
 
-  ARGV[1]  op: "acquire" | "success" | "failure" | "peek" ("peek" writes nothing)
+  ARGV[1]  op: "acquire" | "success" | "failure" | "peek"
   ARGV[2]  TEST ONLY: the time to use, in epoch ms. "" (always, in production) uses the server's TIME,
            so every worker sees the same clock. Tests pass a fake clock's time so one conformance suite
            can drive the memory and the Redis store alike.
@@ -26,7 +26,8 @@
   Hash fields: st state, cf consecutive failures, oa opened at, ha half-opens at, pa probes admitted,
   ps probe successes, pr last probe admitted at, cfg options JSON, "s:<bucket>" / "f:<bucket>" successes
   and failures per window sub-bucket (bucket = floor(now / bucketMs); the last 10 buckets are live).
-  Every write rewrites the hash and sets PEXPIRE 2 x (windowMs + coolDownMs): an idle breaker forgets.
+  A write rewrites the hash and sets PEXPIRE 2 x (windowMs + coolDownMs): an idle breaker forgets.
+  "peek", and an "acquire" that admits no probe and changes no state, write nothing.
 ]]
 
 local BUCKETS = 10
@@ -137,7 +138,9 @@ end
 local successes, failures = 0, 0
 for _, bk in pairs(buckets) do successes, failures = successes + bk.s, failures + bk.f end
 
-if op ~= 'peek' then
+-- The hot path, acquire on a closed breaker, changes nothing worth storing: it stays a pure read (the
+-- stale buckets it would prune are pruned by every read anyway).
+if op == 'success' or op == 'failure' or (op == 'acquire' and (probe or #transitions > 0)) then
   local fields = { 'st', state, 'cf', cf, 'pa', admitted, 'ps', probeOk, 'cfg', optionsJson }
   local function put(name, value)
     if value ~= nil then fields[#fields + 1] = name; fields[#fields + 1] = value end
