@@ -3,6 +3,7 @@ import type { CliIO } from '../io.js';
 import { register as registerBreaker } from './breaker.js';
 import { register as registerDlq } from './dlq.js';
 import { register as registerLint } from './lint.js';
+import { register as registerMetrics } from './metrics.js';
 import { register as registerPlan } from './plan.js';
 import { register as registerSchedule } from './schedule.js';
 
@@ -14,6 +15,7 @@ export function registerCommands(program: Command, io: CliIO): void {
   registerBreaker(program, io);
   registerDlq(program, io);
   registerLint(program, io);
+  registerMetrics(program, io);
   registerPlan(program, io);
   registerSchedule(program, io);
 }
