@@ -49,4 +49,4 @@ export { createWorker, StormguardWorker } from './worker.js';
 export { deadLetterRecordOf, describeError } from './worker-dead-letter.js';
 export type { StormguardWorkerOptions, WorkerBreaker, WorkerBudget } from './worker-options.js';
 export { resolveWorkerPolicy } from './worker-policy.js';
-export type { StormguardProcessor } from './worker-runner.js';
+export type { DeadLetteredMarker, StormguardProcessor } from './worker-runner.js';

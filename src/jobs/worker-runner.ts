@@ -139,21 +139,27 @@ export class JobRunner<Data, Result, Name extends string> {
           : await work();
     } catch (error) {
       if (isNamed(error, BULLMQ_CONTROL_ERRORS)) throw error;
-      throw await this.#afterFailure(job, token, error, ctx, state);
+      const outcome = await this.#afterFailure(job, token, error, ctx, state);
+      if (outcome instanceof Error) throw outcome;
+      // A dead-lettered flow child that BullMQ would otherwise leave its parent waiting on (see below).
+      return outcome as Result;
     }
     if (ctx.calls === 0) onSuccess(dependency);
     if (events.has('completed')) events.emit('completed', { ...labels(), attempts: attempt });
     return result;
   }
 
-  /** Decides what a failed attempt leads to, does it, and returns the error the processor must throw. */
+  /**
+   * Decides what a failed attempt leads to, does it, and returns the error the processor must throw, or
+   * the {@link DeadLetteredMarker} it must return.
+   */
   async #afterFailure(
     job: Job<Data, Result, Name>,
     token: string | undefined,
     error: unknown,
     ctx: JobCallContext,
     state: AttemptState,
-  ): Promise<Error> {
+  ): Promise<Error | DeadLetteredMarker> {
     try {
       return await this.#settle(job, token, error, ctx, state);
     } catch (bookkeepingError) {
@@ -171,7 +177,7 @@ export class JobRunner<Data, Result, Name extends string> {
     error: unknown,
     ctx: JobCallContext,
     state: AttemptState,
-  ): Promise<Error> {
+  ): Promise<Error | DeadLetteredMarker> {
     const { settings } = this;
     const dependency = ctx.dependencyOf(error) ?? ctx.dependency;
     const attemptsMade = state.attempts + 1;
@@ -237,6 +243,13 @@ export class JobRunner<Data, Result, Name extends string> {
       });
       await sink.add(record);
       settings.events.emit('dead-letter', { ...labels, reason: decision.reason });
+      if (parentWouldWaitForever(job as Job))
+        return {
+          stormguard: 'dead-lettered',
+          reason: decision.reason,
+          deadLetterQueue: sink.name,
+          jobId: record.jobId,
+        };
       return new UnrecoverableError(
         `dead-lettered to "${sink.name}" (${decision.reason}): ${decision.detail}; last error: ${record.lastError.message}`,
       );
@@ -255,6 +268,33 @@ export class JobRunner<Data, Result, Name extends string> {
       `queue "${this.settings.queue}": job "${job.name}" was added with BullMQ attempts: ${attempts}, but policy "${this.settings.policy.name}" allows ${this.settings.policy.maxAttempts}; stormguard's policy decides and BullMQ's attempts and backoff are ignored (add jobs without attempts, or make them match)`,
     );
   }
+}
+
+/**
+ * What a dead-lettered flow child completes with instead of failing, when failing it would leave its parent
+ * waiting forever. The parent sees it among `getChildrenValues()` and can tell the child's work was not done.
+ */
+export interface DeadLetteredMarker {
+  stormguard: 'dead-lettered';
+  reason: string;
+  deadLetterQueue: string;
+  jobId: string;
+}
+
+/**
+ * True for a flow child with none of BullMQ's on-failure options: BullMQ keeps the parent of a failed
+ * child waiting for it, and a replay enqueues the child anew without its parent, so the parent would wait
+ * forever. Such a child is completed with a {@link DeadLetteredMarker}; every other dead-lettered job fails.
+ */
+function parentWouldWaitForever(job: Job): boolean {
+  if (!job.parentKey && !job.parent) return false;
+  const opts = job.opts as Record<string, unknown>;
+  return !(
+    opts.failParentOnFailure ||
+    opts.continueParentOnFailure ||
+    opts.ignoreDependencyOnFailure ||
+    opts.removeDependencyOnFailure
+  );
 }
 
 const UNRECOVERABLE = new Set(['UnrecoverableError']);

@@ -1,4 +1,4 @@
-import { Job, Queue } from 'bullmq';
+import { FlowProducer, Job, Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PermanentError } from '../../src/errors/permanent-error.js';
 import { TransientError } from '../../src/errors/transient-error.js';
@@ -252,6 +252,48 @@ describe('createWorker', () => {
     expect(runs).toBe(1);
     expect(((await Job.fromId(queue, job.id as string)) as Job).failedReason).toMatch(/^permanent: /);
     expect(await dlq.count()).toBe(0);
+  });
+
+  it('completes a dead-lettered flow child with a marker, so its parent does not wait forever', async () => {
+    const { queueName, queue, dlq } = setUp('flow');
+    const flows = new FlowProducer({ connection: redis.connection });
+    open.push(flows);
+    let childValues: Record<string, unknown> = {};
+    const worker = track(
+      createWorker(
+        queueName,
+        async (job) => {
+          if (job.name === 'batch') {
+            childValues = await job.getChildrenValues();
+            return 'batch done';
+          }
+          if (job.name === 'bad') throw new PermanentError('no such document');
+          return 'indexed';
+        },
+        { connection: redis.connection, policy: fast },
+      ),
+    );
+    const log = recordEvents(worker.events);
+    const tree = await flows.add({
+      name: 'batch',
+      queueName,
+      children: [
+        { name: 'good', queueName, data: {} },
+        { name: 'bad', queueName, data: {} },
+        { name: 'strict', queueName, data: {}, opts: { failParentOnFailure: true } },
+      ],
+    });
+    // 'strict' is not 'bad': it succeeds; a failing strict child would fail the parent as BullMQ says.
+    await waitFor(() => log.of('completed').some((e) => e.task === 'batch'), 5_000, 'the parent to complete');
+    const bad = tree.children?.find((c) => c.job.name === 'bad')?.job as Job;
+    expect(await dlq.get(bad.id as string)).toMatchObject({ reason: 'permanent', name: 'bad' });
+    expect(Object.values(childValues)).toContainEqual({
+      stormguard: 'dead-lettered',
+      reason: 'permanent',
+      deadLetterQueue: `${queueName}-dlq`,
+      jobId: bad.id,
+    });
+    expect(await unfinished(queue)).toBe(0);
   });
 
   it('runs a keyed job through the idempotency guard', async () => {
