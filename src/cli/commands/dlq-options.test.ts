@@ -23,7 +23,6 @@ describe('dlq options', () => {
     }
     expect(isInvalidInputError(thrown)).toBe(true);
   });
-  });
 
   it('turns filter flags into a filter', () => {
     expect(
