@@ -85,6 +85,17 @@ export interface EngineOptions {
   progressEvery?: number;
 }
 
+/** One arrival source, flattened: a backlog (`backlog >= 0`) or a Poisson rate. */
+interface ArrivalSource {
+  backlog: number;
+  at: number;
+  rate: number;
+  from: number;
+  until: number;
+  jobClass: number;
+  random: () => number;
+}
+
 /** A job class as the engine uses it. */
 export interface EngineJobClass {
   policy: RetryPolicy;
@@ -138,9 +149,15 @@ export async function runEngine(
 
   const behaviour = seededRandom(seeds.behaviour);
   const policyRandom = seededRandom(seeds.policy);
-  const arrivals = scenario.arrivals.map((a, i) => ({
-    spec: a,
-    jobClass: Object.keys(scenario.jobClasses).indexOf(a.class),
+  const classNames = Object.keys(scenario.jobClasses);
+  // Flat, fixed-shape descriptors: the hot path must not read the validated scenario's objects.
+  const arrivals: ArrivalSource[] = scenario.arrivals.map((a, i) => ({
+    backlog: a.backlog ?? -1,
+    at: a.at,
+    rate: a.rate ?? 0,
+    from: a.from,
+    until: a.until ?? 0,
+    jobClass: classNames.indexOf(a.class),
     random: seededRandom(seeds.arrivals[i] ?? i),
   }));
 
@@ -169,13 +186,16 @@ export async function runEngine(
     breaker: runtime.breaker,
   };
 
-  let completed = 0;
-  let finished = 0;
-  let delayed = 0;
-  let activeSources = arrivals.length;
-  let drainMs = 0;
-  let lastSampledBin = -1;
-  let events = 0;
+  // Mutable counters live in one object: a closure variable holding a double is re-boxed on every write.
+  const run = {
+    completed: 0,
+    finished: 0,
+    delayed: 0,
+    activeSources: arrivals.length,
+    drainMs: 0,
+    lastSampledBin: -1,
+    events: 0,
+  };
 
   const enqueue = (job: number, t: number): void => {
     const slot = idle.shift();
@@ -205,13 +225,13 @@ export async function runEngine(
   };
 
   const finish = (job: number, t: number, reason: string | undefined): void => {
-    finished++;
-    drainMs = t;
+    run.finished++;
+    run.drainMs = t;
     const attempts = jobs.attempts[job] as number;
     const bucket = reason === undefined ? histogram.completed : histogram.deadLettered;
     bucket[attempts] = (bucket[attempts] ?? 0) + 1;
     if (reason === undefined) {
-      completed++;
+      run.completed++;
       return;
     }
     let dl = deadLettered.get(reason);
@@ -229,7 +249,7 @@ export async function runEngine(
         (series[d] as DependencySeries).deferred.add(t);
       } else (series[d] as DependencySeries).granted.add(t);
       jobs.previousDelay[job] = decision.delayMs;
-      delayed++;
+      run.delayed++;
       queue.push(t + decision.delayMs, (job << KIND_BITS) | RETRY_DUE);
     } else finish(job, t, decision.reason);
   };
@@ -274,10 +294,10 @@ export async function runEngine(
   };
 
   const arrive = (source: number, t: number): void => {
-    const a = arrivals[source] as (typeof arrivals)[number];
-    if (a.spec.backlog !== undefined) {
-      for (let i = 0; i < a.spec.backlog; i++) enqueue(jobs.add(a.jobClass, t), t);
-      activeSources--;
+    const a = arrivals[source] as ArrivalSource;
+    if (a.backlog >= 0) {
+      for (let i = 0; i < a.backlog; i++) enqueue(jobs.add(a.jobClass, t), t);
+      run.activeSources--;
       return;
     }
     enqueue(jobs.add(a.jobClass, t), t);
@@ -285,98 +305,113 @@ export async function runEngine(
   };
 
   const scheduleArrival = (source: number, from: number): void => {
-    const a = arrivals[source] as (typeof arrivals)[number];
-    if (a.spec.backlog !== undefined) {
-      queue.push(a.spec.at, (source << KIND_BITS) | ARRIVAL);
+    const a = arrivals[source] as ArrivalSource;
+    if (a.backlog >= 0) {
+      queue.push(a.at, (source << KIND_BITS) | ARRIVAL);
       return;
     }
     // Poisson arrivals: exponential gaps with the given rate.
-    const next = from + (-Math.log(1 - a.random()) * 1_000) / (a.spec.rate as number);
-    if (next < (a.spec.until as number)) queue.push(next, (source << KIND_BITS) | ARRIVAL);
-    else activeSources--;
+    const next = from + (-Math.log(1 - a.random()) * 1_000) / a.rate;
+    if (next < a.until) queue.push(next, (source << KIND_BITS) | ARRIVAL);
+    else run.activeSources--;
   };
 
-  const tick = async (t: number): Promise<void> => {
+  const tick = (t: number): Promise<void> | undefined => {
+    const bin = Math.floor(t / BIN_MS);
+    const sample = bin !== run.lastSampledBin && runtime.budgets.length > 0;
+    if (sample) run.lastSampledBin = bin;
+    const pending = runtime.budgets.length > 0 ? flushAndSample(t, sample) : undefined;
+    if (run.activeSources > 0 || run.delayed > 0 || waiting.size > 0 || idle.size < slotCount)
+      queue.push(t + TICK_MS, TICK);
+    return pending;
+  };
+
+  const flushAndSample = async (t: number, sample: boolean): Promise<void> => {
     for (const budget of runtime.budgets) {
       const flushed = budget.flush();
       if (flushed instanceof Promise) await flushed;
     }
-    const bin = Math.floor(t / BIN_MS);
-    if (bin !== lastSampledBin && runtime.budgets.length > 0) {
-      lastSampledBin = bin;
-      for (let d = 0; d < dependencyNames.length; d++) {
-        let allowance = 0;
-        let spent = 0;
-        let denied = 0;
-        for (const budget of runtime.budgets) {
-          const state = await budget.state(dependencyNames[d] as string);
-          allowance += state.allowance;
-          spent += state.spent;
-          denied += state.denied;
-        }
-        const s = series[d] as DependencySeries;
-        s.allowance.set(t, allowance);
-        s.spent.set(t, spent);
-        s.denied.set(t, denied);
+    if (!sample) return;
+    for (let d = 0; d < dependencyNames.length; d++) {
+      let allowance = 0;
+      let spent = 0;
+      let denied = 0;
+      for (const budget of runtime.budgets) {
+        const state = await budget.state(dependencyNames[d] as string);
+        allowance += state.allowance;
+        spent += state.spent;
+        denied += state.denied;
       }
+      const s = series[d] as DependencySeries;
+      s.allowance.set(t, allowance);
+      s.spent.set(t, spent);
+      s.denied.set(t, denied);
     }
-    if (activeSources > 0 || delayed > 0 || waiting.size > 0 || idle.size < slotCount)
-      queue.push(t + TICK_MS, TICK);
+  };
+
+  let stoppedAtHorizon = false;
+  /**
+   * Processes events until one has to wait for a promise (a gated decision, a budget flush), which it
+   * returns; `undefined` when the run is over. Synchronous, so the loop's numbers are never boxed to
+   * survive an `await`.
+   */
+  const step = (): Promise<void> | undefined => {
+    while (queue.size > 0) {
+      const t = queue.peekTime();
+      if (t > horizon) {
+        stoppedAtHorizon = true;
+        return undefined;
+      }
+      if (t > clock.now()) clock.set(t);
+      const event = queue.pop();
+      const value = event >>> KIND_BITS;
+      let pending: Promise<void> | undefined;
+      switch (event & KIND_MASK) {
+        case ARRIVAL:
+          arrive(value, t);
+          break;
+        case ATTEMPT_DONE:
+          pending = attemptDone(value, t);
+          break;
+        case RETRY_DUE:
+          run.delayed--;
+          enqueue(value, t);
+          break;
+        case TICK:
+          pending = tick(t);
+          break;
+      }
+      if (++run.events % progressEvery === 0) options.onProgress?.(run.finished, expected);
+      if (pending) return pending;
+    }
+    return undefined;
   };
 
   queue.push(0, TICK);
   for (let i = 0; i < arrivals.length; i++) {
-    const a = arrivals[i] as (typeof arrivals)[number];
-    scheduleArrival(i, a.spec.backlog !== undefined ? a.spec.at : a.spec.from);
+    const a = arrivals[i] as ArrivalSource;
+    scheduleArrival(i, a.backlog >= 0 ? a.at : a.from);
   }
 
-  let stoppedAtHorizon = false;
-  while (queue.size > 0) {
-    const t = queue.peekTime();
-    if (t > horizon) {
-      stoppedAtHorizon = true;
-      break;
-    }
-    if (t > clock.now()) clock.set(t);
-    const event = queue.pop();
-    const value = event >>> KIND_BITS;
-    switch (event & KIND_MASK) {
-      case ARRIVAL:
-        arrive(value, t);
-        break;
-      case ATTEMPT_DONE: {
-        const pending = attemptDone(value, t);
-        if (pending) await pending;
-        break;
-      }
-      case RETRY_DUE:
-        delayed--;
-        enqueue(value, t);
-        break;
-      case TICK:
-        await tick(t);
-        break;
-    }
-    if (++events % progressEvery === 0) options.onProgress?.(finished, expected);
-  }
+  for (let pending = step(); pending; pending = step()) await pending;
   for (const budget of runtime.budgets) await budget.close();
   await runtime.breaker?.close?.();
-  options.onProgress?.(finished, Math.max(finished, expected));
+  options.onProgress?.(run.finished, Math.max(run.finished, expected));
 
   const inFlight = slotCount - idle.size;
-  const unfinished = waiting.size + inFlight + delayed;
+  const unfinished = waiting.size + inFlight + run.delayed;
   let deadLetterCount = 0;
   for (const dl of deadLettered.values()) deadLetterCount += dl.total();
   return {
     jobs: jobs.size,
-    completed,
+    completed: run.completed,
     deadLettered,
     unfinished,
-    lost: jobs.size - completed - deadLetterCount - unfinished,
-    drainMs,
+    lost: jobs.size - run.completed - deadLetterCount - unfinished,
+    drainMs: run.drainMs,
     stoppedAtHorizon: stoppedAtHorizon && unfinished > 0,
     dependencies: series,
     attemptsHistogram: histogram,
-    events,
+    events: run.events,
   };
 }

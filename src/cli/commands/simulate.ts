@@ -1,0 +1,128 @@
+import { writeFile } from 'node:fs/promises';
+import { Presets, SingleBar } from 'cli-progress';
+import type { Command } from 'commander';
+import { InvalidInputError } from '../../errors/invalid-input-error.js';
+import { formatRetryChart } from '../../sim/format/chart.js';
+import { formatSummary } from '../../sim/format/summary.js';
+import { renderReport } from '../../sim/report/html.js';
+import { summarize } from '../../sim/results.js';
+import { defaultScenario } from '../../sim/scenario/default.js';
+import { exampleScenarioText } from '../../sim/scenario/example.js';
+import { loadScenarioFile } from '../../sim/scenario/load.js';
+import { type SimulationProgress, simulate } from '../../sim/simulate.js';
+import { type CliIO, printJson } from '../io.js';
+
+interface SimulateFlags {
+  scenario?: string;
+  seed?: string;
+  strategies?: string;
+  report?: string;
+  json?: boolean;
+  example?: boolean;
+  chart: boolean;
+}
+
+/**
+ * `stormguard simulate`: runs the retry-storm simulator on a scenario file (or the built-in one: 40 000
+ * search-indexing jobs and a search cluster that goes down) and prints, per strategy, the requests each
+ * dependency received, the peak retry rate while it was down, completions, dead letters and drain time.
+ */
+export function register(program: Command, io: CliIO): void {
+  program
+    .command('simulate')
+    .description('simulate an outage: per-job ceilings vs fleet and per-worker retry budgets, side by side')
+    .option('--scenario <file>', 'a YAML or JSON scenario (default: the built-in search-cluster outage)')
+    .option('--seed <n>', "random seed (default: the scenario's)")
+    .option('--strategies <list>', 'comma-separated strategy names to run (default: all in the scenario)')
+    .option('--report <file>', 'also write a self-contained HTML report with charts')
+    .option('--json', 'print { scenario, seed, strategies: [...] } as JSON')
+    .option('--example', 'print a commented example scenario to start from, and exit')
+    .option('--no-chart', 'leave out the terminal chart of retries per second')
+    .action((flags: SimulateFlags) => runSimulate(flags, io));
+}
+
+async function runSimulate(flags: SimulateFlags, io: CliIO): Promise<void> {
+  if (flags.example) {
+    io.stdout.write(await exampleScenarioText());
+    return;
+  }
+  const scenario = flags.scenario ? await loadScenarioFile(flags.scenario) : defaultScenario();
+  const options = {
+    ...(flags.seed !== undefined ? { seed: parseSeed(flags.seed) } : {}),
+    ...(flags.strategies !== undefined ? { strategies: parseList(flags.strategies) } : {}),
+  };
+  const progress = progressBar(io);
+  let result: Awaited<ReturnType<typeof simulate>>;
+  try {
+    result = await simulate(scenario, { ...options, onProgress: progress.update });
+  } finally {
+    progress.stop();
+  }
+
+  if (flags.report) {
+    await writeFile(flags.report, await renderReport(result));
+    io.stderr.write(`report written to ${flags.report}\n`);
+  }
+  if (flags.json) printJson(io, summarize(result));
+  else {
+    io.stdout.write(formatSummary(result));
+    if (flags.chart) io.stdout.write(`\n${formatRetryChart(result, { color: io.stdout.isTTY === true })}`);
+  }
+
+  const lost = result.strategies.filter((s) => s.lost > 0);
+  const unfinished = result.strategies.filter((s) => s.unfinished > 0);
+  for (const s of lost)
+    io.stderr.write(`stormguard: ${s.name}: ${s.lost} jobs lost (a simulator bug; please report it)\n`);
+  for (const s of unfinished)
+    io.stderr.write(
+      `stormguard: ${s.name}: ${s.unfinished} jobs still pending at the horizon; raise "horizon" or give the policy a maxAgeMs\n`,
+    );
+  if (lost.length > 0 || unfinished.length > 0) io.exitCode = 1;
+}
+
+function parseSeed(text: string): number {
+  if (!/^-?\d+$/.test(text.trim()) || !Number.isSafeInteger(Number(text)))
+    throw new InvalidInputError(`--seed: "${text}" is not a whole number; give an integer such as 42`);
+  return Number(text);
+}
+
+function parseList(text: string): string[] {
+  const names = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+  if (names.length === 0)
+    throw new InvalidInputError(
+      '--strategies: give at least one name, e.g. --strategies ceiling-only,fleet-budget',
+    );
+  return names;
+}
+
+/** A progress bar on stderr, only when stderr is a terminal (never in pipes, files or CI logs). */
+function progressBar(io: CliIO): { update: (p: SimulationProgress) => void; stop: () => void } {
+  if (!io.stderr.isTTY) return { update: () => {}, stop: () => {} };
+  const bar = new SingleBar(
+    {
+      format: 'simulating {strategy} |{bar}| {percentage}% | strategy {n} of {count}',
+      stream: io.stderr as NodeJS.WritableStream,
+      hideCursor: true,
+      clearOnComplete: true,
+    },
+    Presets.shades_classic,
+  );
+  let started = false;
+  return {
+    update: (p) => {
+      const done =
+        p.index * 1_000 + Math.min(1_000, Math.round((p.finished / Math.max(1, p.expected)) * 1_000));
+      const payload = { strategy: p.strategy, n: p.index + 1, count: p.count };
+      if (!started) {
+        bar.start(p.count * 1_000, done, payload);
+        started = true;
+      } else bar.update(done, payload);
+    },
+    stop: () => {
+      if (started) bar.stop();
+    },
+  };
+}

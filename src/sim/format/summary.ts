@@ -1,0 +1,57 @@
+import type { SimulationResult, StrategyResult } from '../results.js';
+import { formatCount, formatDuration, formatOffset } from './numbers.js';
+
+/**
+ * The simulation as a table for a terminal: one column per strategy; rows for each dependency's first
+ * attempts and retries, the peak retry rate while a dependency was down, completions, dead letters by
+ * reason, time to drain and jobs lost. Plain text, no colour.
+ *
+ * @example
+ * process.stdout.write(formatSummary(await simulate(defaultScenario())));
+ */
+export function formatSummary(result: SimulationResult): string {
+  const lines: string[] = [];
+  const jobs = result.strategies[0]?.jobs ?? 0;
+  lines.push(
+    `${result.scenario} (seed ${result.seed}): ${formatCount(jobs)} jobs, ${result.workers.count} workers × ${result.workers.concurrency} slots`,
+  );
+  if (result.description) lines.push(result.description);
+  for (const d of result.dependencies) {
+    const periods = d.unhealthy.map((p) => `${p.state} ${formatOffset(p.fromMs)}–${formatOffset(p.untilMs)}`);
+    lines.push(`${d.name}: ${periods.length > 0 ? periods.join(', ') : 'up throughout'}`);
+  }
+  lines.push('');
+
+  const strategies = result.strategies;
+  const reasons = [...new Set(strategies.flatMap((s) => Object.keys(s.deadLettered)))].sort();
+  const rows: [string, (s: StrategyResult) => string][] = [];
+  for (const d of result.dependencies) {
+    rows.push([`${d.name}: first attempts`, (s) => formatCount(s.requests[d.name]?.first ?? 0)]);
+    rows.push([`${d.name}: retries`, (s) => formatCount(s.requests[d.name]?.retries ?? 0)]);
+  }
+  rows.push(['peak retries/s while down', (s) => formatCount(s.peakRetriesPerSecond)]);
+  rows.push(['completed', (s) => formatCount(s.completed)]);
+  rows.push(['dead-lettered', (s) => formatCount(sum(Object.values(s.deadLettered)))]);
+  for (const reason of reasons) rows.push([`  ${reason}`, (s) => formatCount(s.deadLettered[reason] ?? 0)]);
+  rows.push(['time to drain', (s) => formatDuration(s.drainMs)]);
+  rows.push(['jobs lost', (s) => formatCount(s.lost)]);
+  if (strategies.some((s) => s.unfinished > 0))
+    rows.push(['unfinished at the horizon', (s) => formatCount(s.unfinished)]);
+
+  const labelWidth = Math.max(...rows.map(([label]) => label.length));
+  const widths = strategies.map((s) => Math.max(s.label.length, ...rows.map(([, cell]) => cell(s).length)));
+  const row = (label: string, cells: string[]) =>
+    `${label.padEnd(labelWidth)}  ${cells.map((c, i) => c.padStart(widths[i] as number)).join('   ')}`.trimEnd();
+  lines.push(
+    row(
+      '',
+      strategies.map((s) => s.label),
+    ),
+  );
+  for (const [label, cell] of rows) lines.push(row(label, strategies.map(cell)));
+  return `${lines.join('\n')}\n`;
+}
+
+function sum(values: number[]): number {
+  return values.reduce((a, b) => a + b, 0);
+}

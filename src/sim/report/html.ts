@@ -1,0 +1,65 @@
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { formatSummary } from '../format/summary.js';
+import type { SimulationResult } from '../results.js';
+import { reportData } from './data.js';
+import { REPORT_SCRIPT, REPORT_STYLE } from './page.js';
+
+let echartsSource: Promise<string> | undefined;
+
+/** ECharts' standalone build, read once from the installed `echarts` package. */
+function loadEcharts(): Promise<string> {
+  echartsSource ??= readFile(createRequire(import.meta.url).resolve('echarts/dist/echarts.min'), 'utf8');
+  return echartsSource;
+}
+
+/** Keeps embedded text from closing the `<script>` element it sits in. */
+function scriptSafe(text: string): string {
+  return text.replace(/<\/(script)/gi, '<\\/$1').replace(/<!--/g, '<\\!--');
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(
+    /[&<>"]/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c] as string,
+  );
+}
+
+/**
+ * A self-contained HTML report of a simulation, viewable offline: ECharts is inlined, the data is embedded.
+ * Charts: the load on each dependency over time (outages shaded), first attempts against retries per
+ * strategy, each budget's allowance against its spend, and dead letters by reason; plus the terminal
+ * summary as a table.
+ *
+ * @example
+ * await writeFile('report.html', await renderReport(await simulate(defaultScenario())));
+ */
+export async function renderReport(result: SimulationResult): Promise<string> {
+  const echarts = await loadEcharts();
+  const data = JSON.stringify(reportData(result)).replace(/</g, '\\u003c');
+  const title = `stormguard simulate: ${result.scenario}`;
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(title)}</title>
+<style>${REPORT_STYLE}</style>
+</head>
+<body>
+<header>
+<h1>${escapeHtml(title)}</h1>
+<p>${escapeHtml(result.description ?? '')}</p>
+</header>
+<section><h2>Summary</h2><pre id="summary">${escapeHtml(formatSummary(result))}</pre></section>
+<section><h2>Load on each dependency</h2><p>Requests per second (first attempts and retries); shaded: down or degraded.</p><div id="load"></div></section>
+<section><h2>First attempts vs retries</h2><p>Requests per second, by strategy.</p><div id="split"></div></section>
+<section><h2>Retry budget: allowance vs spend</h2><p>Retries the budget allows in its window, and retries it has granted (per-worker budgets add up).</p><div id="budget"></div></section>
+<section><h2>Dead letters</h2><p>By reason, per strategy: where the work went instead of the dependency.</p><div id="dead"></div></section>
+<script id="report-data" type="application/json">${data}</script>
+<script>${scriptSafe(echarts)}</script>
+<script>${scriptSafe(REPORT_SCRIPT)}</script>
+</body>
+</html>
+`;
+}
