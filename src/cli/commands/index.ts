@@ -6,6 +6,7 @@ import { register as registerLint } from './lint.js';
 import { register as registerMetrics } from './metrics.js';
 import { register as registerPlan } from './plan.js';
 import { register as registerSchedule } from './schedule.js';
+import { register as registerSimulate } from './simulate.js';
 
 /**
  * Every CLI command, one file each. A command file exports `register(program, io)` and calls the same
@@ -18,4 +19,5 @@ export function registerCommands(program: Command, io: CliIO): void {
   registerMetrics(program, io);
   registerPlan(program, io);
   registerSchedule(program, io);
+  registerSimulate(program, io);
 }
