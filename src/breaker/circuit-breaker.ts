@@ -14,7 +14,12 @@ import type {
   BreakerTransition,
 } from './types.js';
 
-/** Options of {@link CircuitBreaker}: the breaker options (see BreakerOptions for defaults) plus wiring. */
+/**
+ * Options of {@link CircuitBreaker}: the breaker options (see BreakerOptions for defaults) plus wiring.
+ *
+ * @example
+ * new CircuitBreaker({ store, coolDownMs: 10_000, dependencies: { payments: { consecutiveFailures: 3 } } });
+ */
 export interface CircuitBreakerOptions extends Partial<BreakerOptions> {
   /** Where state lives. Default: a MemoryBreakerStore on `clock` (one process). Share it fleet-wide with RedisBreakerStore. */
   store?: BreakerStore;
@@ -26,7 +31,12 @@ export interface CircuitBreakerOptions extends Partial<BreakerOptions> {
   onListenerError?: (error: unknown) => void;
 }
 
-/** Options of {@link CircuitBreaker.execute}. */
+/**
+ * Options of {@link CircuitBreaker.execute}.
+ *
+ * @example
+ * await breaker.execute('crm', call, { isFailure: (e) => isTransientError(e) });
+ */
 export interface ExecuteOptions {
   /**
    * Whether an error counts against the dependency. Default: every error except a PermanentError (a

@@ -6,7 +6,12 @@ import type {
   BreakerTransitionReason,
 } from './types.js';
 
-/** One sub-bucket of the sliding window: calls recorded while `floor(now / bucketMs) === index`. */
+/**
+ * One sub-bucket of the sliding window: calls recorded while `floor(now / bucketMs) === index`.
+ *
+ * @example
+ * // { index: 294117647, successes: 12, failures: 3 }
+ */
 export interface BreakerBucket {
   index: number;
   successes: number;
@@ -33,10 +38,20 @@ export interface BreakerRecord {
   buckets: BreakerBucket[];
 }
 
-/** What a store is asked to do. `peek` changes nothing. */
+/**
+ * What a store is asked to do. `peek` changes nothing.
+ *
+ * @example
+ * stepBreaker(record, 'peek', now, options).view.state;
+ */
 export type BreakerOp = 'acquire' | 'success' | 'failure' | 'peek';
 
-/** The outcome of one {@link stepBreaker}. */
+/**
+ * The outcome of one {@link stepBreaker}.
+ *
+ * @example
+ * const { record: next, allowed, transitions } = stepBreaker(record, 'acquire', now, options);
+ */
 export interface BreakerStep {
   record: BreakerRecord;
   /** For `acquire`: may the call go downstream. False for every other op. */

@@ -3,7 +3,12 @@ import { type BreakerOp, type BreakerRecord, initialBreakerRecord, stepBreaker }
 import type { ResolvedBreakerOptions } from './options.js';
 import type { BreakerAdmission, BreakerRecordResult, BreakerSnapshot, BreakerStore } from './types.js';
 
-/** Options of {@link MemoryBreakerStore}. */
+/**
+ * Options of {@link MemoryBreakerStore}.
+ *
+ * @example
+ * new MemoryBreakerStore({ clock: new FakeClock(0) });
+ */
 export interface MemoryBreakerStoreOptions {
   /** Where "now" comes from. Default: the system clock. Tests and the simulator pass a FakeClock. */
   clock?: Clock;

@@ -51,7 +51,12 @@ export const DEFAULT_BREAKER_OPTIONS: Readonly<BreakerOptions> = Object.freeze({
   successesToClose: 3,
 });
 
-/** The sliding window is kept as this many sub-buckets, so it forgets old calls a tenth of a window at a time. */
+/**
+ * The sliding window is kept as this many sub-buckets, so it forgets old calls a tenth of a window at a time.
+ *
+ * @example
+ * resolveBreakerOptions({ windowMs: 60_000 }).bucketMs; // 6000 = 60000 / BREAKER_WINDOW_BUCKETS
+ */
 export const BREAKER_WINDOW_BUCKETS = 10;
 
 const count = (min: number) =>
@@ -76,6 +81,10 @@ const BreakerOptionsSchema = z.object({
 /**
  * Breaker options merged with the defaults and validated, plus what the state machine derives from them.
  * Plain JSON.
+ *
+ * @example
+ * const options: ResolvedBreakerOptions = resolveBreakerOptions({ failureRateThreshold: 0.25 });
+ * options.failureRatePpm; // 250000
  */
 export interface ResolvedBreakerOptions extends BreakerOptions {
   /** Width of one sub-bucket of the sliding window: `ceil(windowMs / 10)`. */

@@ -1,6 +1,11 @@
 import type { ResolvedBreakerOptions } from './options.js';
 
-/** The three states of a circuit breaker. */
+/**
+ * The three states of a circuit breaker.
+ *
+ * @example
+ * if ((await breaker.state('search')).state === 'open') pauseIndexing();
+ */
 export type BreakerStateName = 'closed' | 'open' | 'half-open';
 
 /**
@@ -9,6 +14,9 @@ export type BreakerStateName = 'closed' | 'open' | 'half-open';
  * - `cool-down-elapsed`: open → half-open.
  * - `probe-failed`: half-open → open.
  * - `probes-succeeded`: half-open → closed.
+ *
+ * @example
+ * breaker.events.on('state-change', (e) => { if (e.reason === 'probe-failed') log.warn('still down'); });
  */
 export type BreakerTransitionReason =
   | 'consecutive-failures'
@@ -17,7 +25,12 @@ export type BreakerTransitionReason =
   | 'probe-failed'
   | 'probes-succeeded';
 
-/** One state change, as the store reports it (to the one caller whose operation caused it). */
+/**
+ * One state change, as the store reports it (to the one caller whose operation caused it).
+ *
+ * @example
+ * // { from: 'closed', to: 'open', reason: 'consecutive-failures', atMs: 1764682200000 }
+ */
 export interface BreakerTransition {
   from: BreakerStateName;
   to: BreakerStateName;
@@ -29,6 +42,9 @@ export interface BreakerTransition {
 /**
  * A dependency's breaker as the whole fleet sees it, at the store's time. Plain JSON: shown by the CLI,
  * exported as metrics, returned by `CircuitBreaker.state()`.
+ *
+ * @example
+ * const { state, failures, volume, halfOpenAtMs } = await breaker.state('search');
  */
 export interface BreakerSnapshot {
   dependency: string;
@@ -55,7 +71,12 @@ export interface BreakerSnapshot {
   degraded: boolean;
 }
 
-/** The outcome of `BreakerStore.acquire`. */
+/**
+ * The outcome of `BreakerStore.acquire`.
+ *
+ * @example
+ * const { allowed, probe } = await store.acquire('search', resolveBreakerOptions());
+ */
 export interface BreakerAdmission {
   /** True when the call may go downstream now. */
   allowed: boolean;
@@ -65,7 +86,12 @@ export interface BreakerAdmission {
   transitions: BreakerTransition[];
 }
 
-/** The outcome of `BreakerStore.record`. */
+/**
+ * The outcome of `BreakerStore.record`.
+ *
+ * @example
+ * const { snapshot, transitions } = await store.record('search', 'failure', resolveBreakerOptions());
+ */
 export interface BreakerRecordResult {
   snapshot: BreakerSnapshot;
   transitions: BreakerTransition[];
@@ -95,7 +121,12 @@ export interface BreakerStore {
   read(dependency: string, options: ResolvedBreakerOptions): Promise<BreakerSnapshot>;
 }
 
-/** Events a CircuitBreaker emits; metrics and logs subscribe. */
+/**
+ * Events a CircuitBreaker emits; metrics and logs subscribe.
+ *
+ * @example
+ * breaker.events.on('rejected', (e) => log.info(`${e.dependency} refused, half-opens at ${e.halfOpenAtMs}`));
+ */
 export interface BreakerEvents {
   /** A state change caused by this process's call (each change is reported once, fleet-wide). */
   'state-change': {

@@ -35,10 +35,18 @@ const StoreSettingsSchema = z.object({
  *   Protection continues, but each worker trips on its own share of the traffic.
  * - `allow` (fail open): every call goes through, as if the breaker were closed.
  * - `reject` (fail closed): every call is refused, as if the breaker were open, until Redis answers again.
+ *
+ * @example
+ * new RedisBreakerStore({ redis, whenUnavailable: 'reject' }); // fail closed
  */
 export type BreakerStoreFallback = 'local' | 'allow' | 'reject';
 
-/** Options of {@link RedisBreakerStore}. */
+/**
+ * Options of {@link RedisBreakerStore}.
+ *
+ * @example
+ * new RedisBreakerStore({ redis, prefix: 'shop', timeoutMs: 200, whenUnavailable: 'local' });
+ */
 export interface RedisBreakerStoreOptions {
   /** An ioredis client or cluster. The store defines one script command on it and never closes it. */
   redis: RedisClient;
@@ -62,7 +70,12 @@ export interface RedisBreakerStoreOptions {
   timeOverride?: Clock;
 }
 
-/** Events of a {@link RedisBreakerStore}: for logs. */
+/**
+ * Events of a {@link RedisBreakerStore}: for logs.
+ *
+ * @example
+ * store.events.on('unavailable', (e) => log.error('breaker store down, using the local fallback', e.error));
+ */
 export interface BreakerStoreEvents {
   /** Redis could not be reached; the fallback answers. */
   unavailable: { error: unknown; fallback: BreakerStoreFallback };
@@ -70,7 +83,12 @@ export interface BreakerStoreEvents {
   available: { downForMs: number };
 }
 
-/** A breaker snapshot as the CLI lists it: with the options the breaker last wrote. */
+/**
+ * A breaker snapshot as the CLI lists it: with the options the breaker last wrote.
+ *
+ * @example
+ * const open = (await store.list()).filter((b) => b.state === 'open');
+ */
 export interface ListedBreaker extends BreakerSnapshot {
   options?: ResolvedBreakerOptions;
 }

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { systemClock } from '../../common/clock.js';
 import { formatDuration } from '../../common/duration.js';
 import { type ListedBreaker, RedisBreakerStore } from '../../redis/breaker-store.js';
 import { assertPrefix, DEFAULT_PREFIX } from '../../redis/budget-keys.js';
@@ -34,7 +35,8 @@ export function register(program: Command, io: CliIO): void {
       const redis = await connectRedis(flags.redis);
       try {
         const breakers = await new RedisBreakerStore({ redis, prefix: flags.prefix }).list();
-        const nowMs = breakers[0]?.nowMs ?? Date.now();
+        // Redis's clock when there is a breaker to read it from, like every time the breaker itself uses.
+        const nowMs = breakers[0]?.nowMs ?? systemClock.now();
         if (flags.json) printJson(io, { prefix: flags.prefix, nowMs, breakers });
         else io.stdout.write(`${formatStatus(flags.prefix, breakers, nowMs)}\n`);
       } finally {

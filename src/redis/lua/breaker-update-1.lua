@@ -3,6 +3,8 @@
   The same state machine as src/breaker/machine.ts (stepBreaker); the conformance suite in
   src/breaker/store.case.ts holds both to the same behaviour.
 
+  Needs Redis >= 5 (scripts replicate by effects, so reading TIME before a write is allowed).
+
   KEYS[1]  the dependency's state hash, "{<prefix>:breaker:<dependency>}:state" (one key, one hash slot)
 
   ARGV[1]  op: "acquire" | "success" | "failure" | "peek"
