@@ -28,6 +28,7 @@ export {
   idempotencyGuard,
   type OnceResult,
 } from './idempotency-guard.js';
+export { MemoryIdempotencyStore } from './memory-idempotency-store.js';
 export {
   type ReplayedJob,
   type ReplayOptions,

@@ -8,3 +8,4 @@
 export { MemoryBreakerStore } from '../breaker/memory-store.js';
 export { FakeClock } from '../common/clock.js';
 export { seededRandom } from '../common/random.js';
+export { MemoryIdempotencyStore } from '../jobs/memory-idempotency-store.js';

@@ -1,0 +1,12 @@
+import { FakeClock } from '../common/clock.js';
+import { idempotencyStoreCases } from './idempotency-store.case.js';
+import { MemoryIdempotencyStore } from './memory-idempotency-store.js';
+
+idempotencyStoreCases('MemoryIdempotencyStore', async () => {
+  const clock = new FakeClock(1_700_000_000_000);
+  return {
+    store: new MemoryIdempotencyStore({ clock }),
+    elapse: async (_key, ms) => void clock.advance(ms),
+    close: async () => {},
+  };
+});
