@@ -77,6 +77,8 @@ const BULLMQ_CONTROL_ERRORS = new Set([
 export class JobRunner<Data, Result, Name extends string> {
   /** Attempt state that arrived with each job (see `StormguardWorker.createJob`): no extra read per job. */
   readonly #arrived = new WeakMap<Job, AttemptState>();
+  /** Jobs BullMQ marked to fail unprocessed (stalled more than `maxStalledCount` times), with its reason. */
+  readonly #condemned = new WeakMap<Job, string>();
   readonly #warnedNames = new Set<string>();
   readonly #isFailure: (error: unknown) => boolean;
   readonly #onSuccess: (dependency: string) => void;
@@ -92,6 +94,15 @@ export class JobRunner<Data, Result, Name extends string> {
   /** Remembers the attempt state read with the job's hash (`raw` is the stored field, if any). */
   arrived(job: Job, raw: string | undefined): void {
     this.#arrived.set(job, parseAttemptState(raw));
+  }
+
+  /**
+   * Takes over a job BullMQ would fail without running it (it stalled more than `maxStalledCount` times:
+   * its worker kept crashing or blocking while running it). Instead of vanishing into BullMQ's failed set,
+   * it is dead-lettered with reason `max-attempts`, without running it again.
+   */
+  condemned(job: Job, why: string): void {
+    this.#condemned.set(job, why);
   }
 
   /** The job's dependency: `dependencies[job.name]`, or the job name when it has no mapping. */
@@ -130,6 +141,20 @@ export class JobRunner<Data, Result, Name extends string> {
     );
     if (events.has('attempt')) events.emit('attempt', { ...labels(), attempt });
 
+    const condemned = this.#condemned.get(job);
+    if (condemned !== undefined) {
+      const error = Object.assign(new Error(`${condemned} (maxStalledCount)`), { name: 'StalledJobError' });
+      const decision: Decision = {
+        action: settings.deadLetters ? 'dead-letter' : 'fail',
+        reason: 'max-attempts',
+        detail: `stalled more times than maxStalledCount allows: its worker crashed or blocked while running it`,
+        classification: { retryable: false, reason: 'stalled' },
+      };
+      const outcome = await this.#afterFailure(job, token, error, ctx, state, decision);
+      if (outcome instanceof Error) throw outcome;
+      return outcome as Result;
+    }
+
     let result: Result;
     try {
       const work = () => settings.processor(job, ctx);
@@ -159,9 +184,10 @@ export class JobRunner<Data, Result, Name extends string> {
     error: unknown,
     ctx: JobCallContext,
     state: AttemptState,
+    decided?: Decision,
   ): Promise<Error | DeadLetteredMarker> {
     try {
-      return await this.#settle(job, token, error, ctx, state);
+      return await this.#settle(job, token, error, ctx, state, decided);
     } catch (bookkeepingError) {
       // The failure could not be filed (Redis or the dead-letter queue refused a write). Try again later
       // without charging an attempt; if even that fails, BullMQ's stalled-job recovery picks the job up.
@@ -177,29 +203,32 @@ export class JobRunner<Data, Result, Name extends string> {
     error: unknown,
     ctx: JobCallContext,
     state: AttemptState,
+    decided: Decision | undefined,
   ): Promise<Error | DeadLetteredMarker> {
     const { settings } = this;
     const dependency = ctx.dependencyOf(error) ?? ctx.dependency;
     const attemptsMade = state.attempts + 1;
     const nowMs = settings.clock.now();
     const deadLetters = settings.deadLetters;
-    const decision: Decision = await decide({
-      policy: settings.policy,
-      // A processor's own UnrecoverableError means "never retry this": stormguard reads it as permanent.
-      error: isNamed(error, UNRECOVERABLE)
-        ? new PermanentError(describeError(error).message, { cause: error })
-        : error,
-      attemptsMade,
-      createdAtMs: job.timestamp,
-      nowMs,
-      random: settings.random,
-      dependency,
-      ...(state.previousDelayMs === undefined ? {} : { previousDelayMs: state.previousDelayMs }),
-      hasIdempotencyKey: ctx.idempotencyKey !== undefined,
-      hasDeadLetterTarget: deadLetters !== undefined,
-      ...(settings.budget ? { budget: settings.budget } : {}),
-      ...(settings.breaker ? { breaker: settings.breaker } : {}),
-    });
+    const decision: Decision =
+      decided ??
+      (await decide({
+        policy: settings.policy,
+        // A processor's own UnrecoverableError means "never retry this": stormguard reads it as permanent.
+        error: isNamed(error, UNRECOVERABLE)
+          ? new PermanentError(describeError(error).message, { cause: error })
+          : error,
+        attemptsMade,
+        createdAtMs: job.timestamp,
+        nowMs,
+        random: settings.random,
+        dependency,
+        ...(state.previousDelayMs === undefined ? {} : { previousDelayMs: state.previousDelayMs }),
+        hasIdempotencyKey: ctx.idempotencyKey !== undefined,
+        hasDeadLetterTarget: deadLetters !== undefined,
+        ...(settings.budget ? { budget: settings.budget } : {}),
+        ...(settings.breaker ? { breaker: settings.breaker } : {}),
+      }));
     const labels: JobLabels = { queue: settings.queue, task: job.name, dependency };
     const firstFailedAt = state.firstFailedAt ?? nowMs;
 

@@ -96,6 +96,11 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
     const job = super.createJob(data, jobId);
     const raw = (data as unknown as Record<string, unknown>)[ATTEMPT_STATE_FIELD];
     this.#runner.arrived(job, typeof raw === 'string' ? raw : undefined);
+    if (job.deferredFailure) {
+      // BullMQ would fail it without calling the processor, bypassing the dead-letter queue.
+      this.#runner.condemned(job, job.deferredFailure);
+      job.deferredFailure = undefined as unknown as string;
+    }
     return job;
   }
 

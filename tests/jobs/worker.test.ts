@@ -296,6 +296,33 @@ describe('createWorker', () => {
     expect(await unfinished(queue)).toBe(0);
   });
 
+  it('dead-letters a job BullMQ would fail unprocessed after too many stalls, instead of losing it in the failed set', async () => {
+    const { queueName, queue, dlq } = setUp('stalled-out');
+    const job = await queue.add('index', { docId: 3 });
+    // What BullMQ's stalled-job check leaves on a job that stalled more than maxStalledCount times.
+    const client = await queue.client;
+    await client.hset(queue.toKey(job.id as string), { defa: 'job stalled more than allowable limit' });
+    let runs = 0;
+    const worker = track(
+      createWorker(
+        queueName,
+        async () => {
+          runs++;
+        },
+        { connection: redis.connection, policy: fast },
+      ),
+    );
+    const log = recordEvents(worker.events);
+    await waitFor(() => log.count('dead-letter') === 1, 5_000, 'the dead letter');
+    expect(runs).toBe(0);
+    expect(await dlq.get(job.id as string)).toMatchObject({
+      reason: 'max-attempts',
+      detail: expect.stringMatching(/stalled more times than maxStalledCount allows/),
+      lastError: { name: 'StalledJobError', classification: { retryable: false, reason: 'stalled' } },
+    });
+    expect(await unfinished(queue)).toBe(0);
+  });
+
   it('runs a keyed job through the idempotency guard', async () => {
     const { queueName, queue } = setUp('idempotent');
     const outcomes = new Map<string, unknown>();
