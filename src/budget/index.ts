@@ -1,0 +1,23 @@
+/** The retry budget's public surface (re-exported by the package root). */
+export { StoreTimeoutError } from './bounded.js';
+export {
+  chargeAll,
+  type DependencyMap,
+  defineDependencyMap,
+  dependenciesFor,
+  dependencyFor,
+  type MultiSpendResult,
+} from './dependency-map.js';
+export { assertDependencyName, dependencyNameProblem } from './dependency-name.js';
+export { MemoryBudgetStore } from './memory-store.js';
+export type { BudgetFallback, RetryBudgetOptions } from './options.js';
+export { RetryBudget } from './retry-budget.js';
+export type { BudgetMode, BudgetStore, MaybePromise, SpendOutcome, StoreRead, StoreSpend } from './store.js';
+export {
+  allowanceFor,
+  type BudgetWindow,
+  budgetWindow,
+  PPM,
+  ratioToPpm,
+  type WindowCounts,
+} from './window.js';

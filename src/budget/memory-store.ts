@@ -1,0 +1,156 @@
+import { type Clock, systemClock } from '../common/clock.js';
+import type { BudgetMode, BudgetStore, StoreRead, StoreSpend } from './store.js';
+import { allowanceFor, type BudgetWindow, intDiv, oldestOverlapMs, weighted } from './window.js';
+
+/**
+ * One dependency's ring of sub-buckets: `buckets + 1` slots, each remembering which bucket index it holds,
+ * so a slot left over from an older window is recognised and reset instead of counted.
+ */
+class Ring {
+  readonly index: Float64Array;
+  readonly successes: Float64Array;
+  readonly spent: Float64Array;
+  readonly denied: Float64Array;
+
+  constructor(
+    readonly bucketMs: number,
+    readonly buckets: number,
+  ) {
+    const slots = buckets + 1;
+    this.index = new Float64Array(slots).fill(Number.NaN);
+    this.successes = new Float64Array(slots);
+    this.spent = new Float64Array(slots);
+    this.denied = new Float64Array(slots);
+  }
+
+  /** The slot of bucket `current`, emptied first if it still holds an older bucket. */
+  slot(current: number): number {
+    const slot = current % (this.buckets + 1);
+    if (this.index[slot] !== current) {
+      this.index[slot] = current;
+      this.successes[slot] = 0;
+      this.spent[slot] = 0;
+      this.denied[slot] = 0;
+    }
+    return slot;
+  }
+}
+
+/** Scratch sums, reused across calls so the hot path allocates nothing but its result. */
+interface Sums {
+  successes: number;
+  spent: number;
+  denied: number;
+}
+
+/**
+ * A budget store in this process's memory, on an injectable clock. For one worker, tests and the simulator
+ * (it makes a million decisions in well under a second); a fleet needs `RedisBudgetStore`, because a budget
+ * kept per worker multiplies with the number of workers.
+ *
+ * Defaults: `clock` is the system clock.
+ *
+ * @example
+ * const clock = new FakeClock(0);
+ * const budget = new RetryBudget({ store: new MemoryBudgetStore({ clock }) });
+ */
+export class MemoryBudgetStore implements BudgetStore {
+  readonly remote = false;
+  readonly #clock: Clock;
+  readonly #rings = new Map<string, Ring>();
+  readonly #windows = new Map<string, BudgetWindow>();
+  readonly #sums: Sums = { successes: 0, spent: 0, denied: 0 };
+
+  constructor(options: { clock?: Clock } = {}) {
+    this.#clock = options.clock ?? systemClock;
+  }
+
+  trySpend(dependency: string, window: BudgetWindow, mode: BudgetMode, pendingSuccesses: number): StoreSpend {
+    const now = this.#clock.now();
+    const ring = this.#ring(dependency, window);
+    const current = intDiv(now, window.bucketMs);
+    const slot = ring.slot(current);
+    ring.successes[slot]! += pendingSuccesses;
+    const sums = this.#sum(ring, current, now);
+    const allowance = allowanceFor(sums.successes, window.ratioPpm, window.minAllowance);
+    if (sums.spent < allowance) {
+      ring.spent[slot]! += 1;
+      return { outcome: 'granted', allowance, spent: sums.spent + 1, denied: sums.denied, successes: sums.successes };
+    }
+    ring.denied[slot]! += 1;
+    return {
+      outcome: mode === 'shadow' ? 'would-deny' : 'denied',
+      allowance,
+      spent: sums.spent,
+      denied: sums.denied + 1,
+      successes: sums.successes,
+    };
+  }
+
+  addSuccesses(dependency: string, count: number, window: BudgetWindow): void {
+    const ring = this.#ring(dependency, window);
+    const slot = ring.slot(intDiv(this.#clock.now(), window.bucketMs));
+    ring.successes[slot]! += count;
+  }
+
+  read(dependency: string, window?: BudgetWindow): StoreRead | undefined {
+    const used = window ?? this.#windows.get(dependency);
+    const ring = this.#rings.get(dependency);
+    if (!used || !ring || ring.bucketMs !== used.bucketMs || ring.buckets !== used.buckets) return undefined;
+    const now = this.#clock.now();
+    const sums = this.#sum(ring, intDiv(now, used.bucketMs), now);
+    return {
+      allowance: allowanceFor(sums.successes, used.ratioPpm, used.minAllowance),
+      spent: sums.spent,
+      denied: sums.denied,
+      successes: sums.successes,
+      window: used,
+    };
+  }
+
+  dependencies(): string[] {
+    return [...this.#rings.keys()].sort();
+  }
+
+  ping(): void {}
+
+  /** The dependency's ring; a new (empty) one when its bucket geometry changed. */
+  #ring(dependency: string, window: BudgetWindow): Ring {
+    let ring = this.#rings.get(dependency);
+    if (!ring || ring.bucketMs !== window.bucketMs || ring.buckets !== window.buckets) {
+      ring = new Ring(window.bucketMs, window.buckets);
+      this.#rings.set(dependency, ring);
+    }
+    if (this.#windows.get(dependency) !== window) this.#windows.set(dependency, window);
+    return ring;
+  }
+
+  /** Sums the window ending at `now`: whole buckets plus the oldest one weighted by its overlap. */
+  #sum(ring: Ring, current: number, now: number): Sums {
+    const { buckets, bucketMs } = ring;
+    let successes = 0;
+    let spent = 0;
+    let denied = 0;
+    let oldSuccesses = 0;
+    let oldSpent = 0;
+    let oldDenied = 0;
+    for (let slot = 0; slot <= buckets; slot++) {
+      const age = current - ring.index[slot]!;
+      if (age >= 0 && age < buckets) {
+        successes += ring.successes[slot]!;
+        spent += ring.spent[slot]!;
+        denied += ring.denied[slot]!;
+      } else if (age === buckets) {
+        oldSuccesses = ring.successes[slot]!;
+        oldSpent = ring.spent[slot]!;
+        oldDenied = ring.denied[slot]!;
+      }
+    }
+    const overlap = oldestOverlapMs(now, bucketMs);
+    const sums = this.#sums;
+    sums.successes = successes + weighted(oldSuccesses, overlap, bucketMs, false);
+    sums.spent = spent + weighted(oldSpent, overlap, bucketMs, true);
+    sums.denied = denied + weighted(oldDenied, overlap, bucketMs, false);
+    return sums;
+  }
+}

@@ -1,0 +1,83 @@
+import { z } from 'zod';
+import type { Clock } from '../common/clock.js';
+import { parseWith } from '../common/validation.js';
+import type { BudgetMode, BudgetStore } from './store.js';
+
+/**
+ * What the budget does while its store is unreachable or slower than `timeoutMs`:
+ * - `local` (default): a conservative budget in this process: the floor only (`minAllowance` retries per
+ *   window per process, whatever the successes), so a fleet of N workers allows at most N × floor.
+ * - `deny`: refuse every retry (fail closed).
+ * - `allow`: grant every retry (fail open; per-job attempt ceilings still apply).
+ */
+export type BudgetFallback = 'local' | 'deny' | 'allow';
+
+/** Settings of a {@link RetryBudget}. Every field but `store` has a default. */
+export interface RetryBudgetOptions {
+  /** Where the counts live: `MemoryBudgetStore` for one process, `RedisBudgetStore` for a fleet. */
+  store: BudgetStore;
+  /** Retries may be at most this share of the window's successes; in (0, 1]. Default 0.2. */
+  ratio?: number;
+  /** The sliding window, in ms. Default 60 000. */
+  windowMs?: number;
+  /** Retries always allowed per window, whatever the traffic (so a quiet queue can still retry). Default 10. */
+  minAllowance?: number;
+  /** Sub-buckets per window (`windowMs` must be a whole multiple of it). Default 10. */
+  buckets?: number;
+  /** `enforce` (default) refuses retries over budget; `shadow` grants them but counts the refusals. */
+  mode?: BudgetMode;
+  /** What a denial does to the job: dead-letter it (default) or defer it past the window. */
+  onExhausted?: 'dead-letter' | 'defer';
+  /** How often batched successes are pushed to a remote store, in ms. Default 250. */
+  flushIntervalMs?: number;
+  /** Bound on every call to a remote store, in ms; past it the budget degrades. Default 250. */
+  timeoutMs?: number;
+  /** Behaviour while degraded. Default `local`. */
+  fallback?: BudgetFallback;
+  /** How often a degraded budget checks whether its store is back, in ms. Default 1 000. */
+  probeIntervalMs?: number;
+  /** Time for the local fallback and for outage durations. Default: the system clock. */
+  clock?: Clock;
+}
+
+const int = (min: number, what: string) =>
+  z.number().int(`${what} must be a whole number`).min(min, `${what} must be >= ${min}`);
+
+const Schema = z
+  .object({
+    store: z.custom<BudgetStore>(
+      (v) => typeof v === 'object' && v !== null && typeof (v as BudgetStore).trySpend === 'function',
+      'must be a budget store (MemoryBudgetStore or RedisBudgetStore)',
+    ),
+    ratio: z
+      .number()
+      .gt(0, 'must be in (0, 1]: retries as a share of successes, e.g. 0.2')
+      .max(1, 'must be in (0, 1]: retries as a share of successes, e.g. 0.2')
+      .default(0.2),
+    windowMs: int(1, 'the window').max(86_400_000, 'must be at most one day').default(60_000),
+    minAllowance: int(0, 'the floor').max(1_000_000_000, 'must be at most 1e9').default(10),
+    buckets: int(1, 'buckets').max(1_000, 'must be at most 1000').default(10),
+    mode: z.enum(['enforce', 'shadow']).default('enforce'),
+    onExhausted: z.enum(['dead-letter', 'defer']).default('dead-letter'),
+    flushIntervalMs: int(1, 'the interval').max(60_000, 'must be at most 60 000').default(250),
+    timeoutMs: int(1, 'the timeout').max(60_000, 'must be at most 60 000').default(250),
+    fallback: z.enum(['local', 'deny', 'allow']).default('local'),
+    probeIntervalMs: int(1, 'the interval').max(600_000, 'must be at most 600 000').default(1_000),
+    clock: z.custom<Clock>((v) => typeof (v as Clock)?.now === 'function', 'must have now()').optional(),
+  })
+  .superRefine((o, ctx) => {
+    if (o.windowMs % o.buckets !== 0)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['windowMs'],
+        message: `must be a whole multiple of buckets (${o.buckets}), e.g. ${o.buckets * Math.max(1, Math.round(o.windowMs / o.buckets))}`,
+      });
+  });
+
+/** The options with every default filled in. */
+export type ResolvedBudgetOptions = Required<Omit<RetryBudgetOptions, 'clock'>> & { clock?: Clock };
+
+/** Validates budget options, naming each bad field, its value and the rule (a `ValidationError`). */
+export function resolveBudgetOptions(options: RetryBudgetOptions): ResolvedBudgetOptions {
+  return parseWith(Schema, options, 'retry budget') as ResolvedBudgetOptions;
+}

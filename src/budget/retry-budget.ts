@@ -1,0 +1,283 @@
+import { type Clock, systemClock } from '../common/clock.js';
+import { EventBus } from '../common/events.js';
+import { InvalidInputError } from '../errors/invalid-input-error.js';
+import type { BudgetGate } from '../policy/types.js';
+import { bounded } from './bounded.js';
+import { assertDependencyName } from './dependency-name.js';
+import { MemoryBudgetStore } from './memory-store.js';
+import {
+  type BudgetFallback,
+  type ResolvedBudgetOptions,
+  type RetryBudgetOptions,
+  resolveBudgetOptions,
+} from './options.js';
+import type { BudgetMode, BudgetStore, StoreSpend } from './store.js';
+import type { BudgetEvents, BudgetSnapshot, SpendResult } from './types.js';
+import { type BudgetWindow, budgetWindow, type WindowCounts } from './window.js';
+
+const STORE = 'budget store';
+
+/**
+ * A fleet-wide retry budget, keyed by dependency: retries may be at most `ratio` of the successes in the
+ * last `windowMs` (sliding, in `buckets` sub-buckets), and never fewer than `minAllowance` per window.
+ * `allowance = max(minAllowance, floor(ratio × successes))`; a retry is granted iff retries already granted
+ * in the window < allowance; a denial is counted as `denied`, never as spent.
+ *
+ * - Successes are batched in this process and pushed to a remote store every `flushIntervalMs`, riding
+ *   along with the next `trySpend` of the same dependency, and at `close()`; the success path never waits
+ *   for Redis.
+ * - Every remote call is bounded by `timeoutMs`. A store that fails or is late puts the budget in degraded
+ *   mode: it answers from `fallback` (see {@link BudgetFallback}) with `degraded: true`, emits `degraded`,
+ *   and checks every `probeIntervalMs` whether the store is back (then emits `recovered`). It never throws
+ *   a store failure into a worker and never waits past the timeout. Successes recorded while degraded are
+ *   not kept: they could only be stamped with the wrong time later, and dropping them errs on the side of
+ *   caution.
+ * - `mode: 'shadow'` grants every retry but counts (and emits, with `mode: 'shadow'`) the denials it would
+ *   have made, so a budget can be sized on real traffic before it bites.
+ *
+ * Implements the policy's `BudgetGate`: pass it to `decide({ ..., budget })`.
+ *
+ * Defaults: ratio 0.2, windowMs 60 000, minAllowance 10, buckets 10, mode `enforce`, onExhausted
+ * `dead-letter`, flushIntervalMs 250, timeoutMs 250, fallback `local`, probeIntervalMs 1 000.
+ *
+ * @example
+ * const budget = new RetryBudget({ store: new RedisBudgetStore({ redis }), ratio: 0.2 });
+ * budget.recordSuccess('search');
+ * const r = await budget.trySpend('search');
+ * if (!r.granted) deadLetter('budget-exhausted');
+ * await budget.close();
+ */
+export class RetryBudget implements BudgetGate {
+  /** Typed events: `granted`, `denied`, `degraded`, `recovered`, `flushed`. */
+  readonly events = new EventBus<BudgetEvents>();
+  readonly mode: BudgetMode;
+  readonly onExhausted: 'dead-letter' | 'defer';
+  readonly ratio: number;
+  readonly windowMs: number;
+  readonly minAllowance: number;
+  readonly buckets: number;
+  readonly fallback: BudgetFallback;
+
+  readonly #store: BudgetStore;
+  readonly #window: BudgetWindow;
+  readonly #options: ResolvedBudgetOptions;
+  readonly #clock: Clock;
+  readonly #local: MemoryBudgetStore;
+  /** The conservative local budget: the floor only (ratio 0), whatever the successes. */
+  readonly #floorWindow: BudgetWindow;
+  readonly #pending = new Map<string, number>();
+  readonly #checked = new Set<string>();
+  readonly #timer: NodeJS.Timeout | undefined;
+  #degradedSince: number | undefined;
+  #lastProbeAt = 0;
+  #probing = false;
+  #closed = false;
+
+  constructor(options: RetryBudgetOptions) {
+    const o = resolveBudgetOptions(options);
+    this.#options = o;
+    this.#store = o.store;
+    this.#clock = o.clock ?? systemClock;
+    this.#window = budgetWindow(o);
+    this.#floorWindow = { ...this.#window, ratioPpm: 0 };
+    this.#local = new MemoryBudgetStore({ clock: this.#clock });
+    this.mode = o.mode;
+    this.onExhausted = o.onExhausted;
+    this.ratio = o.ratio;
+    this.windowMs = o.windowMs;
+    this.minAllowance = o.minAllowance;
+    this.buckets = o.buckets;
+    this.fallback = o.fallback;
+    if (this.#store.remote) {
+      this.#timer = setInterval(() => this.#tick(), o.flushIntervalMs);
+      // A budget must never keep a process alive on its own.
+      this.#timer.unref();
+    }
+  }
+
+  /** True while the store is unreachable and the fallback answers. */
+  get degraded(): boolean {
+    return this.#degradedSince !== undefined;
+  }
+
+  /**
+   * Counts `count` (default 1) successes for `dependency`. Synchronous and cheap: for a remote store it only
+   * adds to a local batch.
+   */
+  recordSuccess(dependency: string, count = 1): void {
+    this.#check(dependency);
+    if (!Number.isSafeInteger(count) || count < 1)
+      throw new InvalidInputError(`recordSuccess: count must be a whole number >= 1, got ${count}`);
+    if (!this.#store.remote) {
+      void this.#store.addSuccesses(dependency, count, this.#window);
+      return;
+    }
+    if (this.#degradedSince !== undefined) return;
+    this.#pending.set(dependency, (this.#pending.get(dependency) ?? 0) + count);
+  }
+
+  /** Pushes batched successes to the store now: one call per dependency, all in parallel. */
+  async flush(): Promise<void> {
+    if (this.#pending.size === 0) return;
+    if (this.#degradedSince !== undefined) {
+      this.#pending.clear();
+      return;
+    }
+    const batch = [...this.#pending];
+    this.#pending.clear();
+    await Promise.all(batch.map(([dependency, count]) => this.#push(dependency, count)));
+  }
+
+  /**
+   * Asks for one retry against `dependency`'s budget. Never rejects because of the store: a failing or slow
+   * store yields the fallback's answer with `degraded: true`. Rejects only for an invalid dependency name.
+   */
+  async trySpend(dependency: string): Promise<SpendResult> {
+    this.#check(dependency);
+    if (this.#degradedSince === undefined) {
+      let pending = 0;
+      if (this.#store.remote) {
+        pending = this.#pending.get(dependency) ?? 0;
+        if (pending > 0) this.#pending.delete(dependency);
+      }
+      try {
+        const spend = await bounded(
+          this.#store.trySpend(dependency, this.#window, this.mode, pending),
+          this.#options.timeoutMs,
+          STORE,
+        );
+        return this.#settle(dependency, spend, false);
+      } catch (error) {
+        this.#degrade(error, dependency);
+      }
+    } else this.#probe();
+    return this.#settle(dependency, this.#fallbackSpend(dependency), true);
+  }
+
+  /** The dependency's budget without spending: the store's view, or the fallback's while degraded. */
+  async state(dependency: string): Promise<BudgetSnapshot> {
+    this.#check(dependency);
+    if (this.#degradedSince === undefined) {
+      try {
+        const read = await bounded(this.#store.read(dependency, this.#window), this.#options.timeoutMs, STORE);
+        return this.#snapshot(dependency, read ?? this.#empty(this.#window), false);
+      } catch (error) {
+        this.#degrade(error, dependency);
+      }
+    } else this.#probe();
+    const local = this.fallback === 'local' ? this.#local.read(dependency, this.#floorWindow) : undefined;
+    return this.#snapshot(dependency, local ?? this.#empty(this.#floorWindow), true);
+  }
+
+  /** Dependencies the store holds counts for (or, while it is unreachable, those this process has used). */
+  async dependencies(): Promise<string[]> {
+    if (this.#degradedSince === undefined) {
+      try {
+        return await bounded(this.#store.dependencies(), this.#options.timeoutMs, STORE);
+      } catch (error) {
+        this.#degrade(error);
+      }
+    }
+    return [...this.#checked].sort();
+  }
+
+  /** Stops the flush timer and pushes what is batched. Idempotent. The store (your connection) stays open. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#timer);
+    await this.flush();
+  }
+
+  #check(dependency: string): void {
+    if (this.#checked.has(dependency)) return;
+    assertDependencyName(dependency);
+    this.#checked.add(dependency);
+  }
+
+  async #push(dependency: string, count: number): Promise<void> {
+    try {
+      await bounded(this.#store.addSuccesses(dependency, count, this.#window), this.#options.timeoutMs, STORE);
+      if (this.events.has('flushed')) this.events.emit('flushed', { dependency, successes: count });
+    } catch (error) {
+      this.#degrade(error, dependency);
+    }
+  }
+
+  #fallbackSpend(dependency: string): StoreSpend {
+    if (this.fallback === 'local') return this.#local.trySpend(dependency, this.#floorWindow, this.mode, 0);
+    const outcome = this.fallback === 'allow' ? 'granted' : this.mode === 'shadow' ? 'would-deny' : 'denied';
+    return { outcome, allowance: this.minAllowance, spent: 0, denied: 0, successes: 0 };
+  }
+
+  #settle(dependency: string, spend: StoreSpend, degraded: boolean): SpendResult {
+    const result: SpendResult = {
+      dependency,
+      granted: spend.outcome !== 'denied',
+      allowance: spend.allowance,
+      spent: spend.spent,
+      denied: spend.denied,
+      successes: spend.successes,
+      windowMs: this.windowMs,
+      degraded,
+    };
+    if (spend.outcome === 'granted') {
+      if (this.events.has('granted')) this.events.emit('granted', result);
+    } else if (this.events.has('denied')) {
+      this.events.emit('denied', { ...result, mode: this.mode });
+    }
+    return result;
+  }
+
+  #snapshot(dependency: string, counts: WindowCounts, degraded: boolean): BudgetSnapshot {
+    return {
+      dependency,
+      allowance: counts.allowance,
+      spent: counts.spent,
+      denied: counts.denied,
+      successes: counts.successes,
+      windowMs: this.windowMs,
+      degraded,
+    };
+  }
+
+  #empty(window: BudgetWindow): WindowCounts {
+    return { allowance: window.minAllowance, spent: 0, denied: 0, successes: 0 };
+  }
+
+  #degrade(error: unknown, dependency?: string): void {
+    if (this.#degradedSince !== undefined) return;
+    this.#degradedSince = this.#clock.now();
+    this.#lastProbeAt = performance.now();
+    this.#pending.clear();
+    this.events.emit('degraded', { dependency, error, mode: this.fallback });
+  }
+
+  /** At most one probe in flight and one per `probeIntervalMs` (real time: it schedules I/O). */
+  #probe(): void {
+    if (this.#probing || performance.now() - this.#lastProbeAt < this.#options.probeIntervalMs) return;
+    this.#probing = true;
+    this.#lastProbeAt = performance.now();
+    Promise.resolve()
+      .then(() => bounded(this.#store.ping(), this.#options.timeoutMs, STORE))
+      .then(
+        () => this.#recover(),
+        () => {},
+      )
+      .finally(() => {
+        this.#probing = false;
+      });
+  }
+
+  #recover(): void {
+    if (this.#degradedSince === undefined) return;
+    const downForMs = Math.max(0, this.#clock.now() - this.#degradedSince);
+    this.#degradedSince = undefined;
+    this.events.emit('recovered', { downForMs });
+  }
+
+  #tick(): void {
+    if (this.#degradedSince !== undefined) this.#probe();
+    else void this.flush();
+  }
+}

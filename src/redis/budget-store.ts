@@ -1,0 +1,175 @@
+import type { Cluster } from 'ioredis';
+import type { BudgetMode, BudgetStore, SpendOutcome, StoreRead, StoreSpend } from '../budget/store.js';
+import type { BudgetWindow } from '../budget/window.js';
+import type { Clock } from '../common/clock.js';
+import { assertPrefix, budgetKey, budgetKeyPattern, DEFAULT_PREFIX, dependencyOfBudgetKey } from './budget-keys.js';
+import { defineScript, type RedisClient } from './scripts.js';
+
+/** Options of {@link RedisBudgetStore}. */
+export interface RedisBudgetStoreOptions {
+  /** Your ioredis client (a `Redis` or a `Cluster`); the store never closes it. */
+  redis: RedisClient;
+  /** Key prefix. Default `stormguard`. 1-64 letters, digits, `_`, `-`, `.` or `:`. */
+  prefix?: string;
+  /**
+   * TEST ONLY: take time from this clock instead of the Redis server's `TIME`, so a conformance suite can run
+   * window cases on a fake clock. In production leave it unset: workers' clocks disagree, Redis's does not.
+   */
+  clock?: Clock;
+}
+
+const OUTCOME: Record<number, SpendOutcome> = { 1: 'granted', 0: 'denied', 2: 'would-deny' };
+
+/**
+ * The fleet-wide budget store on Redis (ioredis). Each `trySpend` is one Lua script, one round trip:
+ * batched successes are added, the sliding window is summed and the retry granted or denied atomically,
+ * with time from the Redis server. A dependency is one hash, `{<prefix>:<dependency>}:budget`, in a single
+ * Redis Cluster slot, expiring two windows after its last write. Each flushed success batch is one round
+ * trip per dependency.
+ *
+ * All workers sharing a dependency must agree on `windowMs` and `buckets` (a writer with other bucket
+ * geometry starts the dependency's counts afresh); `ratio` and `minAllowance` are per caller.
+ *
+ * Defaults: prefix `stormguard`.
+ *
+ * @example
+ * import { Redis } from 'ioredis';
+ * import { RetryBudget } from 'stormguard';
+ * import { RedisBudgetStore } from 'stormguard/redis';
+ *
+ * const redis = new Redis(process.env.REDIS_URL);
+ * const budget = new RetryBudget({ store: new RedisBudgetStore({ redis }), ratio: 0.2 });
+ */
+export class RedisBudgetStore implements BudgetStore {
+  readonly remote = true;
+  readonly prefix: string;
+  readonly #redis: RedisClient;
+  readonly #clock: Clock | undefined;
+  readonly #spend;
+  readonly #record;
+  readonly #read;
+
+  constructor(options: RedisBudgetStoreOptions) {
+    const prefix = options.prefix ?? DEFAULT_PREFIX;
+    assertPrefix(prefix);
+    this.prefix = prefix;
+    this.#redis = options.redis;
+    this.#clock = options.clock;
+    this.#spend = defineScript(options.redis, {
+      command: 'stormguardBudgetSpendV1',
+      file: 'budget-spend-1.lua',
+      numberOfKeys: 1,
+    });
+    this.#record = defineScript(options.redis, {
+      command: 'stormguardBudgetRecordV1',
+      file: 'budget-record-1.lua',
+      numberOfKeys: 1,
+    });
+    this.#read = defineScript(options.redis, {
+      command: 'stormguardBudgetReadV1',
+      file: 'budget-read-1.lua',
+      numberOfKeys: 1,
+      readOnly: true,
+    });
+  }
+
+  async trySpend(
+    dependency: string,
+    window: BudgetWindow,
+    mode: BudgetMode,
+    pendingSuccesses: number,
+  ): Promise<StoreSpend> {
+    const reply = (await this.#spend(
+      [budgetKey(this.prefix, dependency)],
+      spendArgs(window, mode, pendingSuccesses, this.#now()),
+    )) as number[];
+    const [status, allowance, spent, denied, successes] = reply as [number, number, number, number, number];
+    const outcome = OUTCOME[status];
+    if (!outcome) throw new Error(`budget script returned an unknown status ${status}`);
+    return { outcome, allowance, spent, denied, successes };
+  }
+
+  async addSuccesses(dependency: string, count: number, window: BudgetWindow): Promise<void> {
+    await this.#record([budgetKey(this.prefix, dependency)], recordArgs(window, count, this.#now()));
+  }
+
+  async read(dependency: string, window?: BudgetWindow): Promise<StoreRead | undefined> {
+    const reply = (await this.#read([budgetKey(this.prefix, dependency)], readArgs(window, this.#now()))) as number[];
+    if (reply[0] !== 1) return undefined;
+    const [, allowance, spent, denied, successes, bucketMs, buckets, ratioPpm, minAllowance] = reply as number[];
+    return {
+      allowance: allowance!,
+      spent: spent!,
+      denied: denied!,
+      successes: successes!,
+      window: window ?? {
+        bucketMs: bucketMs!,
+        buckets: buckets!,
+        windowMs: bucketMs! * buckets!,
+        ratioPpm: ratioPpm!,
+        minAllowance: minAllowance!,
+      },
+    };
+  }
+
+  /** Every dependency with a budget hash under this prefix (SCAN; on a cluster, every master). */
+  async dependencies(): Promise<string[]> {
+    const nodes = isCluster(this.#redis) ? this.#redis.nodes('master') : [this.#redis];
+    const names = new Set<string>();
+    for (const node of nodes) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await node.scan(cursor, 'MATCH', budgetKeyPattern(this.prefix), 'COUNT', 500);
+        cursor = next;
+        for (const key of keys) {
+          const name = dependencyOfBudgetKey(this.prefix, key);
+          if (name !== undefined) names.add(name);
+        }
+      } while (cursor !== '0');
+    }
+    return [...names].sort();
+  }
+
+  async ping(): Promise<void> {
+    await this.#redis.ping();
+  }
+
+  #now(): string {
+    return this.#clock ? String(this.#clock.now()) : '';
+  }
+}
+
+function isCluster(redis: RedisClient): redis is Cluster {
+  return (redis as Cluster).isCluster === true;
+}
+
+/** Time to live of a dependency's hash: two windows, so the oldest sub-bucket outlives its last use. */
+function ttlMs(window: BudgetWindow): number {
+  return 2 * window.windowMs;
+}
+
+/** ARGV of budget-spend-1.lua (see its contract header). */
+export function spendArgs(window: BudgetWindow, mode: BudgetMode, successes: number, nowMs: string): (string | number)[] {
+  return [
+    window.bucketMs,
+    window.buckets,
+    window.ratioPpm,
+    window.minAllowance,
+    mode === 'shadow' ? 1 : 0,
+    successes,
+    ttlMs(window),
+    nowMs,
+  ];
+}
+
+/** ARGV of budget-record-1.lua (see its contract header). */
+export function recordArgs(window: BudgetWindow, count: number, nowMs: string): (string | number)[] {
+  return [count, window.bucketMs, window.buckets, window.ratioPpm, window.minAllowance, ttlMs(window), nowMs];
+}
+
+/** ARGV of budget-read-1.lua (see its contract header). */
+export function readArgs(window: BudgetWindow | undefined, nowMs: string): (string | number)[] {
+  return window
+    ? [nowMs, window.bucketMs, window.buckets, window.ratioPpm, window.minAllowance]
+    : [nowMs];
+}

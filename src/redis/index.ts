@@ -1,0 +1,25 @@
+/**
+ * stormguard's Redis stores (`stormguard/redis`), on ioredis: the fleet-wide retry budget store, and the
+ * breaker and idempotency stores. ioredis is a peer dependency: bring your own client.
+ *
+ * @example
+ * import { Redis } from 'ioredis';
+ * import { RedisBudgetStore } from 'stormguard/redis';
+ * const store = new RedisBudgetStore({ redis: new Redis(process.env.REDIS_URL), prefix: 'stormguard' });
+ */
+export { assertPrefix, budgetKey, DEFAULT_PREFIX } from './budget-keys.js';
+export { RedisBudgetStore, type RedisBudgetStoreOptions } from './budget-store.js';
+export { defineScript, luaSource, type RedisClient, type ScriptSpec } from './scripts.js';
+export {
+  type IdempotencyClaim,
+  type IdempotencyStore,
+  RedisIdempotencyStore,
+  type RedisIdempotencyStoreOptions,
+} from './idempotency-store.js';
+export {
+  type BreakerStoreEvents,
+  type BreakerStoreFallback,
+  type ListedBreaker,
+  RedisBreakerStore,
+  type RedisBreakerStoreOptions,
+} from './breaker-store.js';

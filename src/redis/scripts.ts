@@ -1,0 +1,59 @@
+import { readFileSync } from 'node:fs';
+import type { Cluster, Redis } from 'ioredis';
+
+/** The ioredis clients stormguard's Redis stores accept: a single node or a cluster. */
+export type RedisClient = Redis | Cluster;
+
+/** A Lua script kept as a source file in `src/redis/lua/<file>` (named `<name>-<numberOfKeys>.lua`). */
+export interface ScriptSpec {
+  /** The command name it is registered under on the client; carries a version so upgrades never clash. */
+  command: string;
+  file: string;
+  numberOfKeys: number;
+  readOnly?: boolean;
+}
+
+const LUA_DIR = new URL('./lua/', import.meta.url);
+const INCLUDE = /^--@include ([\w-]+)\s*$/gm;
+const sources = new Map<string, string>();
+
+/**
+ * The script's source with every `--@include <name>` line replaced by `lua/includes/<name>.lua`. Read once
+ * per process (the files ship beside the compiled code).
+ *
+ * @example
+ * luaSource('budget-spend-1.lua').includes('local function budgetRead'); // true
+ */
+export function luaSource(file: string): string {
+  let source = sources.get(file);
+  if (source === undefined) {
+    source = readFileSync(new URL(file, LUA_DIR), 'utf8').replace(INCLUDE, (_, name: string) =>
+      readFileSync(new URL(`includes/${name}.lua`, LUA_DIR), 'utf8'),
+    );
+    sources.set(file, source);
+  }
+  return source;
+}
+
+/**
+ * Registers `spec` on `redis` with ioredis `defineCommand` (EVALSHA, falling back to EVAL once after a
+ * script cache flush) unless the client already has it, and returns a caller for it.
+ *
+ * @example
+ * const spend = defineScript(redis, { command: 'stormguardBudgetSpendV1', file: 'budget-spend-1.lua', numberOfKeys: 1 });
+ * const reply = await spend(['{stormguard:search}:budget'], [6000, 10, 200000, 10, 0, 0, 120000, '']);
+ */
+export function defineScript(
+  redis: RedisClient,
+  spec: ScriptSpec,
+): (keys: readonly string[], args: readonly (string | number)[]) => Promise<unknown> {
+  const client = redis as unknown as Record<string, (...args: (string | number)[]) => Promise<unknown>>;
+  if (typeof client[spec.command] !== 'function') {
+    redis.defineCommand(spec.command, {
+      lua: luaSource(spec.file),
+      numberOfKeys: spec.numberOfKeys,
+      readOnly: spec.readOnly ?? false,
+    });
+  }
+  return (keys, args) => (client[spec.command] as (...a: (string | number)[]) => Promise<unknown>).call(redis, ...keys, ...args);
+}

@@ -1,0 +1,91 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RetryBudget } from '../../src/budget/retry-budget.js';
+import { describeBudgetStore } from '../../src/budget/store.case.js';
+import { isInvalidInputError } from '../../src/errors/invalid-input-error.js';
+import { RedisBudgetStore } from '../../src/redis/budget-store.js';
+import { TestRedis } from '../helpers/redis-server.js';
+
+let server: TestRedis;
+let redis: Redis;
+let prefixes = 0;
+/** A fresh prefix per store: tests never see each other's keys. */
+const freshPrefix = () => `sgtest-${process.pid}-${prefixes++}`;
+
+beforeAll(async () => {
+  server = await TestRedis.start();
+  redis = new Redis(server.connection);
+});
+
+afterAll(async () => {
+  redis?.disconnect();
+  await server?.close();
+});
+
+describeBudgetStore('RedisBudgetStore', (clock) => new RedisBudgetStore({ redis, prefix: freshPrefix(), clock }), {
+  propertyRuns: 2,
+});
+
+describe('RedisBudgetStore on the Redis server clock', () => {
+  it('grants exactly 200 of 2 000 concurrent requests from 4 connections after 1 000 successes', async () => {
+    const prefix = freshPrefix();
+    const clients = Array.from({ length: 4 }, () => new Redis(server.connection));
+    const budgets = clients.map(
+      (client) => new RetryBudget({ store: new RedisBudgetStore({ redis: client, prefix }), ratio: 0.2 }),
+    );
+    try {
+      for (let i = 0; i < 1_000; i++) budgets[i % 4]!.recordSuccess('search');
+      await Promise.all(budgets.map((b) => b.flush()));
+      const results = await Promise.all(
+        Array.from({ length: 2_000 }, (_, i) => budgets[i % 4]!.trySpend('search')),
+      );
+      expect(results.filter((r) => r.granted)).toHaveLength(200);
+      expect(results.every((r) => !r.degraded)).toBe(true);
+      expect(await budgets[0]!.state('search')).toMatchObject({
+        allowance: 200,
+        spent: 200,
+        denied: 1_800,
+        successes: 1_000,
+      });
+    } finally {
+      await Promise.all(budgets.map((b) => b.close()));
+      for (const client of clients) client.disconnect();
+    }
+  });
+
+  it('keeps every key of a dependency in one hash slot and lets it expire on its own', async () => {
+    const prefix = freshPrefix();
+    const budget = new RetryBudget({ store: new RedisBudgetStore({ redis, prefix }), windowMs: 2_000 });
+    budget.recordSuccess('search', 5);
+    await budget.trySpend('search');
+    const keys = await redis.keys(`*${prefix}*`);
+    expect(keys).toEqual([`{${prefix}:search}:budget`]);
+    const ttl = await redis.pttl(keys[0]!);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(4_000);
+    await budget.close();
+  });
+
+  it('reads a budget with the settings its writers stored (what the CLI sees)', async () => {
+    const prefix = freshPrefix();
+    const writer = new RetryBudget({ store: new RedisBudgetStore({ redis, prefix }), ratio: 0.5, minAllowance: 3 });
+    writer.recordSuccess('mail', 40);
+    await writer.trySpend('mail');
+    const read = await new RedisBudgetStore({ redis, prefix }).read('mail');
+    expect(read).toMatchObject({ allowance: 20, spent: 1, successes: 40 });
+    expect(read?.window).toMatchObject({ ratioPpm: 500_000, minAllowance: 3, windowMs: 60_000, buckets: 10 });
+    expect(await new RedisBudgetStore({ redis, prefix }).dependencies()).toEqual(['mail']);
+    await writer.close();
+  });
+
+  it.each(['', 'a{b', 'a}b', 'has space', 'glob*', 'x'.repeat(65)])('rejects the prefix %j', (prefix) => {
+    let error: unknown;
+    try {
+      new RedisBudgetStore({ redis, prefix });
+    } catch (e) {
+      error = e;
+    }
+    expect(isInvalidInputError(error)).toBe(true);
+    expect((error as Error).message).toMatch(/prefix .*letters, digits/);
+  });
+});
