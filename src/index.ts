@@ -6,6 +6,7 @@
  */
 
 export * from './breaker/index.js';
+export * from './budget/index.js';
 export type * from './budget/types.js';
 export { type Clock, FakeClock, systemClock } from './common/clock.js';
 export { formatDuration, parseDuration } from './common/duration.js';

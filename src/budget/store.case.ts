@@ -142,7 +142,8 @@ export function describeBudgetStore(name: string, factory: StoreFactory, options
         await sample();
       }
       expect(seen.length).toBeGreaterThan(240);
-      expect(Math.min(...seen)).toBeGreaterThanOrEqual(0.9 * 1_200);
+      // Sub-buckets alone would keep 90 % (1 - 1/buckets); weighting the oldest by its overlap keeps ~100 %.
+      expect(Math.min(...seen)).toBeGreaterThanOrEqual(0.99 * 1_200);
       expect(Math.max(...seen)).toBeLessThanOrEqual(1_200);
       await budget.close();
     });

@@ -6,6 +6,7 @@
  * import { FakeClock, seededRandom } from 'stormguard/testing';
  */
 export { MemoryBreakerStore } from '../breaker/memory-store.js';
+export { MemoryBudgetStore } from '../budget/memory-store.js';
 export { FakeClock } from '../common/clock.js';
 export { seededRandom } from '../common/random.js';
 export { MemoryIdempotencyStore } from '../jobs/memory-idempotency-store.js';
