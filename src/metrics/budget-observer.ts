@@ -11,9 +11,15 @@ import { withTimeout } from './timeout.js';
  */
 export function observeBudgetState(budget: ObservableBudget, ctx: ObserverContext): Disposable {
   const { instruments: m, bounds } = ctx;
-  // Dependencies seen so far: when the store cannot be read they are still reported, as degraded.
-  const known = ctx.dependencies;
-  const remember = (dependency: string | undefined) => noteDependency(ctx, dependency);
+  // Dependencies this budget has shown (its events, its store's listing): when the store cannot be read
+  // they are still reported, as degraded. Dependencies seen only in worker events are left out: a job's
+  // own name is a dependency for attempts, but has no budget unless the budget says so.
+  const known = new Set<string>();
+  const remember = (dependency: string | undefined) => {
+    const label = noteDependency(ctx, dependency);
+    if (label === dependency) known.add(dependency);
+    return label;
+  };
 
   const subs = [
     budget.events.on('granted', (e) => {
