@@ -1,10 +1,11 @@
 import { type ConnectionOptions, Job, Queue } from 'bullmq';
 import { type Clock, systemClock } from '../common/clock.js';
+import { EventBus } from '../common/events.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
 import { type DeadLetterFilter, parseFilter, recordMatcher } from './dead-letter-filter.js';
 import { deadLetterJobId } from './dead-letter-ids.js';
 import { type ReplayOptions, type ReplayReport, replayDeadLetters } from './replay.js';
-import type { DeadLetterRecord } from './types.js';
+import type { DeadLetterRecord, WorkerEvents } from './types.js';
 
 /** Options of {@link deadLetterQueue}. */
 export interface DeadLetterQueueOptions {
@@ -53,6 +54,11 @@ export class DeadLetterQueue {
   readonly prefix: string;
   /** The underlying BullMQ queue, for what this class does not cover (dashboards, metrics). */
   readonly queue: Queue;
+  /**
+   * Emits `replayed` for every job a replay puts back (typed as a worker's events, so
+   * `metrics.observeWorker(dlq)` counts replays).
+   */
+  readonly events = new EventBus<WorkerEvents>();
   readonly #clock: Clock;
   #paused: Promise<void> | undefined;
 

@@ -155,8 +155,14 @@ export async function replayDeadLetters(
       }
       try {
         const result = await (mover as ReplayMover).move(record.jobId);
-        if (result.status === 'moved') report.moved.push(describe(result.record, result.replayJobId));
-        else report.skipped.push({ jobId: record.jobId, why: 'no longer in the dead-letter queue' });
+        if (result.status === 'moved') {
+          report.moved.push(describe(result.record, result.replayJobId));
+          dlq.events.emit('replayed', {
+            queue: dlq.sourceQueue,
+            task: result.record.name,
+            reason: result.record.reason,
+          });
+        } else report.skipped.push({ jobId: record.jobId, why: 'no longer in the dead-letter queue' });
         failuresInARow = 0;
       } catch (error) {
         report.failed.push({

@@ -98,6 +98,19 @@ describe('dlq.replay', () => {
     });
   });
 
+  it('emits replayed for each job it puts back, and nothing on a dry run', async () => {
+    await withQueues(2, async ({ dlq }) => {
+      const events: unknown[] = [];
+      const sub = dlq.events.on('replayed', (e) => events.push(e));
+      await dlq.replay({ dryRun: true });
+      expect(events).toEqual([]);
+      await dlq.replay();
+      sub.dispose();
+      const replayed = { queue: dlq.sourceQueue, task: 'reindex', reason: 'max-attempts' };
+      expect(events).toEqual([replayed, replayed]);
+    });
+  });
+
   it('run twice moves every record once: the second run finds nothing', async () => {
     await withQueues(8, async ({ dlq, sourceJobs }) => {
       expect((await dlq.replay()).moved).toHaveLength(8);
