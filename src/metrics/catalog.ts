@@ -36,7 +36,7 @@ export const METRICS = {
   attempts: {
     name: 'attempts_total',
     type: 'counter',
-    help: 'Attempts started (one execution of a job).',
+    help: "Attempts started (one execution of a job); dependency is the job's own (its mapping, or its name).",
     labels: JOB,
     source: 'events',
   },
