@@ -86,6 +86,11 @@ export class DeadLetterQueue {
       throw new InvalidInputError(
         'dead-letter record: jobId must be the original job id (a non-empty string)',
       );
+    // A replay sends records to this queue's source queue: a record from another queue would land there.
+    if (record.queue !== undefined && record.queue !== this.sourceQueue)
+      throw new InvalidInputError(
+        `dead-letter record: job ${record.jobId} comes from queue "${record.queue}", but ${this.name} holds the dead letters of "${this.sourceQueue}"`,
+      );
     await this.#ensurePaused();
     await this.queue.add(record.name, record, { jobId: deadLetterJobId(record.jobId) });
   }

@@ -23,8 +23,9 @@ async function withDlq<T>(
   run: (dlq: ReturnType<typeof deadLetterQueue>, queue: string) => Promise<T>,
   clock?: FakeClock,
 ): Promise<T> {
-  const queue = uniqueQueue('dlq');
-  const dlq = deadLetterQueue(queue, { connection, clock });
+  // The records' source queue is 'index' (as the fixture files them); each test gets its own dead-letter queue.
+  const queue = 'index';
+  const dlq = deadLetterQueue(queue, { connection, clock, name: uniqueQueue('index-dlq') });
   try {
     return await run(dlq, queue);
   } finally {
@@ -34,10 +35,9 @@ async function withDlq<T>(
 
 describe('deadLetterQueue', () => {
   it('is named <queue>-dlq unless told otherwise', async () => {
-    await withDlq(async (dlq, queue) => {
-      expect(dlq.name).toBe(`${queue}-dlq`);
-      expect(dlq.prefix).toBe('bull');
-    });
+    const byDefault = deadLetterQueue('index', { connection });
+    expect([byDefault.name, byDefault.prefix, byDefault.sourceQueue]).toEqual(['index-dlq', 'bull', 'index']);
+    await byDefault.close();
     const named = deadLetterQueue('index', { connection, name: 'graveyard', prefix: 'sg' });
     expect([named.name, named.prefix]).toEqual(['graveyard', 'sg']);
     await named.close();
@@ -144,6 +144,9 @@ describe('deadLetterQueue', () => {
       );
       await expect(dlq.list({ limit: -1 })).rejects.toSatisfy(isInvalidInputError);
       await expect(dlq.add(deadLetter(''))).rejects.toThrow(/jobId/);
+      await expect(dlq.add(deadLetter('x', { queue: 'elsewhere' }))).rejects.toThrow(
+        /comes from queue "elsewhere"/,
+      );
     });
     expect(() => deadLetterQueue('a:b', { connection })).toThrow(/queue name/);
   });
