@@ -50,7 +50,8 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
     });
     this.policy = policy;
     this.#budget = options.budget;
-    this.events = new EventBus<WorkerEvents>((error) => this.emit('error', asError(error)));
+    // A throwing listener (a broken metrics hook) is reported, and never fails a job.
+    this.events = new EventBus<WorkerEvents>((error) => this.#report(error));
     const deadLetter = options.deadLetter ?? {};
     this.deadLetterQueueName =
       deadLetter === false ? undefined : (deadLetter.queueName ?? `${queueName}-dlq`);
@@ -78,9 +79,7 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
       random: options.random ?? systemRandom,
       events: this.events,
       warn: options.onWarning ?? ((message) => process.emitWarning(message, 'StormguardWarning')),
-      internalError: (error) => {
-        if (this.listenerCount('error') > 0) this.emit('error', asError(error));
-      },
+      internalError: (error) => this.#report(error),
       locate: (jobId) => ({ client: this.client, key: this.toKey(jobId) }),
     });
     bound.runner = this.#runner;
@@ -102,6 +101,12 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
       job.deferredFailure = undefined as unknown as string;
     }
     return job;
+  }
+
+  /** BullMQ's 'error' event when someone listens (emitting it unheard would throw), a process warning otherwise. */
+  #report(error: unknown): void {
+    if (this.listenerCount('error') > 0) this.emit('error', asError(error));
+    else process.emitWarning(asError(error), 'StormguardWarning');
   }
 
   /**

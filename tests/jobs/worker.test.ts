@@ -389,6 +389,24 @@ describe('createWorker', () => {
     expect(budget.flushes).toBe(1);
   });
 
+  it('a throwing event listener is reported as the worker error and does not fail the job', async () => {
+    const { queueName, queue } = setUp('listener');
+    const worker = track(
+      createWorker(queueName, async () => 'ok', { connection: redis.connection, policy: fast }),
+    );
+    const errors: Error[] = [];
+    worker.on('error', (error) => errors.push(error));
+    worker.events.on('completed', () => {
+      throw new Error('broken metrics hook');
+    });
+    const log = recordEvents(worker.events);
+    const job = await queue.add('warm', {});
+    await waitFor(() => log.count('completed') === 1, 5_000, 'the job');
+    await waitFor(async () => (await queue.getCompletedCount()) === 1, 5_000, 'the completed state');
+    expect(((await Job.fromId(queue, job.id as string)) as Job).returnvalue).toBe('ok');
+    expect(errors.map((e) => e.message)).toEqual(['broken metrics hook']);
+  });
+
   it('rejects bad options with a one-line message naming the option', () => {
     const make = (options: Record<string, unknown>) => () =>
       createWorker('q', async () => {}, { connection: redis.connection, policy: fast, ...options } as never);
