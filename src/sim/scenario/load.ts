@@ -1,9 +1,11 @@
 import { readFile } from 'node:fs/promises';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
+import { FakeClock } from '../../common/clock.js';
 import { parseWith } from '../../common/validation.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
 import { definePolicy } from '../../policy/define-policy.js';
 import type { EngineJobClass } from '../engine/engine.js';
+import { createRuntime, resolveStrategies } from '../strategies.js';
 import { type Scenario, type ScenarioInput, ScenarioSchema } from './schema.js';
 
 /**
@@ -17,6 +19,8 @@ import { type Scenario, type ScenarioInput, ScenarioSchema } from './schema.js';
 export function parseScenario(input: ScenarioInput | unknown): Scenario {
   const scenario = parseWith(ScenarioSchema, input, 'scenario');
   compileJobClasses(scenario);
+  // Build each strategy's budget once, so settings the budget refuses are reported now, naming the field.
+  for (const strategy of resolveStrategies(scenario)) createRuntime(strategy, 1, new FakeClock(0));
   return scenario;
 }
 

@@ -17,15 +17,18 @@ const BudgetSettings = z.strictObject({
   onExhausted: z.enum(['dead-letter', 'defer']).default('dead-letter'),
 });
 
-const StrategyEntry = z.union([
-  z.enum(STRATEGY_KINDS, { error: `must be one of ${STRATEGY_KINDS.join(', ')} (or { name, kind })` }),
-  z.strictObject({
-    name: name(),
-    kind: z.enum(STRATEGY_KINDS, { error: `must be one of ${STRATEGY_KINDS.join(', ')}` }),
-    /** Budget settings for this strategy only, over the scenario's `budget`. */
-    budget: BudgetSettings.partial().optional(),
-  }),
-]);
+const StrategyEntry = z.union(
+  [
+    z.enum(STRATEGY_KINDS, { error: `must be one of ${STRATEGY_KINDS.join(', ')} (or { name, kind })` }),
+    z.strictObject({
+      name: name(),
+      kind: z.enum(STRATEGY_KINDS, { error: `must be one of ${STRATEGY_KINDS.join(', ')}` }),
+      /** Budget settings for this strategy only, over the scenario's `budget`. */
+      budget: BudgetSettings.partial().optional(),
+    }),
+  ],
+  { error: `must be one of ${STRATEGY_KINDS.join(', ')}, or { name, kind, budget }` },
+);
 
 const Phase = z
   .strictObject({

@@ -1,0 +1,121 @@
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const bin = `${root}dist/cli/main.js`;
+const fixture = (name: string) => fileURLToPath(new URL(`fixtures/${name}`, import.meta.url));
+const run = promisify(execFile);
+const dir = mkdtempSync(join(tmpdir(), 'stormguard-sim-cli-'));
+
+/** Runs the built CLI as a user would; never throws, returns the exit code and both streams. */
+async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [bin, ...args], {
+      cwd: root,
+      maxBuffer: 16 << 20,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+beforeAll(async () => {
+  // `npm test` builds first; a lone run of this file builds when the command is missing.
+  if (!existsSync(`${root}dist/cli/commands/simulate.js`)) {
+    await run('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: root }).catch(() => undefined);
+    await run(process.execPath, ['scripts/copy-assets.mjs'], { cwd: root });
+  }
+}, 120_000);
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('stormguard simulate (built binary)', () => {
+  it('with no argument runs the default scenario; --json prints exactly the documented shape; --report writes HTML', async () => {
+    const report = join(dir, 'report.html');
+    const { code, stdout, stderr } = await cli('simulate', '--json', '--report', report);
+    expect(code).toBe(0);
+    expect(stderr).toBe(`report written to ${report}\n`);
+    const json = JSON.parse(stdout);
+    expect(Object.keys(json)).toEqual(['scenario', 'seed', 'strategies']);
+    expect(json.scenario).toBe('search-cluster-outage');
+    expect(json.strategies.map((s: { name: string }) => s.name)).toEqual([
+      'ceiling-only',
+      'fleet-budget',
+      'per-worker-budgets',
+    ]);
+    for (const s of json.strategies) {
+      expect(Object.keys(s)).toEqual([
+        'name',
+        'jobs',
+        'completed',
+        'deadLettered',
+        'lost',
+        'requests',
+        'peakRetriesPerSecond',
+        'drainMs',
+      ]);
+      expect(s.lost).toBe(0);
+      expect(Object.keys(s.requests)).toEqual(['search']);
+      expect(Object.keys(s.requests.search)).toEqual(['first', 'retries']);
+    }
+    const html = readFileSync(report, 'utf8');
+    expect(html).toContain('<script id="report-data" type="application/json">');
+    expect(html).not.toMatch(/<script[^>]+src=/); // self-contained: nothing to fetch
+  }, 120_000);
+
+  it('--example prints a scenario that runs; --strategies and --seed narrow and reseed it', async () => {
+    const example = await cli('simulate', '--example');
+    expect(example.code).toBe(0);
+    const file = join(dir, 'my-scenario.yaml');
+    writeFileSync(file, example.stdout);
+    const args = ['simulate', '--scenario', file, '--strategies', 'ceiling-only,fleet-budget', '--json'];
+    const a = await cli(...args, '--seed', '5');
+    const b = await cli(...args, '--seed', '5');
+    expect(a.code).toBe(0);
+    expect(a.stdout).toBe(b.stdout);
+    const json = JSON.parse(a.stdout);
+    expect(json.seed).toBe(5);
+    expect(json.strategies.map((s: { name: string }) => s.name)).toEqual(['ceiling-only', 'fleet-budget']);
+  }, 60_000);
+
+  it('prints the summary table and the retry chart for people', async () => {
+    const file = join(dir, 'example.yaml');
+    writeFileSync(file, (await cli('simulate', '--example')).stdout);
+    const { code, stdout } = await cli(
+      'simulate',
+      '--scenario',
+      file,
+      '--strategies',
+      'ceiling-only,fleet-budget',
+    );
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^mail: retries\s+[\d,]+\s+[\d,]+$/m);
+    expect(stdout).toMatch(/^jobs lost\s+0\s+0$/m);
+    expect(stdout).toContain('retries/s over time');
+  }, 60_000);
+
+  it.each([
+    [['--scenario', fixture('no-workers.yaml')], /workers\.count: 0 is invalid: must be >= 1/],
+    [['--scenario', join(dir, 'missing.yaml')], /--scenario: cannot read .*missing\.yaml \(ENOENT\)/],
+    [['--seed', 'abc'], /--seed: "abc" is not a whole number/],
+    [['--strategies', 'fleet'], /"fleet" is not a strategy of this scenario/],
+  ])(
+    'refuses bad input %j with exit code 2 and one line, no stack trace',
+    async (args, message) => {
+      const { code, stdout, stderr } = await cli('simulate', ...args);
+      expect(code).toBe(2);
+      expect(stdout).toBe('');
+      expect(stderr).toMatch(message);
+      expect(stderr.trim().split('\n')).toHaveLength(1);
+      expect(stderr).not.toContain('    at ');
+    },
+    30_000,
+  );
+});

@@ -1,0 +1,173 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { SimulationResult, StrategyResult } from '../../src/sim/results.js';
+import { summarize } from '../../src/sim/results.js';
+import { defaultScenario } from '../../src/sim/scenario/default.js';
+import { exampleScenarioText } from '../../src/sim/scenario/example.js';
+import { parseScenarioText } from '../../src/sim/scenario/load.js';
+import type { Scenario } from '../../src/sim/scenario/schema.js';
+import { simulate } from '../../src/sim/simulate.js';
+
+const sum = (values: readonly number[], from = 0, to = values.length) =>
+  values.slice(Math.max(0, from), Math.max(0, to)).reduce((a, b) => a + b, 0);
+const deadLetters = (s: StrategyResult) => sum(Object.values(s.deadLettered));
+const byName = (r: SimulationResult, name: string) => r.strategies.find((s) => s.name === name)!;
+
+/** Every job ends completed or dead-lettered; each made exactly one first attempt. */
+function expectConservation(result: SimulationResult): void {
+  for (const s of result.strategies) {
+    expect(s.lost, s.name).toBe(0);
+    expect(s.unfinished, s.name).toBe(0);
+    expect(s.completed + deadLetters(s), s.name).toBe(s.jobs);
+    expect(sum(Object.values(s.requests).map((r) => r.first)), s.name).toBe(s.jobs);
+  }
+}
+
+/**
+ * The most retries a budget of `copies` independent budgets (1 for the fleet, one per worker) can grant,
+ * derived from design.md §3 and the run's own successes. Any stretch shorter than the window minus one
+ * sub-bucket lies inside the sliding window at its last grant, so its grants are at most that moment's
+ * allowance (+1, the design's tolerance) per budget: max(floor, ratio × successes of the window), where the
+ * window's successes are at most those of the stretch plus the window and one sub-bucket before it.
+ */
+function budgetBound(s: StrategyResult, dependency: string, scenario: Scenario, copies: number): number {
+  const { ratio, window, minAllowance } = scenario.budget;
+  const stretch = Math.floor((window - window / 10) / 1_000) - 1;
+  const lookBack = Math.ceil((window + window / 10) / 1_000);
+  const successes = s.timeline[dependency]!.successes;
+  let bound = 0;
+  for (let start = 0; start < successes.length; start += stretch) {
+    const ratioPart = Math.floor(ratio * sum(successes, start - lookBack, start + stretch));
+    // One budget: max(floor, ratio part). Several (per worker) each see a share of the successes: their
+    // floors add up and their ratio parts add up to at most the whole one.
+    bound += copies === 1 ? Math.max(minAllowance, ratioPart) + 1 : copies * (minAllowance + 1) + ratioPart;
+  }
+  return bound;
+}
+
+describe('the default scenario (seed 000: 40 000 search-indexing jobs, the search cluster goes down)', () => {
+  let scenario: Scenario;
+  let result: SimulationResult;
+  beforeAll(async () => {
+    scenario = defaultScenario();
+    result = await simulate(scenario);
+  }, 60_000);
+
+  it('loses no job: each ends completed or dead-lettered, under every strategy', () => {
+    expect(result.strategies.map((s) => s.name)).toEqual([
+      'ceiling-only',
+      'fleet-budget',
+      'per-worker-budgets',
+    ]);
+    expectConservation(result);
+    expect(result.strategies[0]!.jobs).toBeGreaterThanOrEqual(40_000);
+  });
+
+  it('ceiling only: roughly 4 retries for every job that fails throughout the outage', () => {
+    const ceiling = byName(result, 'ceiling-only');
+    const exhausted = ceiling.deadLettered['max-attempts'] ?? 0;
+    const retries = ceiling.requests.search!.retries;
+    // maxAttempts 5 = 4 retries: a job dead-lettered for max-attempts made exactly 5 attempts.
+    expect(ceiling.attemptsHistogram.deadLettered[5] ?? 0).toBeGreaterThanOrEqual(exhausted);
+    expect(retries).toBeGreaterThanOrEqual(4 * exhausted);
+    expect(retries / exhausted).toBeLessThan(4.1);
+    // A job whose first attempt came early in the outage has all its attempts inside it (its backoff and a
+    // pass through the queue take well under 3 minutes), so it is dead-lettered for max-attempts.
+    const down = result.dependencies[0]!.unhealthy.find((p) => p.state === 'down')!;
+    const earlyFirsts = sum(
+      ceiling.timeline.search!.first,
+      Math.ceil(down.fromMs / 1_000),
+      Math.floor((down.untilMs - 180_000) / 1_000),
+    );
+    expect(earlyFirsts).toBeGreaterThan(30_000);
+    expect(exhausted).toBeGreaterThanOrEqual(earlyFirsts);
+  });
+
+  it('fleet budget: retries stay within floor per window plus ratio × successes', () => {
+    const fleet = byName(result, 'fleet-budget');
+    const timeline = fleet.timeline.search!;
+    // Every retry the dependency saw was granted by the budget first.
+    expect(sum(timeline.granted)).toBe(fleet.requests.search!.retries);
+    const bound = budgetBound(fleet, 'search', scenario, 1);
+    expect(fleet.requests.search!.retries).toBeLessThanOrEqual(bound);
+    // The bound itself is the budget's, not the ceiling's: far below what the ceiling alone let through.
+    expect(bound).toBeLessThan(byName(result, 'ceiling-only').requests.search!.retries / 20);
+    // Sampled each second: spend never exceeds the allowance (the design's ±1).
+    timeline.spent.forEach((spent, i) => expect(spent).toBeLessThanOrEqual((timeline.allowance[i] ?? 0) + 1));
+    expect(fleet.deadLettered['budget-exhausted']).toBeGreaterThan(0);
+  });
+
+  it('per-worker budgets: the allowance multiplies with the workers, so they let more retries through', () => {
+    const fleet = byName(result, 'fleet-budget');
+    const perWorker = byName(result, 'per-worker-budgets');
+    const workers = scenario.workers.count;
+    expect(perWorker.requests.search!.retries).toBeGreaterThan(fleet.requests.search!.retries);
+    expect(perWorker.requests.search!.retries).toBeLessThanOrEqual(
+      budgetBound(perWorker, 'search', scenario, workers),
+    );
+    // Summed over the workers, the floor alone is workers × minAllowance per window while nothing succeeds.
+    const down = result.dependencies[0]!.unhealthy[0]!;
+    const lateInOutage = Math.floor(down.untilMs / 1_000) - 30;
+    if (perWorker.timeline.search!.first[lateInOutage]! > 0)
+      expect(perWorker.timeline.search!.allowance[lateInOutage]).toBe(workers * scenario.budget.minAllowance);
+  });
+
+  it('reports the peak retry rate while the dependency was down', () => {
+    const ceiling = byName(result, 'ceiling-only');
+    const down = result.dependencies[0]!.unhealthy;
+    const retries = ceiling.timeline.search!.retries;
+    const during = down.flatMap((p) =>
+      retries.slice(Math.floor(p.fromMs / 1_000), Math.ceil(p.untilMs / 1_000)),
+    );
+    expect(ceiling.peakRetriesPerSecond).toBe(Math.max(...during));
+    expect(ceiling.peakRetriesPerSecond).toBeGreaterThan(byName(result, 'fleet-budget').peakRetriesPerSecond);
+  });
+});
+
+describe('determinism and the example scenario', () => {
+  let example: Scenario;
+  let first: SimulationResult;
+  beforeAll(async () => {
+    example = parseScenarioText(await exampleScenarioText(), 'example.yaml');
+    first = await simulate(example);
+  }, 60_000);
+
+  it('the same scenario and seed give the same result, byte for byte', async () => {
+    const again = await simulate(example);
+    expect(JSON.stringify(again)).toBe(JSON.stringify(first));
+  });
+
+  it('another seed gives another result', async () => {
+    const other = await simulate(example, { seed: example.seed + 1 });
+    expect(other.seed).toBe(example.seed + 1);
+    expect(JSON.stringify(summarize(other))).not.toBe(JSON.stringify(summarize(first)));
+  });
+
+  it('the example runs as printed: every strategy, no job lost, two dependencies', () => {
+    expectConservation(first);
+    expect(first.strategies.map((s) => s.name)).toEqual([
+      'ceiling-only',
+      'fleet-budget',
+      'per-worker-budgets',
+      'deferring-budget',
+    ]);
+    expect(Object.keys(first.strategies[0]!.requests)).toEqual(['mail', 'crm']);
+    const deferring = byName(first, 'deferring-budget');
+    // Deferral reschedules instead of spending an attempt.
+    expect(sum(deferring.timeline.mail!.deferred)).toBeGreaterThan(0);
+  });
+
+  it('summarize gives exactly the --json fields', () => {
+    const summary = summarize(first);
+    expect(Object.keys(summary)).toEqual(['scenario', 'seed', 'strategies']);
+    expect(Object.keys(summary.strategies[0]!)).toEqual([
+      'name',
+      'jobs',
+      'completed',
+      'deadLettered',
+      'lost',
+      'requests',
+      'peakRetriesPerSecond',
+      'drainMs',
+    ]);
+  });
+});
