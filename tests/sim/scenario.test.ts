@@ -5,9 +5,12 @@ import { exampleScenarioText } from '../../src/sim/scenario/example.js';
 import { parseScenario, parseScenarioText } from '../../src/sim/scenario/load.js';
 import { resolveStrategies } from '../../src/sim/strategies.js';
 
+// biome-ignore lint/suspicious/noExplicitAny: the tests reach into arbitrary nested fields to break them
+type Editable = Record<string, any>;
+
 /** The default scenario with one change applied by `edit`. */
-function variant(edit: (s: Record<string, any>) => void): Record<string, unknown> {
-  const s = structuredClone(DEFAULT_SCENARIO) as Record<string, any>;
+function variant(edit: (s: Editable) => void): Record<string, unknown> {
+  const s = structuredClone(DEFAULT_SCENARIO) as Editable;
   edit(s);
   return s;
 }
@@ -45,35 +48,27 @@ describe('scenario validation', () => {
   });
 
   it.each([
-    ['workers.concurrency', (s: Record<string, any>) => (s.workers.concurrency = 0), 'must be >= 1'],
+    ['workers.concurrency', (s: Editable) => (s.workers.concurrency = 0), 'must be >= 1'],
     [
       'jobClasses.index-document.policy.maxAttempts',
-      (s: Record<string, any>) => (s.jobClasses['index-document'].policy.maxAttempts = 'lots'),
+      (s: Editable) => (s.jobClasses['index-document'].policy.maxAttempts = 'lots'),
       '',
     ],
     [
       'dependencies.search.timeline.0.until',
-      (s: Record<string, any>) => (s.dependencies.search.timeline[0].until = '1s'),
+      (s: Editable) => (s.dependencies.search.timeline[0].until = '1s'),
       'must end after it starts',
     ],
-    [
-      'dependencies.search.latency',
-      (s: Record<string, any>) => (s.dependencies.search.latency = 'soon'),
-      'duration',
-    ],
-    [
-      'arrivals.0.class',
-      (s: Record<string, any>) => (s.arrivals[0].class = 'index-documents'),
-      'is not a job class',
-    ],
+    ['dependencies.search.latency', (s: Editable) => (s.dependencies.search.latency = 'soon'), 'duration'],
+    ['arrivals.0.class', (s: Editable) => (s.arrivals[0].class = 'index-documents'), 'is not a job class'],
     [
       'jobClasses.index-document.dependency',
-      (s: Record<string, any>) => (s.jobClasses['index-document'].dependency = 'serch'),
+      (s: Editable) => (s.jobClasses['index-document'].dependency = 'serch'),
       'names no dependency',
     ],
-    ['budget.ratio', (s: Record<string, any>) => (s.budget.ratio = 1.5), 'must be > 0 and <= 1'],
-    ['budget.window', (s: Record<string, any>) => (s.budget.window = 65), 'multiple'],
-    ['strategies.0', (s: Record<string, any>) => (s.strategies = ['ceiling-first']), 'must be one of'],
+    ['budget.ratio', (s: Editable) => (s.budget.ratio = 1.5), 'must be > 0 and <= 1'],
+    ['budget.window', (s: Editable) => (s.budget.window = 65), 'multiple'],
+    ['strategies.0', (s: Editable) => (s.strategies = ['ceiling-first']), 'must be one of'],
   ])('a bad %s is refused with an error naming it', (field, edit, rule) => {
     const error = errorOf(variant(edit));
     expect(isValidationError(error)).toBe(true);
