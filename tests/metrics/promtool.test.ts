@@ -1,8 +1,11 @@
 import { execFile } from 'node:child_process';
-import { dirname } from 'node:path';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { RULES_FILE, RULES_TEST_FILE } from './rules-files.js';
+import { stringify } from 'yaml';
+import { DASHBOARD_FILE, RULES_FILE, RULES_TEST_FILE } from './rules-files.js';
 
 const run = promisify(execFile);
 
@@ -28,5 +31,25 @@ describe('Prometheus rules', () => {
 
   it('pass their promtool unit tests (each alert fires, and stays quiet on look-alikes)', async () => {
     expect(await promtool('test', 'rules', RULES_TEST_FILE)).toContain('SUCCESS');
+  });
+
+  it("accept every dashboard query as PromQL (Grafana's variables filled in)", async () => {
+    const dashboard = JSON.parse(readFileSync(DASHBOARD_FILE, 'utf8')) as {
+      panels: { targets?: { expr: string }[] }[];
+    };
+    const exprs = dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr));
+    expect(exprs.length).toBeGreaterThan(20);
+    const rules = exprs.map((expr, i) => ({
+      record: `dashboard:query_${i}`,
+      expr: expr.replaceAll('$__rate_interval', '5m').replace(/\$(dependency|queue)\b/g, '.*'),
+    }));
+    const dir = mkdtempSync(join(tmpdir(), 'stormguard-dashboard-'));
+    try {
+      const file = join(dir, 'dashboard.rules.yml');
+      writeFileSync(file, stringify({ groups: [{ name: 'dashboard', rules }] }));
+      expect(await promtool('check', 'rules', file)).toContain(`SUCCESS: ${rules.length} rules found`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
