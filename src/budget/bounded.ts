@@ -13,7 +13,10 @@ export class StoreTimeoutError extends Error {
 export function bounded<T>(value: MaybePromise<T>, ms: number, what: string): MaybePromise<T> {
   if (!isThenable(value)) return value;
   return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new StoreTimeoutError(`${what} did not answer within ${ms}ms`)), ms);
+    const timer = setTimeout(
+      () => reject(new StoreTimeoutError(`${what} did not answer within ${ms}ms`)),
+      ms,
+    );
     value.then(
       (result) => {
         clearTimeout(timer);

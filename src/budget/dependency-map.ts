@@ -1,5 +1,5 @@
-import { parseWith } from '../common/validation.js';
 import { z } from 'zod';
+import { parseWith } from '../common/validation.js';
 import { dependencyNameProblem } from './dependency-name.js';
 import type { SpendResult } from './types.js';
 
@@ -17,7 +17,14 @@ const name = z.string().superRefine((value, ctx) => {
   if (problem) ctx.addIssue({ code: 'custom', message: problem });
 });
 
-const MapSchema = z.record(name, z.union([name, z.array(name).min(1, 'must list at least one dependency')]));
+const MapSchema = z
+  .record(z.string(), z.union([name, z.array(name).min(1, 'must list at least one dependency')]))
+  .superRefine((map, ctx) => {
+    for (const task of Object.keys(map)) {
+      const problem = dependencyNameProblem(task);
+      if (problem) ctx.addIssue({ code: 'custom', path: [task], message: `task name ${problem}` });
+    }
+  });
 
 /**
  * Validates a dependency map once, at start-up: every task and dependency name non-empty, without braces,

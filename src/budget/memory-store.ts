@@ -75,7 +75,13 @@ export class MemoryBudgetStore implements BudgetStore {
     const allowance = allowanceFor(sums.successes, window.ratioPpm, window.minAllowance);
     if (sums.spent < allowance) {
       ring.spent[slot]! += 1;
-      return { outcome: 'granted', allowance, spent: sums.spent + 1, denied: sums.denied, successes: sums.successes };
+      return {
+        outcome: 'granted',
+        allowance,
+        spent: sums.spent + 1,
+        denied: sums.denied,
+        successes: sums.successes,
+      };
     }
     ring.denied[slot]! += 1;
     return {

@@ -159,7 +159,11 @@ export class RetryBudget implements BudgetGate {
     this.#check(dependency);
     if (this.#degradedSince === undefined) {
       try {
-        const read = await bounded(this.#store.read(dependency, this.#window), this.#options.timeoutMs, STORE);
+        const read = await bounded(
+          this.#store.read(dependency, this.#window),
+          this.#options.timeoutMs,
+          STORE,
+        );
         return this.#snapshot(dependency, read ?? this.#empty(this.#window), false);
       } catch (error) {
         this.#degrade(error, dependency);
@@ -197,7 +201,11 @@ export class RetryBudget implements BudgetGate {
 
   async #push(dependency: string, count: number): Promise<void> {
     try {
-      await bounded(this.#store.addSuccesses(dependency, count, this.#window), this.#options.timeoutMs, STORE);
+      await bounded(
+        this.#store.addSuccesses(dependency, count, this.#window),
+        this.#options.timeoutMs,
+        STORE,
+      );
       if (this.events.has('flushed')) this.events.emit('flushed', { dependency, successes: count });
     } catch (error) {
       this.#degrade(error, dependency);

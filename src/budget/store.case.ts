@@ -23,12 +23,23 @@ const WINDOW = 60_000;
 const BUCKET = 6_000;
 
 /** Registers the budget store conformance cases under `describe(name)`. */
-export function describeBudgetStore(name: string, factory: StoreFactory, options: ConformanceOptions = {}): void {
+export function describeBudgetStore(
+  name: string,
+  factory: StoreFactory,
+  options: ConformanceOptions = {},
+): void {
   describe(`${name} conformance`, () => {
     async function setup(overrides: Partial<RetryBudgetOptions> = {}, start = 1_000_000) {
       const clock = new FakeClock(start);
       const store = await factory(clock);
-      const budget = new RetryBudget({ store, ratio: 0.2, windowMs: WINDOW, minAllowance: 10, clock, ...overrides });
+      const budget = new RetryBudget({
+        store,
+        ratio: 0.2,
+        windowMs: WINDOW,
+        minAllowance: 10,
+        clock,
+        ...overrides,
+      });
       return { clock, store, budget };
     }
 
@@ -218,7 +229,8 @@ export function describeBudgetStore(name: string, factory: StoreFactory, options
             const dependency = `property-${run++}`;
             const ratio = permille / 1_000;
             // The oracle in integers too: Math.floor(0.009 * 3000) is 26 in floating point, not 27.
-            const formula = (successes: number) => Math.max(minAllowance, Math.floor((permille * successes) / 1_000));
+            const formula = (successes: number) =>
+              Math.max(minAllowance, Math.floor((permille * successes) / 1_000));
             const budget = new RetryBudget({ store, ratio, minAllowance, windowMs: WINDOW, clock });
             let successes = 0;
             let granted = 0;

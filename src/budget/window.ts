@@ -73,7 +73,7 @@ export function intDiv(a: number, b: number): number {
  */
 export function allowanceFor(successes: number, ratioPpm: number, minAllowance: number): number {
   const earned = intDiv(successes * ratioPpm, PPM);
-  return earned > minAllowance ? earned : minAllowance;
+  return Math.max(earned, minAllowance);
 }
 
 /**

@@ -2,7 +2,13 @@ import type { Cluster } from 'ioredis';
 import type { BudgetMode, BudgetStore, SpendOutcome, StoreRead, StoreSpend } from '../budget/store.js';
 import type { BudgetWindow } from '../budget/window.js';
 import type { Clock } from '../common/clock.js';
-import { assertPrefix, budgetKey, budgetKeyPattern, DEFAULT_PREFIX, dependencyOfBudgetKey } from './budget-keys.js';
+import {
+  assertPrefix,
+  budgetKey,
+  budgetKeyPattern,
+  DEFAULT_PREFIX,
+  dependencyOfBudgetKey,
+} from './budget-keys.js';
 import { defineScript, type RedisClient } from './scripts.js';
 
 /** Options of {@link RedisBudgetStore}. */
@@ -94,9 +100,13 @@ export class RedisBudgetStore implements BudgetStore {
   }
 
   async read(dependency: string, window?: BudgetWindow): Promise<StoreRead | undefined> {
-    const reply = (await this.#read([budgetKey(this.prefix, dependency)], readArgs(window, this.#now()))) as number[];
+    const reply = (await this.#read(
+      [budgetKey(this.prefix, dependency)],
+      readArgs(window, this.#now()),
+    )) as number[];
     if (reply[0] !== 1) return undefined;
-    const [, allowance, spent, denied, successes, bucketMs, buckets, ratioPpm, minAllowance] = reply as number[];
+    const [, allowance, spent, denied, successes, bucketMs, buckets, ratioPpm, minAllowance] =
+      reply as number[];
     return {
       allowance: allowance!,
       spent: spent!,
@@ -149,7 +159,12 @@ function ttlMs(window: BudgetWindow): number {
 }
 
 /** ARGV of budget-spend-1.lua (see its contract header). */
-export function spendArgs(window: BudgetWindow, mode: BudgetMode, successes: number, nowMs: string): (string | number)[] {
+export function spendArgs(
+  window: BudgetWindow,
+  mode: BudgetMode,
+  successes: number,
+  nowMs: string,
+): (string | number)[] {
   return [
     window.bucketMs,
     window.buckets,
@@ -169,7 +184,5 @@ export function recordArgs(window: BudgetWindow, count: number, nowMs: string): 
 
 /** ARGV of budget-read-1.lua (see its contract header). */
 export function readArgs(window: BudgetWindow | undefined, nowMs: string): (string | number)[] {
-  return window
-    ? [nowMs, window.bucketMs, window.buckets, window.ratioPpm, window.minAllowance]
-    : [nowMs];
+  return window ? [nowMs, window.bucketMs, window.buckets, window.ratioPpm, window.minAllowance] : [nowMs];
 }

@@ -7,15 +7,7 @@
  * import { RedisBudgetStore } from 'stormguard/redis';
  * const store = new RedisBudgetStore({ redis: new Redis(process.env.REDIS_URL), prefix: 'stormguard' });
  */
-export { assertPrefix, budgetKey, DEFAULT_PREFIX } from './budget-keys.js';
-export { RedisBudgetStore, type RedisBudgetStoreOptions } from './budget-store.js';
-export { defineScript, luaSource, type RedisClient, type ScriptSpec } from './scripts.js';
-export {
-  type IdempotencyClaim,
-  type IdempotencyStore,
-  RedisIdempotencyStore,
-  type RedisIdempotencyStoreOptions,
-} from './idempotency-store.js';
+
 export {
   type BreakerStoreEvents,
   type BreakerStoreFallback,
@@ -23,3 +15,12 @@ export {
   RedisBreakerStore,
   type RedisBreakerStoreOptions,
 } from './breaker-store.js';
+export { assertPrefix, budgetKey, DEFAULT_PREFIX } from './budget-keys.js';
+export { RedisBudgetStore, type RedisBudgetStoreOptions } from './budget-store.js';
+export {
+  type IdempotencyClaim,
+  type IdempotencyStore,
+  RedisIdempotencyStore,
+  type RedisIdempotencyStoreOptions,
+} from './idempotency-store.js';
+export { defineScript, luaSource, type RedisClient, type ScriptSpec } from './scripts.js';

@@ -55,5 +55,6 @@ export function defineScript(
       readOnly: spec.readOnly ?? false,
     });
   }
-  return (keys, args) => (client[spec.command] as (...a: (string | number)[]) => Promise<unknown>).call(redis, ...keys, ...args);
+  return (keys, args) =>
+    (client[spec.command] as (...a: (string | number)[]) => Promise<unknown>).call(redis, ...keys, ...args);
 }

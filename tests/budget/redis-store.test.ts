@@ -22,9 +22,13 @@ afterAll(async () => {
   await server?.close();
 });
 
-describeBudgetStore('RedisBudgetStore', (clock) => new RedisBudgetStore({ redis, prefix: freshPrefix(), clock }), {
-  propertyRuns: 2,
-});
+describeBudgetStore(
+  'RedisBudgetStore',
+  (clock) => new RedisBudgetStore({ redis, prefix: freshPrefix(), clock }),
+  {
+    propertyRuns: 2,
+  },
+);
 
 describe('RedisBudgetStore on the Redis server clock', () => {
   it('grants exactly 200 of 2 000 concurrent requests from 4 connections after 1 000 successes', async () => {
@@ -68,7 +72,11 @@ describe('RedisBudgetStore on the Redis server clock', () => {
 
   it('reads a budget with the settings its writers stored (what the CLI sees)', async () => {
     const prefix = freshPrefix();
-    const writer = new RetryBudget({ store: new RedisBudgetStore({ redis, prefix }), ratio: 0.5, minAllowance: 3 });
+    const writer = new RetryBudget({
+      store: new RedisBudgetStore({ redis, prefix }),
+      ratio: 0.5,
+      minAllowance: 3,
+    });
     writer.recordSuccess('mail', 40);
     await writer.trySpend('mail');
     const read = await new RedisBudgetStore({ redis, prefix }).read('mail');

@@ -1,0 +1,164 @@
+import { describe, expect, it } from 'vitest';
+import { FakeClock } from '../common/clock.js';
+import { seededRandom } from '../common/random.js';
+import { isInvalidInputError } from '../errors/invalid-input-error.js';
+import { TransientError } from '../errors/transient-error.js';
+import { isValidationError } from '../errors/validation-error.js';
+import { decide } from '../policy/decide.js';
+import { definePolicy } from '../policy/define-policy.js';
+import { MemoryBudgetStore } from './memory-store.js';
+import type { RetryBudgetOptions } from './options.js';
+import { RetryBudget } from './retry-budget.js';
+import type { BudgetStore } from './store.js';
+
+function errorOf(fn: () => unknown): Error {
+  try {
+    fn();
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error('expected a throw');
+}
+
+/** A remote store whose answers the test controls: `hang` never settles, `fail` rejects. */
+class ControlledStore implements BudgetStore {
+  readonly remote = true;
+  behaviour: 'ok' | 'hang' | 'fail' = 'ok';
+  readonly inner = new MemoryBudgetStore({ clock: new FakeClock(0) });
+  #answer<T>(value: () => T): Promise<T> {
+    if (this.behaviour === 'hang') return new Promise(() => {});
+    if (this.behaviour === 'fail') return Promise.reject(new Error('connection refused'));
+    return Promise.resolve(value());
+  }
+  trySpend: BudgetStore['trySpend'] = (...a) => this.#answer(() => this.inner.trySpend(...a));
+  addSuccesses: BudgetStore['addSuccesses'] = (...a) => this.#answer(() => this.inner.addSuccesses(...a));
+  read: BudgetStore['read'] = (...a) => this.#answer(() => this.inner.read(...a));
+  dependencies = () => this.#answer(() => this.inner.dependencies());
+  ping = () => this.#answer(() => undefined);
+}
+
+describe('RetryBudget settings', () => {
+  const store = new MemoryBudgetStore();
+  it.each<[Partial<RetryBudgetOptions>, RegExp]>([
+    [{ ratio: 0 }, /ratio: 0 is invalid: must be in \(0, 1\]/],
+    [{ ratio: 1.5 }, /ratio: 1.5 is invalid: must be in \(0, 1\]/],
+    [{ ratio: Number.NaN }, /ratio/],
+    [{ minAllowance: -1 }, /minAllowance: -1 is invalid: the floor must be >= 0/],
+    [{ minAllowance: 2.5 }, /minAllowance: 2.5 is invalid: the floor must be a whole number/],
+    [{ windowMs: 60_001 }, /windowMs: 60001 is invalid: must be a whole multiple of buckets \(10\)/],
+    [{ buckets: 0 }, /buckets: 0 is invalid/],
+    [{ mode: 'observe' as never }, /mode/],
+    [{ timeoutMs: -5 }, /timeoutMs/],
+  ])('rejects %j with a message naming the field and the rule', (bad, message) => {
+    const error = errorOf(() => new RetryBudget({ store, ...bad }));
+    expect(isValidationError(error)).toBe(true);
+    expect(error.message).toMatch(message);
+  });
+
+  it('rejects a missing store', () => {
+    expect(() => new RetryBudget({} as RetryBudgetOptions)).toThrow(
+      /store: undefined is invalid: must be a budget store/,
+    );
+  });
+
+  it('applies the documented defaults', () => {
+    const budget = new RetryBudget({ store });
+    expect([budget.ratio, budget.windowMs, budget.minAllowance, budget.buckets]).toEqual([
+      0.2, 60_000, 10, 10,
+    ]);
+    expect([budget.mode, budget.onExhausted, budget.fallback]).toEqual(['enforce', 'dead-letter', 'local']);
+  });
+
+  it.each(['', 'has space', 'a{b}', 'x'.repeat(201)])('rejects the dependency name %j', async (name) => {
+    const budget = new RetryBudget({ store });
+    expect(isInvalidInputError(errorOf(() => budget.recordSuccess(name)))).toBe(true);
+    await expect(budget.trySpend(name)).rejects.toThrow(/dependency .*: must/);
+  });
+
+  it('rejects a success count that is not a whole number >= 1', () => {
+    const budget = new RetryBudget({ store });
+    expect(() => budget.recordSuccess('search', 0)).toThrow(/count must be a whole number >= 1/);
+  });
+});
+
+describe('RetryBudget with an unreachable store', () => {
+  it('answers from the local floor within the timeout, emits degraded once, and recovers', async () => {
+    const remote = new ControlledStore();
+    const budget = new RetryBudget({ store: remote, minAllowance: 2, timeoutMs: 20, probeIntervalMs: 10 });
+    const events: string[] = [];
+    budget.events.on('degraded', (e) => events.push(`degraded:${e.mode}`));
+    budget.events.on('recovered', () => events.push('recovered'));
+    remote.behaviour = 'hang';
+    const results = [];
+    for (let i = 0; i < 4; i++) results.push(await budget.trySpend('search'));
+    expect(results.map((r) => [r.granted, r.degraded])).toEqual([
+      [true, true],
+      [true, true],
+      [false, true],
+      [false, true],
+    ]);
+    expect(events).toEqual(['degraded:local']);
+    remote.behaviour = 'ok';
+    await new Promise<void>((resolve) => {
+      budget.events.once('recovered', () => resolve());
+      const poke = setInterval(() => void budget.trySpend('search'), 5);
+      budget.events.once('recovered', () => clearInterval(poke));
+    });
+    expect((await budget.trySpend('search')).degraded).toBe(false);
+    expect(events).toEqual(['degraded:local', 'recovered']);
+    await budget.close();
+  });
+
+  it.each([
+    ['deny', false],
+    ['allow', true],
+  ] as const)('fallback %s answers %s while degraded', async (fallback, granted) => {
+    const remote = new ControlledStore();
+    remote.behaviour = 'fail';
+    const budget = new RetryBudget({ store: remote, fallback, timeoutMs: 20 });
+    expect(await budget.trySpend('search')).toMatchObject({ granted, degraded: true });
+    expect(await budget.state('search')).toMatchObject({ degraded: true, allowance: 10 });
+    await budget.close();
+  });
+
+  it('in shadow mode a denying fallback still lets the retry through', async () => {
+    const remote = new ControlledStore();
+    remote.behaviour = 'fail';
+    const budget = new RetryBudget({ store: remote, fallback: 'deny', mode: 'shadow', timeoutMs: 20 });
+    expect(await budget.trySpend('search')).toMatchObject({ granted: true, degraded: true });
+    await budget.close();
+  });
+
+  it('a failed flush degrades instead of throwing', async () => {
+    const remote = new ControlledStore();
+    const budget = new RetryBudget({ store: remote, timeoutMs: 20 });
+    budget.recordSuccess('search', 5);
+    remote.behaviour = 'fail';
+    await expect(budget.flush()).resolves.toBeUndefined();
+    expect(budget.degraded).toBe(true);
+    await budget.close();
+  });
+});
+
+describe('RetryBudget as the policy budget gate', () => {
+  it('decide dead-letters with budget-exhausted once the budget is spent', async () => {
+    const budget = new RetryBudget({
+      store: new MemoryBudgetStore({ clock: new FakeClock(0) }),
+      minAllowance: 1,
+    });
+    const policy = definePolicy({ name: 'test', maxAttempts: 5, backoff: { type: 'fixed', delayMs: 1_000 } });
+    const ctx = {
+      policy,
+      error: new TransientError('search timed out'),
+      attemptsMade: 1,
+      createdAtMs: 0,
+      nowMs: 0,
+      random: seededRandom(1),
+      dependency: 'search',
+      budget,
+    };
+    expect((await decide(ctx)).action).toBe('retry');
+    const second = await decide(ctx);
+    expect(second).toMatchObject({ action: 'dead-letter', reason: 'budget-exhausted' });
+  });
+});
