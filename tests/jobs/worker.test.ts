@@ -1,5 +1,6 @@
 import { FlowProducer, Job, Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CircuitBreaker } from '../../src/breaker/circuit-breaker.js';
 import { PermanentError } from '../../src/errors/permanent-error.js';
 import { TransientError } from '../../src/errors/transient-error.js';
 import { ATTEMPT_STATE_FIELD, parseAttemptState } from '../../src/jobs/attempts.js';
@@ -231,6 +232,48 @@ describe('createWorker', () => {
     ]);
     expect(log.count('attempt')).toBe(5);
     expect(await dlq.get(job.id as string)).toMatchObject({ reason: 'max-attempts', attemptsMade: 3 });
+  });
+
+  it('an open breaker delays a job to its half-open time without calling the dependency or using up an attempt', async () => {
+    const { queueName, queue, dlq } = setUp('breaker');
+    const breaker = new CircuitBreaker({
+      consecutiveFailures: 2,
+      coolDownMs: 300,
+      halfOpenProbes: 1,
+      successesToClose: 1,
+    });
+    let calls = 0;
+    const worker = track(
+      createWorker<{ n: number }>(
+        queueName,
+        async (_job, ctx) => {
+          await ctx.call('search', () => {
+            calls++;
+            if (calls <= 2) throw new TransientError('search down');
+          });
+        },
+        { connection: redis.connection, policy: definePolicy({ ...fast, maxAttempts: 2 }), breaker },
+      ),
+    );
+    const log = recordEvents(worker.events);
+    const first = await queue.add('index', { n: 1 });
+    await waitFor(() => log.count('dead-letter') === 1, 5_000, 'the first job to use up its attempts');
+    expect((await breaker.check('search')).state).toBe('open');
+    expect(await dlq.get(first.id as string)).toMatchObject({ reason: 'max-attempts' });
+
+    await queue.add('index', { n: 2 });
+    await waitFor(
+      () => log.count('completed') === 1,
+      5_000,
+      'the second job to run once the breaker half-opens',
+    );
+    expect(calls).toBe(3);
+    expect(log.of('retry').map((e) => [e.cause, e.chargesAttempt, e.errorClass])).toEqual([
+      ['backoff', true, 'TransientError'],
+      ['breaker-open', false, 'BrokenCircuitError'],
+    ]);
+    expect(log.of('completed')[0]?.attempts).toBe(1);
+    expect((await breaker.check('search')).state).toBe('closed');
   });
 
   it('without a dead-letter queue, a terminal decision fails the BullMQ job and BullMQ does not retry it', async () => {
