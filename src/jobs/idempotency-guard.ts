@@ -57,7 +57,9 @@ const MAX_POLL_MS = 1_000;
  * and all get its outcome; a retry or a replay of finished work gets the stored outcome without running
  * `fn`. The outcome is stored as JSON (so a `Date` comes back as a string, `undefined` as `undefined`);
  * a value JSON cannot hold is returned to the caller that ran `fn` and stored as `undefined`.
- * A failure is never stored: the key is freed so a retry may run `fn` again.
+ * A failure is never stored: the key is freed so a retry may run `fn` again. When Redis cannot be reached
+ * before `fn` runs, `once` rejects and `fn` does not run (never unguarded); when the outcome cannot be
+ * stored after it ran, the caller still gets its value.
  *
  * @example
  * const guard = idempotencyGuard({ redis, ttlMs: 7 * 86_400_000 });
@@ -84,6 +86,16 @@ export class IdempotencyGuard {
       },
       'idempotency guard',
     );
+  }
+
+  /** How long outcomes are kept, ms: compare it with a policy's `maxAge`. */
+  get ttlMs(): number {
+    return this.#options.ttlMs;
+  }
+
+  /** How long a claim lasts without renewal, ms. */
+  get inFlightTtlMs(): number {
+    return this.#options.inFlightTtlMs;
   }
 
   /** Runs `fn` once for `key` and returns its outcome (see the class documentation). */
@@ -130,7 +142,9 @@ export class IdempotencyGuard {
       throw error;
     }
     clearInterval(renewal);
-    await this.#store.finish(key, token, encode(value), ttlMs);
+    // The side effect has happened: failing the caller now would make its job retry and repeat it. If the
+    // outcome cannot be stored (Redis gone), the claim expires and only a later caller runs fn again.
+    await this.#store.finish(key, token, encode(value), ttlMs).catch(() => false);
     return value;
   }
 }

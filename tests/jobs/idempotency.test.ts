@@ -159,6 +159,36 @@ describe('idempotencyGuard.once', () => {
     expect(runs).toBe(0);
   });
 
+  it('never runs fn unguarded when Redis is gone, and keeps the value when only storing it fails', async () => {
+    const own = await TestRedis.start();
+    // Fail fast instead of queueing commands until Redis returns.
+    const client = new Redis({
+      ...own.connection,
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+    });
+    client.on('error', () => {});
+    await client.connect();
+    try {
+      const guard = idempotencyGuard({ redis: client, ttlMs: 60_000 });
+      let runs = 0;
+      // Redis dies while the side effect runs: the caller still gets the value (its job must not retry).
+      const value = await guard.once(freshKey(), async () => {
+        runs += 1;
+        await own.stop();
+        return 'charged';
+      });
+      expect(value).toBe('charged');
+      // Redis is gone before fn: the guard cannot claim the key, so fn does not run.
+      await expect(guard.once(freshKey(), () => ++runs)).rejects.toThrow();
+      expect(runs).toBe(1);
+    } finally {
+      client.disconnect();
+      await own.close();
+    }
+  });
+
   it('refuses bad options and keys with a message that names them', async () => {
     expect(() => idempotencyGuard({ ttlMs: 1_000 })).toThrow(/redis/);
     const thrown = (() => {
@@ -170,6 +200,7 @@ describe('idempotencyGuard.once', () => {
     })();
     expect(isValidationError(thrown) && (thrown as Error).message).toMatch(/ttlMs/);
     const guard = idempotencyGuard({ redis });
+    expect([guard.ttlMs, guard.inFlightTtlMs]).toEqual([86_400_000, 30_000]);
     await expect(guard.once('', () => 1)).rejects.toSatisfy(isInvalidInputError);
   });
 });
