@@ -25,12 +25,23 @@ export function backoffDelay(backoff: Backoff, retry: number): number {
   return Math.round(Math.min(maxDelayMs, baseMs * factor ** (retry - 1)));
 }
 
-/** The first retry's un-jittered delay: `delayMs` for fixed, `baseMs` for exponential. */
+/**
+ * The first retry's un-jittered delay: `delayMs` for fixed (capped), `baseMs` for exponential. It is the
+ * lower bound of `decorrelated` jitter.
+ *
+ * @example
+ * backoffBase({ type: 'exponential', baseMs: 2_000, factor: 2, maxDelayMs: 600_000 }); // 2000
+ */
 export function backoffBase(backoff: Backoff): number {
   return backoff.type === 'fixed' ? Math.min(backoff.delayMs, backoffCap(backoff)) : backoff.baseMs;
 }
 
-/** The largest delay the backoff can produce: `maxDelayMs`, or `delayMs` for an uncapped fixed backoff. */
+/**
+ * The largest delay the backoff can produce: `maxDelayMs`, or `delayMs` for an uncapped fixed backoff.
+ *
+ * @example
+ * backoffCap({ type: 'fixed', delayMs: 10_000 }); // 10000
+ */
 export function backoffCap(backoff: Backoff): number {
   return backoff.maxDelayMs ?? (backoff.type === 'fixed' ? backoff.delayMs : Number.POSITIVE_INFINITY);
 }

@@ -3,7 +3,6 @@ export * from './classify/index.js';
 export { loadPolicies } from './config/load-policies.js';
 export {
   type ConfigShape,
-  configSchema,
   type PolicyConfig,
   type PolicyConfigInput,
   type PolicyEntry,
