@@ -24,17 +24,20 @@ export const REPORT_SCRIPT = `
     var chart = echarts.init(el, null, { renderer: 'canvas' }); charts.push(chart);
     return chart;
   }
-  function timeAxis() { return { type: 'category', data: data.t, axisLabel: { formatter: clock }, name: 'time', nameLocation: 'middle', nameGap: 26 }; }
+  var last = data.t.length ? data.t[data.t.length - 1] + data.stepSeconds : 1;
+  var tick = [15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400].find(function (s) { return s >= last / 12; }) || 86400;
+  function timeAxis() { return { type: 'value', min: 0, max: last, interval: tick, axisLabel: { formatter: clock }, name: 'time since the start', nameLocation: 'middle', nameGap: 26 }; }
+  function points(values) { return values.map(function (v, i) { return [data.t[i], v]; }); }
   function base(title, yName) {
-    return { animation: false, title: { text: title, left: 'center', textStyle: { fontSize: 13 } },
-      tooltip: { trigger: 'axis', axisPointer: { type: 'line' } }, legend: { top: 22 },
-      grid: { left: 64, right: 24, top: 60, bottom: 44 }, xAxis: timeAxis(),
+    return { animation: false, title: { text: title, left: 'center', top: 0, textStyle: { fontSize: 13 } },
+      tooltip: { trigger: 'axis', axisPointer: { type: 'line' } }, legend: { top: 24 },
+      grid: { left: 64, right: 24, top: 72, bottom: 44 }, xAxis: timeAxis(),
       yAxis: { type: 'value', name: yName, nameGap: 12 } };
   }
   function shaded(dependency) {
     return { silent: true, data: dependency.unhealthy.map(function (u) {
-      return [{ name: u.state, xAxis: Math.floor(u.from / data.stepSeconds), itemStyle: { color: u.state === 'down' ? 'rgba(214,39,40,0.08)' : 'rgba(255,127,14,0.08)' } },
-              { xAxis: Math.min(data.t.length - 1, Math.ceil(u.until / data.stepSeconds)) }];
+      return [{ name: u.state, xAxis: u.from, itemStyle: { color: u.state === 'down' ? 'rgba(214,39,40,0.08)' : 'rgba(255,127,14,0.08)' } },
+              { xAxis: Math.min(last, u.until) }];
     }) };
   }
   function sum(a, b) { return a.map(function (v, i) { return Math.round((v + (b[i] || 0)) * 100) / 100; }); }
@@ -43,7 +46,7 @@ export const REPORT_SCRIPT = `
     var option = base('Requests per second to ' + d.name, 'req/s');
     option.series = data.strategies.map(function (s, i) {
       var series = { name: s.label, type: 'line', showSymbol: false, lineStyle: { width: 1.5 }, color: palette[i % palette.length],
-        data: sum(s.first[d.name], s.retries[d.name]) };
+        data: points(sum(s.first[d.name], s.retries[d.name])) };
       if (i === 0) series.markArea = shaded(d);
       return series;
     });
@@ -54,8 +57,8 @@ export const REPORT_SCRIPT = `
     data.dependencies.forEach(function (d) {
       var option = base(s.label + ': ' + d.name, 'req/s');
       option.series = [
-        { name: 'first attempts', type: 'line', stack: 'req', areaStyle: {}, showSymbol: false, color: '#1f77b4', data: s.first[d.name], markArea: shaded(d) },
-        { name: 'retries', type: 'line', stack: 'req', areaStyle: {}, showSymbol: false, color: palette[i % palette.length], data: s.retries[d.name] }
+        { name: 'first attempts', type: 'line', stack: 'req', areaStyle: {}, showSymbol: false, color: '#1f77b4', data: points(s.first[d.name]), markArea: shaded(d) },
+        { name: 'retries', type: 'line', stack: 'req', areaStyle: {}, showSymbol: false, color: palette[i % palette.length], data: points(s.retries[d.name]) }
       ];
       make('split', 260).setOption(option);
     });
@@ -72,8 +75,8 @@ export const REPORT_SCRIPT = `
     option.series = [];
     budgeted.forEach(function (s) {
       var i = data.strategies.indexOf(s), color = palette[i % palette.length];
-      option.series.push({ name: s.label + ': allowance', type: 'line', showSymbol: false, color: color, lineStyle: { type: 'dashed' }, data: s.allowance[d.name] });
-      option.series.push({ name: s.label + ': spent', type: 'line', showSymbol: false, color: color, data: s.spent[d.name] });
+      option.series.push({ name: s.label + ': allowance', type: 'line', showSymbol: false, color: color, lineStyle: { type: 'dashed' }, data: points(s.allowance[d.name]) });
+      option.series.push({ name: s.label + ': spent', type: 'line', showSymbol: false, color: color, data: points(s.spent[d.name]) });
     });
     option.series[0].markArea = shaded(d);
     make('budget', 320).setOption(option);
@@ -82,9 +85,9 @@ export const REPORT_SCRIPT = `
   var reasons = [];
   data.strategies.forEach(function (s) { Object.keys(s.deadLettered).forEach(function (r) { if (reasons.indexOf(r) < 0) reasons.push(r); }); });
   reasons.sort();
-  var dead = { animation: false, title: { text: 'Dead letters by reason', left: 'center', textStyle: { fontSize: 13 } },
-    tooltip: { trigger: 'axis', axisPointer: { type: 'shadow' } }, legend: { top: 22 },
-    grid: { left: 200, right: 40, top: 60, bottom: 30 }, xAxis: { type: 'value', name: 'jobs' },
+  var dead = { animation: false, title: { text: 'Dead letters by reason', left: 'center', top: 0, textStyle: { fontSize: 13 } },
+    tooltip: { trigger: 'axis', axisPointer: { type: 'shadow' } }, legend: { top: 24 },
+    grid: { left: 200, right: 40, top: 64, bottom: 30 }, xAxis: { type: 'value', name: 'jobs' },
     yAxis: { type: 'category', data: data.strategies.map(function (s) { return s.label; }) },
     series: reasons.map(function (r) { return { name: r, type: 'bar', stack: 'dead', data: data.strategies.map(function (s) { return s.deadLettered[r] || 0; }) }; }) };
   make('dead', 60 + 70 * data.strategies.length).setOption(dead);

@@ -1,0 +1,81 @@
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { type Browser, chromium } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { renderReport } from '../../src/sim/report/html.js';
+import { defaultScenario } from '../../src/sim/scenario/default.js';
+import { simulate } from '../../src/sim/simulate.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const artifacts = fileURLToPath(new URL('../../artifacts/', import.meta.url));
+const hasChromium = existsSync(CHROMIUM);
+if (!hasChromium)
+  console.warn(`skipping the HTML report rendering test: ${CHROMIUM} is not installed (CI installs it)`);
+
+describe.skipIf(!hasChromium)('the HTML report renders in headless Chromium', () => {
+  let browser: Browser;
+  const reportPath = `${artifacts}sim-report.html`;
+
+  beforeAll(async () => {
+    mkdirSync(artifacts, { recursive: true });
+    writeFileSync(reportPath, await renderReport(await simulate(defaultScenario())));
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  it('draws every chart, offline, without a console error, and keeps a screenshot', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, offline: true });
+    const page = await context.newPage();
+    const errors: string[] = [];
+    page.on('console', (message) => {
+      if (message.type() === 'error') errors.push(message.text());
+    });
+    page.on('pageerror', (error) => errors.push(error.message));
+    const requests: string[] = [];
+    page.on('request', (request) => {
+      if (!request.url().startsWith('file:')) requests.push(request.url());
+    });
+
+    await page.goto(pathToFileURL(reportPath).href);
+    await page.waitForSelector('body[data-ready="true"]', { timeout: 20_000 });
+
+    // Each chart's canvas holds drawn pixels: count the ones that are neither transparent nor white.
+    const inked = await page.$$eval('canvas', (canvases) =>
+      canvases.map((canvas) => {
+        const context = (canvas as HTMLCanvasElement).getContext('2d');
+        if (!context || canvas.width === 0 || canvas.height === 0) return 0;
+        const { data } = context.getImageData(0, 0, canvas.width, canvas.height);
+        let count = 0;
+        for (let i = 0; i < data.length; i += 4)
+          if (data[i + 3]! > 0 && (data[i]! < 240 || data[i + 1]! < 240 || data[i + 2]! < 240)) count++;
+        return count;
+      }),
+    );
+    // Load on search, first attempts vs retries for each of 3 strategies, the budget, the dead letters.
+    expect(inked.length).toBe(6);
+    for (const pixels of inked) expect(pixels).toBeGreaterThan(2_000);
+    for (const id of ['load', 'split', 'budget', 'dead'])
+      expect(await page.locator(`#${id} canvas`).count(), id).toBeGreaterThan(0);
+    expect(await page.locator('#summary').textContent()).toContain('ceiling + fleet budget');
+
+    await page.screenshot({ path: `${artifacts}sim-report.png`, fullPage: true });
+    expect(errors).toEqual([]);
+    expect(requests).toEqual([]);
+    await context.close();
+  }, 60_000);
+});
