@@ -202,6 +202,8 @@ describe('decide', () => {
       reason: 'no-idempotency-key',
     });
     expect(await decide(ctx({ policy: keyed, hasIdempotencyKey: true }))).toMatchObject({ action: 'retry' });
+    const single = definePolicy({ maxAttempts: 1, idempotency: 'key-required' });
+    expect(await decide(ctx({ policy: single }))).toMatchObject({ reason: 'max-attempts' });
   });
 
   it('turns terminal decisions into fail where there is no dead-letter target', async () => {

@@ -19,8 +19,8 @@ interface Retryable {
  * What happens after a failed attempt, in the order design.md §2 fixes:
  *
  * 1. **classify** the error (`classify`); not retryable → `dead-letter` `permanent`.
- * 2. **ceiling and age**: a `key-required` policy without `ctx.hasIdempotencyKey` gets one attempt
- *    (`no-idempotency-key`); `attemptsMade >= maxAttempts` → `max-attempts`; a `Retry-After` above
+ * 2. **ceiling and age**: `attemptsMade >= maxAttempts` → `max-attempts`; a `key-required` policy without
+ *    `ctx.hasIdempotencyKey` gets one attempt (`no-idempotency-key`); a `Retry-After` above
  *    `policy.retryAfter.maxMs` → `retry-after-too-long` unless `onExceeded` is `'wait'`; and `max-age` when
  *    even the earliest possible start of the retry (the jitter's lower bound, or the server's `Retry-After`)
  *    would fall after `createdAtMs + maxAgeMs`: no retry starts later than `maxAge`.
@@ -77,10 +77,10 @@ function beforeGates(ctx: SyncDecideContext): Decision | Retryable {
   const end = (reason: DeadLetterReason, detail: string) => terminal(ctx, reason, detail, classification);
 
   if (!classification.retryable) return end('permanent', `${classification.reason} is not retryable`);
-  if (policy.idempotency === 'key-required' && ctx.hasIdempotencyKey !== true)
-    return end('no-idempotency-key', 'this policy retries only jobs that carry an idempotency key');
   if (attemptsMade >= policy.maxAttempts)
     return end('max-attempts', `${attemptsMade} of ${policy.maxAttempts} attempts made`);
+  if (policy.idempotency === 'key-required' && ctx.hasIdempotencyKey !== true)
+    return end('no-idempotency-key', 'this policy retries only jobs that carry an idempotency key');
 
   const asked = classification.retryAfterMs;
   if (
