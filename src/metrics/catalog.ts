@@ -4,19 +4,42 @@
  * consistency test checks the rules file and the dashboard against it.
  */
 
-/** The prefix every metric name starts with unless `createMetrics({ prefix })` says otherwise. */
+/**
+ * The prefix every metric name starts with unless `createMetrics({ prefix })` says otherwise. The shipped
+ * rules and dashboard assume it.
+ *
+ * @example
+ * `${DEFAULT_PREFIX}retries_total`; // 'stormguard_retries_total'
+ */
 export const DEFAULT_PREFIX = 'stormguard_';
 
-/** Buckets for scheduled retry delays, in seconds: 100 ms to one hour. */
+/**
+ * Default buckets of `stormguard_retry_delay_seconds`: 100 ms to one hour.
+ *
+ * @example
+ * createMetrics({ retryDelayBuckets: [...RETRY_DELAY_BUCKETS_SECONDS, 7200] });
+ */
 export const RETRY_DELAY_BUCKETS_SECONDS: readonly number[] = [
   0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600,
 ];
 
-/** Buckets for the attempts a completed job needed. */
+/**
+ * Buckets of `stormguard_job_attempts` (attempts a completed job needed).
+ *
+ * @example
+ * JOB_ATTEMPT_BUCKETS[0]; // 1: completed on the first attempt
+ */
 export const JOB_ATTEMPT_BUCKETS: readonly number[] = [1, 2, 3, 4, 5, 6, 8, 10, 15, 20];
 
+/** The prom-client instrument a metric uses. */
 export type MetricType = 'counter' | 'gauge' | 'histogram';
 
+/**
+ * One entry of {@link METRICS}.
+ *
+ * @example
+ * const def: MetricDefinition = METRICS.retries; // { name: 'retries_total', type: 'counter', ... }
+ */
 export interface MetricDefinition {
   /** Name without the prefix. */
   readonly name: string;
@@ -32,6 +55,13 @@ export interface MetricDefinition {
 
 const JOB = ['queue', 'task', 'dependency'] as const;
 
+/**
+ * The catalogue of stormguard's metrics, keyed by a short name. Read it to build documentation or checks of
+ * your own (the README's table and the consistency test come from it).
+ *
+ * @example
+ * for (const m of Object.values(METRICS)) console.log(`stormguard_${m.name}`, m.type, m.labels.join(','));
+ */
 export const METRICS = {
   attempts: {
     name: 'attempts_total',
@@ -210,9 +240,15 @@ export const METRICS = {
   },
 } as const satisfies Record<string, MetricDefinition>;
 
+/** A key of {@link METRICS}. */
 export type MetricKey = keyof typeof METRICS;
 
-/** Full metric names (with `prefix`) in catalogue order. */
+/**
+ * Full metric names (with `prefix`, default `stormguard_`) in catalogue order.
+ *
+ * @example
+ * metricNames().includes('stormguard_budget_denials_total'); // true
+ */
 export function metricNames(prefix = DEFAULT_PREFIX): string[] {
   return Object.values(METRICS).map((m) => `${prefix}${m.name}`);
 }

@@ -17,7 +17,12 @@ import type {
 } from './sources.js';
 import { observeWorkerEvents } from './worker-observer.js';
 
-/** Options of {@link createMetrics}. */
+/**
+ * Options of {@link createMetrics}; every one has a default.
+ *
+ * @example
+ * createMetrics({ registry, maxLabelValues: 50, readTimeoutMs: 500 });
+ */
 export interface MetricsOptions {
   /** Where the metrics are registered. Default: prom-client's global `register`. */
   registry?: Registry;
@@ -33,7 +38,13 @@ export interface MetricsOptions {
   onError?: (error: unknown) => void;
 }
 
-/** stormguard's Prometheus instruments on one registry. Each `observe…` returns a Disposable that stops it. */
+/**
+ * stormguard's Prometheus instruments on one registry. Each `observe…` returns a Disposable that stops it.
+ *
+ * @example
+ * const sub = metrics.observeWorker(worker);
+ * sub.dispose(); // stop counting this worker; its counts stay
+ */
 export interface StormguardMetrics extends Disposable {
   readonly registry: Registry;
   readonly prefix: string;

@@ -3,7 +3,12 @@ import type { AddressInfo } from 'node:net';
 import { type Registry, register } from 'prom-client';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
 
-/** Options of {@link metricsHandler}. */
+/**
+ * Options of {@link metricsHandler}.
+ *
+ * @example
+ * metricsHandler(registry, { path: '/stormguard/metrics' });
+ */
 export interface MetricsHandlerOptions {
   /** The path metrics are served on. Default `/metrics`. */
   path?: string;
@@ -48,7 +53,12 @@ export function metricsHandler(
   };
 }
 
-/** Options of {@link serveMetrics}. */
+/**
+ * Options of {@link serveMetrics}.
+ *
+ * @example
+ * await serveMetrics({ port: 0, host: '127.0.0.1', registry });
+ */
 export interface ServeMetricsOptions extends MetricsHandlerOptions {
   /** TCP port; 0 picks a free one (read it back from `port`). Default 9464. */
   port?: number;
@@ -58,7 +68,12 @@ export interface ServeMetricsOptions extends MetricsHandlerOptions {
   registry?: Registry;
 }
 
-/** A running `/metrics` server. */
+/**
+ * A running `/metrics` server.
+ *
+ * @example
+ * const { url } = await serveMetrics({ port: 0 }); // http://127.0.0.1:40123/metrics
+ */
 export interface MetricsServer {
   /** The port it listens on (the real one when 0 was asked for). */
   readonly port: number;

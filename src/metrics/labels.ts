@@ -1,9 +1,19 @@
 import { DEAD_LETTER_REASONS } from '../jobs/dead-letter-filter.js';
 
-/** The value a label takes once its limit of distinct values is reached, or for a value outside its set. */
+/**
+ * The value a label takes once its limit of distinct values is reached, or for a value outside its set.
+ *
+ * @example
+ * // stormguard_successes_total{task="other"}: jobs whose names came after the first 100
+ */
 export const OVERFLOW_LABEL_VALUE = 'other';
 
-/** The value a label takes when the event carried none. */
+/**
+ * The value a label takes when the event carried none.
+ *
+ * @example
+ * // stormguard_attempts_total{dependency="unknown"}
+ */
 export const MISSING_LABEL_VALUE = 'unknown';
 
 /**

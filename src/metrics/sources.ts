@@ -2,23 +2,44 @@ import type { BudgetEvents, BudgetSnapshot } from '../budget/types.js';
 import type { Disposable, Listener } from '../common/events.js';
 import type { WorkerEvents } from '../jobs/types.js';
 
-/** Anything with typed, disposable subscriptions: an `EventBus` or an object exposing one. */
+/**
+ * Anything with typed, disposable subscriptions: an `EventBus` or an object exposing one.
+ *
+ * @example
+ * const events: Subscribable<WorkerEvents> = new EventBus<WorkerEvents>();
+ */
 export interface Subscribable<Events extends object> {
   on<K extends keyof Events>(event: K, listener: Listener<Events[K]>): Disposable;
 }
 
-/** What `observeWorker` needs: a stormguard worker (from `createWorker`) or anything carrying its events. */
+/**
+ * What `observeWorker` needs: a stormguard worker (from `createWorker`) or anything carrying its events.
+ *
+ * @example
+ * metrics.observeWorker(createWorker('index', processor, options));
+ * metrics.observeWorker({ events: myWorkerEventBus });
+ */
 export interface ObservableWorker {
   readonly events: Subscribable<WorkerEvents>;
 }
 
-/** A budget snapshot, optionally with the settings it was computed with (a store knows them per dependency). */
+/**
+ * A budget snapshot, optionally with the settings it was computed with (a store knows them per dependency).
+ *
+ * @example
+ * const s: ObservedBudgetState = { ...(await budget.state('search')), ratio: 0.2, minAllowance: 10 };
+ */
 export interface ObservedBudgetState extends BudgetSnapshot {
   ratio?: number;
   minAllowance?: number;
 }
 
-/** What `observeBudget` needs: a `RetryBudget`'s events and its fleet-wide state. */
+/**
+ * What `observeBudget` needs: a `RetryBudget`'s events and its fleet-wide state.
+ *
+ * @example
+ * metrics.observeBudget(new RetryBudget({ store: new RedisBudgetStore({ redis }) }));
+ */
 export interface ObservableBudget {
   readonly events: Subscribable<BudgetEvents>;
   /** The fleet's view of one dependency's budget (read from the store); undefined when the store holds none. */
@@ -31,10 +52,20 @@ export interface ObservableBudget {
   readonly minAllowance?: number;
 }
 
-/** A circuit breaker's states. */
+/**
+ * A circuit breaker's states.
+ *
+ * @example
+ * const s: BreakerStateName = 'half-open';
+ */
 export type BreakerStateName = 'closed' | 'open' | 'half-open';
 
-/** Events a circuit breaker emits that the metrics read. */
+/**
+ * Events a circuit breaker emits that the metrics read (a subset of the breaker's own events).
+ *
+ * @example
+ * bus.emit('state-change', { dependency: 'search', from: 'closed', to: 'open' });
+ */
 export interface BreakerStateEvents {
   'state-change': { dependency: string; from: BreakerStateName; to: BreakerStateName };
   rejected: { dependency: string; state: 'open' | 'half-open' };
@@ -43,6 +74,9 @@ export interface BreakerStateEvents {
 /**
  * What `observeBreaker` needs: a `CircuitBreaker`'s events and, to report the fleet's state rather than
  * what this process saw, its `state(dependency)`.
+ *
+ * @example
+ * metrics.observeBreaker(new CircuitBreaker({ store: new RedisBreakerStore({ redis }) }));
  */
 export interface ObservableBreaker {
   readonly events: Subscribable<BreakerStateEvents>;
@@ -51,7 +85,12 @@ export interface ObservableBreaker {
   dependencies?(): Promise<readonly string[]>;
 }
 
-/** What `observeDeadLetters` needs: a dead-letter queue (from `deadLetterQueue`) that can count its jobs. */
+/**
+ * What `observeDeadLetters` needs: a dead-letter queue (from `deadLetterQueue`) that can count its jobs.
+ *
+ * @example
+ * metrics.observeDeadLetters(deadLetterQueue('index', { connection }));
+ */
 export interface ObservableDeadLetterQueue {
   count(): Promise<number>;
   /** The queue whose dead letters it holds: the `queue` label. */
