@@ -56,8 +56,17 @@ export class ReplayMover {
     const dlId = deadLetterJobId(jobId);
     const dlKey = this.dlq.toKey(dlId);
     for (let attempt = 0; attempt < MAX_CONFLICTS; attempt++) {
-      await this.#redis.watch(dlKey);
-      const raw = await this.#redis.hget(dlKey, 'data');
+      // WATCH and the read go out together: one round trip, then one for the transaction.
+      const replies = await this.#redis.pipeline().watch(dlKey).hget(dlKey, 'data').exec();
+      const [watchError] = replies?.[0] ?? [new Error('no reply to WATCH')];
+      const [readError, raw] = (replies?.[1] ?? [new Error('no reply to HGET'), null]) as [
+        Error | null,
+        string | null,
+      ];
+      if (watchError || readError) {
+        await this.#redis.unwatch();
+        throw watchError ?? readError;
+      }
       if (raw === null) {
         await this.#redis.unwatch();
         return { status: 'gone' };
