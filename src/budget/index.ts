@@ -12,6 +12,7 @@ export { assertDependencyName, dependencyNameProblem } from './dependency-name.j
 export { MemoryBudgetStore } from './memory-store.js';
 export type { BudgetFallback, RetryBudgetOptions } from './options.js';
 export { RetryBudget } from './retry-budget.js';
+export { type BudgetStatus, budgetStatus } from './status.js';
 export type { BudgetMode, BudgetStore, MaybePromise, SpendOutcome, StoreRead, StoreSpend } from './store.js';
 export {
   allowanceFor,

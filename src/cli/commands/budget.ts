@@ -1,0 +1,143 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Command } from 'commander';
+import { type BudgetStatus, budgetStatus } from '../../budget/status.js';
+import { formatDuration, parseDuration } from '../../common/duration.js';
+import { InvalidInputError } from '../../errors/invalid-input-error.js';
+import { assertPrefix, DEFAULT_PREFIX } from '../../redis/budget-keys.js';
+import { RedisBudgetStore } from '../../redis/budget-store.js';
+import { type CliIO, printJson } from '../io.js';
+import { connectRedis } from './dlq-options.js';
+import { table } from './dlq-output.js';
+
+interface StatusFlags {
+  redis: string;
+  prefix: string;
+  json?: boolean;
+}
+
+interface WatchFlags extends StatusFlags {
+  interval: string;
+  count?: string;
+}
+
+const BAR_WIDTH = 30;
+
+/**
+ * `stormguard budget status|watch`: every dependency's fleet-wide retry budget as stored in Redis
+ * (allowance, spent, denied, successes, headroom). Only reads.
+ *
+ * @example
+ * stormguard budget status --redis redis://10.0.0.5:6379 --prefix shop --json
+ * stormguard budget watch --interval 1s
+ */
+export function register(program: Command, io: CliIO): void {
+  const budget = program.command('budget').description('inspect the fleet-wide retry budgets');
+  const common = (command: Command) =>
+    command
+      .option('--redis <url>', 'Redis URL', 'redis://127.0.0.1:6379')
+      .option('--prefix <prefix>', 'stormguard key prefix', DEFAULT_PREFIX)
+      .option('--json', 'print JSON (watch: one JSON document per line and frame)');
+
+  common(budget.command('status'))
+    .description("show every dependency's budget: allowance, spent, denied, successes, headroom")
+    .action(async (flags: StatusFlags) => {
+      assertPrefix(flags.prefix);
+      const redis = await connectRedis(flags.redis);
+      try {
+        const rows = await budgetStatus(new RedisBudgetStore({ redis, prefix: flags.prefix }));
+        if (flags.json) printJson(io, { prefix: flags.prefix, dependencies: rows });
+        else io.stdout.write(`${formatStatus(flags.prefix, rows)}\n`);
+      } finally {
+        redis.disconnect();
+      }
+    });
+
+  common(budget.command('watch'))
+    .description('redraw the budgets with a bar of spend against allowance until interrupted (Ctrl-C)')
+    .option('--interval <duration>', 'time between redraws', '1s')
+    .option('--count <n>', 'stop after this many redraws (default: until interrupted)')
+    .action(async (flags: WatchFlags) => {
+      assertPrefix(flags.prefix);
+      const intervalMs = parseDuration(flags.interval, '--interval');
+      if (intervalMs < 100) throw new InvalidInputError('--interval: must be at least 100ms');
+      const count = flags.count === undefined ? Number.POSITIVE_INFINITY : parseCount(flags.count);
+      const redis = await connectRedis(flags.redis);
+      const stop = interruption(io);
+      try {
+        const store = new RedisBudgetStore({ redis, prefix: flags.prefix });
+        for (let frame = 0; frame < count && !stop.signal.aborted; frame++) {
+          const rows = await budgetStatus(store);
+          if (flags.json)
+            io.stdout.write(`${JSON.stringify({ at: new Date().toISOString(), dependencies: rows })}\n`);
+          else {
+            const clear = io.stdout.isTTY ? '\x1b[H\x1b[2J' : frame > 0 ? '\n' : '';
+            io.stdout.write(`${clear}${formatWatch(flags.prefix, rows, intervalMs)}\n`);
+          }
+          if (frame + 1 < count) await sleep(intervalMs, undefined, { signal: stop.signal }).catch(() => {});
+        }
+      } finally {
+        stop.dispose();
+        redis.disconnect();
+      }
+    });
+}
+
+function parseCount(text: string): number {
+  const n = Number(text);
+  if (!Number.isSafeInteger(n) || n < 1)
+    throw new InvalidInputError(`--count: "${text}" must be a whole number >= 1`);
+  return n;
+}
+
+/** Aborts on `io.signal` (when the caller provides one) or on SIGINT/SIGTERM, whichever comes first. */
+function interruption(io: CliIO): { signal: AbortSignal; dispose(): void } {
+  const controller = new AbortController();
+  const abort = () => controller.abort();
+  io.signal?.addEventListener('abort', abort, { once: true });
+  process.once('SIGINT', abort);
+  process.once('SIGTERM', abort);
+  return {
+    signal: controller.signal,
+    dispose: () => {
+      io.signal?.removeEventListener('abort', abort);
+      process.off('SIGINT', abort);
+      process.off('SIGTERM', abort);
+    },
+  };
+}
+
+/** The human `budget status` table. */
+export function formatStatus(prefix: string, rows: BudgetStatus[]): string {
+  if (rows.length === 0) return `no retry budget state under prefix "${prefix}"`;
+  const lines = [
+    ['DEPENDENCY', 'ALLOWANCE', 'SPENT', 'DENIED', 'SUCCESSES', 'HEADROOM', 'RATIO', 'FLOOR', 'WINDOW'],
+  ];
+  for (const r of rows)
+    lines.push([
+      r.dependency,
+      String(r.allowance),
+      String(r.spent),
+      String(r.denied),
+      String(r.successes),
+      String(r.headroom),
+      String(r.ratio),
+      String(r.minAllowance),
+      formatDuration(r.windowMs),
+    ]);
+  return table(lines);
+}
+
+/** One `budget watch` frame: a bar of spend against allowance per dependency. */
+export function formatWatch(prefix: string, rows: BudgetStatus[], intervalMs: number): string {
+  const header = `retry budgets under "${prefix}" (every ${formatDuration(intervalMs)}, Ctrl-C to stop)`;
+  if (rows.length === 0) return `${header}\n(no dependencies yet)`;
+  const width = Math.max(...rows.map((r) => r.dependency.length));
+  const lines = rows.map((r) => {
+    const share = r.allowance > 0 ? Math.min(1, r.spent / r.allowance) : 1;
+    const filled = Math.round(share * BAR_WIDTH);
+    const bar = `${'#'.repeat(filled)}${'.'.repeat(BAR_WIDTH - filled)}`;
+    const denied = r.denied > 0 ? `  ${r.denied} denied` : '';
+    return `${r.dependency.padEnd(width)}  [${bar}] ${r.spent}/${r.allowance} spent, headroom ${r.headroom}${denied}`;
+  });
+  return [header, ...lines].join('\n');
+}
