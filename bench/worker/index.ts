@@ -1,7 +1,9 @@
 /**
  * createWorker against a bare BullMQ Worker: no-op jobs, concurrency 1, 10 and 50, on one redis-server this
- * script spawns on a free port. Prints jobs per second side by side, the ratio, and Redis commands per
- * job (from INFO commandstats), which shows that the success path adds no round trip per job.
+ * script spawns on a free port. Prints jobs per second side by side and the ratio; Redis commands per job
+ * (INFO commandstats, commands inside Lua scripts included), which shows that the success path adds no
+ * round trip; and this process's CPU time per job, the overhead itself, which other load on the machine
+ * disturbs far less than throughput.
  *
  *   npx tsx bench/worker/index.ts [--jobs 3000] [--rounds 3] [--json]
  */
@@ -33,6 +35,8 @@ type Kind = 'bare' | 'stormguard';
 interface Measurement {
   jobsPerSecond: number;
   commandsPerJob: number;
+  /** CPU time this process spent per job (user + system): the overhead, less sensitive to other load. */
+  cpuMicrosPerJob: number;
 }
 
 const server = await TestRedis.start();
@@ -75,15 +79,21 @@ async function measure(kind: Kind, concurrency: number): Promise<Measurement> {
   await worker.waitUntilReady();
   const commandsBefore = await commandCount();
   const started = performance.now();
+  const cpuBefore = process.cpuUsage();
   void worker.run();
   await waitFor(() => completed >= jobs, 600_000, `${jobs} ${kind} jobs`, 5);
   const seconds = (performance.now() - started) / 1_000;
+  const cpu = process.cpuUsage(cpuBefore);
   const commands = (await commandCount()) - commandsBefore;
   await worker.close();
   await budget?.close();
   await queue.obliterate({ force: true });
   await queue.close();
-  return { jobsPerSecond: jobs / seconds, commandsPerJob: commands / jobs };
+  return {
+    jobsPerSecond: jobs / seconds,
+    commandsPerJob: commands / jobs,
+    cpuMicrosPerJob: (cpu.user + cpu.system) / jobs,
+  };
 }
 
 function median(xs: number[]): number {
@@ -98,14 +108,19 @@ const rows: {
   ratio: number;
   bareCommandsPerJob: number;
   stormguardCommandsPerJob: number;
+  bareCpuMicrosPerJob: number;
+  stormguardCpuMicrosPerJob: number;
 }[] = [];
 try {
+  // Warm-up, discarded: the first runs pay for JIT compilation of BullMQ's and stormguard's code paths.
+  for (const kind of ['bare', 'stormguard'] as const) await measure(kind, 10);
   for (const concurrency of CONCURRENCIES) {
     const results: Record<Kind, Measurement[]> = { bare: [], stormguard: [] };
-    // Interleaved, so drift (other load, Redis memory) hits both sides alike.
-    for (let round = 0; round < rounds; round++)
-      for (const kind of ['bare', 'stormguard'] as const)
-        results[kind].push(await measure(kind, concurrency));
+    // Interleaved in alternating order, so drift (other load, Redis memory, warm-up) hits both sides alike.
+    for (let round = 0; round < rounds; round++) {
+      const order: Kind[] = round % 2 === 0 ? ['bare', 'stormguard'] : ['stormguard', 'bare'];
+      for (const kind of order) results[kind].push(await measure(kind, concurrency));
+    }
     const bare = median(results.bare.map((r) => r.jobsPerSecond));
     const guarded = median(results.stormguard.map((r) => r.jobsPerSecond));
     rows.push({
@@ -115,6 +130,8 @@ try {
       ratio: Number((guarded / bare).toFixed(2)),
       bareCommandsPerJob: Number(median(results.bare.map((r) => r.commandsPerJob)).toFixed(2)),
       stormguardCommandsPerJob: Number(median(results.stormguard.map((r) => r.commandsPerJob)).toFixed(2)),
+      bareCpuMicrosPerJob: Math.round(median(results.bare.map((r) => r.cpuMicrosPerJob))),
+      stormguardCpuMicrosPerJob: Math.round(median(results.stormguard.map((r) => r.cpuMicrosPerJob))),
     });
   }
 } finally {
@@ -133,6 +150,8 @@ if (values.json) {
     'ratio',
     'bare cmds/job',
     'createWorker cmds/job',
+    'bare CPU µs/job',
+    'createWorker CPU µs/job',
   ];
   const table = rows.map((r) => [
     String(r.concurrency),
@@ -141,6 +160,8 @@ if (values.json) {
     `${r.ratio.toFixed(2)}×`,
     r.bareCommandsPerJob.toFixed(2),
     r.stormguardCommandsPerJob.toFixed(2),
+    String(r.bareCpuMicrosPerJob),
+    String(r.stormguardCpuMicrosPerJob),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => (row[i] as string).length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padStart(widths[i] as number)).join('  ');
