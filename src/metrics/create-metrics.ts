@@ -1,8 +1,9 @@
 import { type Gauge, type Registry, register } from 'prom-client';
+import { type Clock, systemClock } from '../common/clock.js';
 import type { Disposable } from '../common/events.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
 import { observeBreakerState } from './breaker-observer.js';
-import { observeBudgetState } from './budget-observer.js';
+import { type ObserveBudgetOptions, observeBudgetState } from './budget-observer.js';
 import { DEFAULT_PREFIX, METRICS, RETRY_DELAY_BUCKETS_SECONDS } from './catalog.js';
 import type { ObserverContext } from './context.js';
 import { observeDeadLetterDepth } from './dead-letter-observer.js';
@@ -36,6 +37,8 @@ export interface MetricsOptions {
   retryDelayBuckets?: readonly number[];
   /** Told about scrape-time reads that failed or timed out, and about a label that reached its limit. Default: ignored (the `budget_state_errors_total` counter still shows them). */
   onError?: (error: unknown) => void;
+  /** Paces the budget's dependency listing (see `observeBudget`). Default: the system clock. */
+  clock?: Clock;
 }
 
 /**
@@ -50,8 +53,12 @@ export interface StormguardMetrics extends Disposable {
   readonly prefix: string;
   /** Counts a worker's attempts, successes, retries, deferrals, dead letters, completions and replays. */
   observeWorker(worker: ObservableWorker): Disposable;
-  /** Counts a budget's grants and denials and exports its fleet-wide state (allowance, spent, …) at scrape time. */
-  observeBudget(budget: ObservableBudget): Disposable;
+  /**
+   * Counts a budget's grants and denials and exports its fleet-wide state (allowance, spent, …) at scrape
+   * time, for the dependencies this process uses and, listed every `listIntervalMs` (default 60 s), those
+   * the rest of the fleet uses.
+   */
+  observeBudget(budget: ObservableBudget, options?: ObserveBudgetOptions): Disposable;
   /**
    * Follows a circuit breaker: transitions, refusals, and the fleet-wide state of every dependency the
    * metrics have seen (plus `dependencies`, to report breakers this process has not used yet).
@@ -95,6 +102,7 @@ export function createMetrics(options: MetricsOptions = {}): StormguardMetrics {
       `metrics: readTimeoutMs must be a number of milliseconds > 0, got ${readTimeoutMs}`,
     );
   const onError = options.onError ?? (() => {});
+  const clock = options.clock ?? systemClock;
 
   let instruments: Instruments | undefined;
   const scrapeGauges = (): Gauge<string>[] =>
@@ -139,7 +147,7 @@ export function createMetrics(options: MetricsOptions = {}): StormguardMetrics {
     registry,
     prefix,
     observeWorker: (worker) => track(observeWorkerEvents(worker, ctx)),
-    observeBudget: (budget) => track(observeBudgetState(budget, ctx)),
+    observeBudget: (budget, opts) => track(observeBudgetState(budget, { ...ctx, clock }, opts)),
     observeBreaker: (breaker, opts) => track(observeBreakerState(breaker, ctx, opts?.dependencies)),
     observeDeadLetters: (dlq, opts) => {
       const queue = opts?.queue ?? dlq.sourceQueue;

@@ -9,6 +9,8 @@
  * metrics.observeWorker(worker);
  * await serveMetrics({ port: 9464 });
  */
+
+export type { ObserveBudgetOptions } from './budget-observer.js';
 export {
   DEFAULT_PREFIX,
   JOB_ATTEMPT_BUCKETS,

@@ -2,6 +2,7 @@ import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { parseExposition, sampleValue } from '../../tests/metrics/exposition.js';
 import type { BudgetEvents, BudgetSnapshot } from '../budget/types.js';
+import { FakeClock } from '../common/clock.js';
 import { EventBus } from '../common/events.js';
 import type { WorkerEvents } from '../jobs/types.js';
 import { createMetrics } from './create-metrics.js';
@@ -65,7 +66,7 @@ describe('budget gauges', () => {
   it('follow the store between scrapes, including dependencies that appear', async () => {
     const { metrics, scrape } = setup();
     const states = new Map([['search', snapshot('search')]]);
-    metrics.observeBudget(fakeBudget(states));
+    metrics.observeBudget(fakeBudget(states), { listIntervalMs: 0 });
     await scrape();
     states.set('search', snapshot('search', { spent: 40, degraded: true }));
     states.set('mail', snapshot('mail', { allowance: 10 }));
@@ -88,15 +89,45 @@ describe('budget gauges', () => {
     expect(String(errors[0])).toMatch(/budget state of search did not answer within \d+ms/);
   });
 
-  it('keep reporting known dependencies as degraded when the store cannot even list them', async () => {
+  it('list the store at most every listIntervalMs, and a failed listing marks nothing degraded', async () => {
+    const clock = new FakeClock(0);
+    const registry = new Registry();
+    const errors: unknown[] = [];
+    const metrics = createMetrics({ registry, readTimeoutMs: 50, clock, onError: (e) => errors.push(e) });
+    const states = new Map<string, BudgetSnapshot | 'hang' | 'fail'>([['search', snapshot('search')]]);
+    const budget = fakeBudget(states);
+    let listings = 0;
+    const list = budget.dependencies;
+    budget.dependencies = () => {
+      listings++;
+      return list();
+    };
+    metrics.observeBudget(budget, { listIntervalMs: 60_000 });
+    const scrape = async () => parseExposition(await registry.metrics());
+    await scrape();
+    states.set('mail', snapshot('mail'));
+    let s = await scrape();
+    expect(listings).toBe(1);
+    expect(sampleValue(s, 'stormguard_budget_allowance', { dependency: 'mail' })).toBeUndefined();
+    clock.advance(60_000);
+    s = await scrape();
+    expect(listings).toBe(2);
+    expect(sampleValue(s, 'stormguard_budget_allowance', { dependency: 'mail' })).toBe(40);
+
+    budget.dependencies = () => Promise.reject(new Error('ECONNREFUSED'));
+    clock.advance(60_000);
+    s = await scrape();
+    expect(sampleValue(s, 'stormguard_budget_degraded', { dependency: 'search' })).toBe(0);
+    expect(sampleValue(s, 'stormguard_budget_state_errors_total')).toBe(1);
+    expect(String(errors.at(-1))).toContain('ECONNREFUSED');
+  });
+
+  it('report configured dependencies before the budget has shown any', async () => {
     const { metrics, scrape } = setup();
     const budget = fakeBudget(new Map([['search', snapshot('search')]]));
-    metrics.observeBudget(budget);
-    await scrape();
-    budget.dependencies = () => Promise.reject(new Error('ECONNREFUSED'));
-    const s = await scrape();
-    expect(sampleValue(s, 'stormguard_budget_degraded', { dependency: 'search' })).toBe(1);
-    expect(sampleValue(s, 'stormguard_budget_spent')).toBeUndefined();
+    budget.dependencies = async () => [];
+    metrics.observeBudget(budget, { dependencies: ['search'], listIntervalMs: Number.POSITIVE_INFINITY });
+    expect(sampleValue(await scrape(), 'stormguard_budget_allowance', { dependency: 'search' })).toBe(40);
   });
 
   it('stop being read once the observation is disposed', async () => {

@@ -20,6 +20,7 @@ interface ServeFlags {
   port: string;
   host: string;
   timeout: string;
+  listInterval: string;
   json?: boolean;
 }
 
@@ -44,6 +45,7 @@ export function register(program: Command, io: CliIO): void {
     .option('--port <port>', 'TCP port (0: any free port)', '9464')
     .option('--host <host>', 'interface to listen on', '0.0.0.0')
     .option('--timeout <duration>', 'longest a scrape waits for Redis', '1s')
+    .option('--list-interval <duration>', 'how often to look for new dependencies (a SCAN of Redis)', '15s')
     .option('--json', 'print where it serves as JSON')
     .action(async (flags: ServeFlags) => {
       assertPrefix(flags.prefix);
@@ -51,12 +53,15 @@ export function register(program: Command, io: CliIO): void {
       const readTimeoutMs = parseDuration(flags.timeout, '--timeout');
       if (readTimeoutMs <= 0)
         throw new InvalidInputError('--timeout: must be longer than 0, like 500ms or 2s');
+      const listIntervalMs = parseDuration(flags.listInterval, '--list-interval');
       const redis = await connect(flags.redis);
       const queues: DeadLetterQueue[] = [];
       try {
         const registry = new Registry();
         const exporter = createMetrics({ registry, readTimeoutMs });
-        exporter.observeBudget(readOnlyBudget(new RedisBudgetStore({ redis, prefix: flags.prefix })));
+        exporter.observeBudget(readOnlyBudget(new RedisBudgetStore({ redis, prefix: flags.prefix })), {
+          listIntervalMs,
+        });
         exporter.observeBreaker(readOnlyBreaker(new RedisBreakerStore({ redis, prefix: flags.prefix })));
         for (const queue of flags.queue) {
           const dlq = deadLetterQueue(queue, { connection: redis, prefix: flags.bullPrefix });
