@@ -20,6 +20,8 @@ export interface DependencyTimeline {
   granted: number[];
   /** Retries postponed without charging an attempt (budget deferral, open breaker). */
   deferred: number[];
+  /** Attempts an open (or fully probed half-open) breaker refused: nothing was sent. */
+  refused: number[];
   /** Sum of the strategy's budgets' allowance in their window (per-worker budgets add up); empty without a budget. */
   allowance: number[];
   /** Retries the budgets have granted in their window. */
@@ -159,6 +161,7 @@ function toTimeline(d: DependencySeries, seconds: number): DependencyTimeline {
     failures: d.failures.toArray(seconds),
     granted: d.granted.toArray(seconds),
     deferred: d.deferred.toArray(seconds),
+    refused: d.refused.toArray(seconds),
     allowance: d.allowance.length > 0 ? d.allowance.toArray(seconds) : [],
     spent: d.spent.length > 0 ? d.spent.toArray(seconds) : [],
     denied: d.denied.length > 0 ? d.denied.toArray(seconds) : [],

@@ -1,10 +1,18 @@
+import { CircuitBreaker } from '../breaker/circuit-breaker.js';
+import { MemoryBreakerStore } from '../breaker/memory-store.js';
 import { MemoryBudgetStore } from '../budget/memory-store.js';
 import { RetryBudget } from '../budget/retry-budget.js';
 import type { Clock } from '../common/clock.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
 import { isValidationError, ValidationError } from '../errors/validation-error.js';
-import type { SimBudget, StrategyRuntime } from './engine/runtime.js';
-import { type BudgetSettings, type Scenario, STRATEGY_KINDS, type StrategyKind } from './scenario/schema.js';
+import type { SimBreaker, SimBudget, StrategyRuntime } from './engine/runtime.js';
+import {
+  type BreakerSettings,
+  type BudgetSettings,
+  type Scenario,
+  STRATEGY_KINDS,
+  type StrategyKind,
+} from './scenario/schema.js';
 
 /** A strategy ready to run: its name, what it puts in front of retries, and its budget settings. */
 export interface ResolvedStrategy {
@@ -14,12 +22,14 @@ export interface ResolvedStrategy {
   /** For people: `ceiling + fleet budget`. */
   label: string;
   budget: BudgetSettings;
+  breaker: BreakerSettings;
 }
 
 const LABELS: Record<StrategyKind, string> = {
   'ceiling-only': 'ceiling only',
   'fleet-budget': 'ceiling + fleet budget',
   'per-worker-budgets': 'ceiling + per-worker budgets',
+  'budget-and-breaker': 'ceiling + budget + breaker',
 };
 
 /**
@@ -32,12 +42,19 @@ const LABELS: Record<StrategyKind, string> = {
 export function resolveStrategies(scenario: Scenario, only?: readonly string[]): ResolvedStrategy[] {
   const all = scenario.strategies.map((entry): ResolvedStrategy => {
     if (typeof entry === 'string')
-      return { name: entry, kind: entry, label: LABELS[entry], budget: scenario.budget };
+      return {
+        name: entry,
+        kind: entry,
+        label: LABELS[entry],
+        budget: scenario.budget,
+        breaker: scenario.breaker,
+      };
     return {
       name: entry.name,
       kind: entry.kind,
-      label: `${entry.name} (${LABELS[entry.kind]})`,
+      label: entry.name,
       budget: { ...scenario.budget, ...entry.budget },
+      breaker: { ...scenario.breaker, ...entry.breaker },
     };
   });
   if (!only || only.length === 0) return all;
@@ -53,13 +70,16 @@ export function resolveStrategies(scenario: Scenario, only?: readonly string[]):
 
 function builtIn(name: string, scenario: Scenario): ResolvedStrategy | undefined {
   const kind = STRATEGY_KINDS.find((k) => k === name);
-  return kind ? { name: kind, kind, label: LABELS[kind], budget: scenario.budget } : undefined;
+  return kind
+    ? { name: kind, kind, label: LABELS[kind], budget: scenario.budget, breaker: scenario.breaker }
+    : undefined;
 }
 
 /**
  * Builds the strategy's gates on `clock`: stormguard's own `RetryBudget` over a `MemoryBudgetStore`, one
  * shared by every worker (`fleet-budget`) or one per worker (`per-worker-budgets`, which is how a budget kept
- * in worker memory behaves), or none (`ceiling-only`).
+ * in worker memory behaves), or none (`ceiling-only`); `budget-and-breaker` adds one fleet-wide
+ * `CircuitBreaker` on a `MemoryBreakerStore`.
  *
  * @example
  * const runtime = createRuntime(strategy, scenario.workers.count, new FakeClock(0));
@@ -76,22 +96,28 @@ export function createRuntime(strategy: ResolvedStrategy, workers: number, clock
       const budgets = Array.from({ length: workers }, () => createBudget(strategy, clock));
       return { budgetOf: budgets, budgets };
     }
+    case 'budget-and-breaker': {
+      const budget = createBudget(strategy, clock);
+      return {
+        budgetOf: new Array(workers).fill(budget),
+        budgets: [budget],
+        breaker: createBreaker(strategy, clock),
+      };
+    }
   }
 }
 
-const SCENARIO_FIELD: Record<string, string> = { windowMs: 'window' };
-
 /**
  * One budget on a store of its own. Budget settings the budget refuses are reported against the scenario's
- * field (`budget.window`), so the error points at the file.
+ * field (`budget.windowMs`), so the error points at the file.
  */
 function createBudget(strategy: ResolvedStrategy, clock: Clock): SimBudget {
-  const { ratio, window, minAllowance, mode, onExhausted } = strategy.budget;
+  const { ratio, windowMs, minAllowance, mode, onExhausted } = strategy.budget;
   try {
     return new RetryBudget({
       store: new MemoryBudgetStore({ clock }),
       ratio,
-      windowMs: window,
+      windowMs,
       minAllowance,
       mode,
       onExhausted,
@@ -101,7 +127,21 @@ function createBudget(strategy: ResolvedStrategy, clock: Clock): SimBudget {
     if (!isValidationError(error)) throw error;
     throw new ValidationError(
       `scenario (strategy "${strategy.name}")`,
-      error.issues.map((issue) => ({ ...issue, path: `budget.${SCENARIO_FIELD[issue.path] ?? issue.path}` })),
+      error.issues.map((issue) => ({ ...issue, path: `budget.${issue.path}` })),
+    );
+  }
+}
+
+/** The fleet's breaker (one, shared) on a memory store; settings it refuses are reported against `breaker.<field>`. */
+function createBreaker(strategy: ResolvedStrategy, clock: Clock): SimBreaker {
+  const settings = Object.fromEntries(Object.entries(strategy.breaker).filter(([, v]) => v !== undefined));
+  try {
+    return new CircuitBreaker({ ...settings, store: new MemoryBreakerStore({ clock }) });
+  } catch (error) {
+    if (!isValidationError(error)) throw error;
+    throw new ValidationError(
+      `scenario (strategy "${strategy.name}")`,
+      error.issues.map((issue) => ({ ...issue, path: `breaker.${issue.path}` })),
     );
   }
 }

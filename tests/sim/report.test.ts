@@ -57,7 +57,15 @@ describe.skipIf(!hasChromium)('the HTML report renders in headless Chromium', ()
     // Each chart's canvas holds drawn pixels: count the ones that are neither transparent nor white.
     const inked = await page.$$eval('canvas', (canvases) =>
       canvases.map((canvas) => {
-        const context = (canvas as HTMLCanvasElement).getContext('2d');
+        const context = (
+          canvas as unknown as {
+            getContext(
+              kind: '2d',
+            ): {
+              getImageData(x: number, y: number, w: number, h: number): { data: Uint8ClampedArray };
+            } | null;
+          }
+        ).getContext('2d');
         if (!context || canvas.width === 0 || canvas.height === 0) return 0;
         const { data } = context.getImageData(0, 0, canvas.width, canvas.height);
         let count = 0;

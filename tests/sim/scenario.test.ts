@@ -29,7 +29,7 @@ describe('scenario validation', () => {
     const scenario = parseScenario(structuredClone(DEFAULT_SCENARIO));
     expect(scenario.budget).toEqual({
       ratio: 0.2,
-      window: 60_000,
+      windowMs: 60_000,
       minAllowance: 10,
       mode: 'enforce',
       onExhausted: 'dead-letter',
@@ -67,7 +67,7 @@ describe('scenario validation', () => {
       'names no dependency',
     ],
     ['budget.ratio', (s: Editable) => (s.budget.ratio = 1.5), 'must be > 0 and <= 1'],
-    ['budget.window', (s: Editable) => (s.budget.window = 65), 'multiple'],
+    ['budget.windowMs', (s: Editable) => (s.budget.windowMs = 65), 'multiple'],
     ['strategies.0', (s: Editable) => (s.strategies = ['ceiling-first']), 'must be one of'],
   ])('a bad %s is refused with an error naming it', (field, edit, rule) => {
     const error = errorOf(variant(edit));
@@ -111,6 +111,7 @@ describe('scenario validation', () => {
       'fleet-budget',
       'per-worker-budgets',
       'deferring-budget',
+      'budget-and-breaker',
     ]);
   });
 

@@ -18,7 +18,10 @@ function expectConservation(result: SimulationResult): void {
     expect(s.lost, s.name).toBe(0);
     expect(s.unfinished, s.name).toBe(0);
     expect(s.completed + deadLetters(s), s.name).toBe(s.jobs);
-    expect(sum(Object.values(s.requests).map((r) => r.first)), s.name).toBe(s.jobs);
+    // Each job sends one first attempt, unless a breaker refused it every time.
+    const firsts = sum(Object.values(s.requests).map((r) => r.first));
+    if (s.kind === 'budget-and-breaker') expect(firsts).toBeLessThanOrEqual(s.jobs);
+    else expect(firsts, s.name).toBe(s.jobs);
   }
 }
 
@@ -30,7 +33,7 @@ function expectConservation(result: SimulationResult): void {
  * window's successes are at most those of the stretch plus the window and one sub-bucket before it.
  */
 function budgetBound(s: StrategyResult, dependency: string, scenario: Scenario, copies: number): number {
-  const { ratio, window, minAllowance } = scenario.budget;
+  const { ratio, windowMs: window, minAllowance } = scenario.budget;
   const stretch = Math.floor((window - window / 10) / 1_000) - 1;
   const lookBack = Math.ceil((window + window / 10) / 1_000);
   const successes = s.timeline[dependency]!.successes;
@@ -151,8 +154,16 @@ describe('determinism and the example scenario', () => {
       'fleet-budget',
       'per-worker-budgets',
       'deferring-budget',
+      'budget-and-breaker',
     ]);
     expect(Object.keys(first.strategies[0]!.requests)).toEqual(['mail', 'crm']);
+    // The breaker refuses calls only once the outage has made calls fail, never before.
+    const breaker = byName(first, 'budget-and-breaker');
+    const mailDown = first.dependencies.find((d) => d.name === 'mail')!.unhealthy[0]!;
+    const refused = breaker.timeline.mail!.refused;
+    expect(sum(refused)).toBeGreaterThan(0);
+    expect(sum(refused, 0, Math.floor(mailDown.fromMs / 1_000))).toBe(0);
+    expect(sum(breaker.timeline.crm!.refused)).toBe(0);
     const deferring = byName(first, 'deferring-budget');
     // Deferral reschedules instead of spending an attempt.
     expect(sum(deferring.timeline.mail!.deferred)).toBeGreaterThan(0);

@@ -1,5 +1,6 @@
 import type { FakeClock } from '../../common/clock.js';
 import { seededRandom } from '../../common/random.js';
+import { BrokenCircuitError } from '../../errors/broken-circuit-error.js';
 import { decide, decideSync } from '../../policy/decide.js';
 import type { DecideContext, Decision, RetryPolicy } from '../../policy/types.js';
 import { type DependencySpec, expectedJobs, type Scenario } from '../scenario/schema.js';
@@ -36,6 +37,8 @@ export interface DependencySeries {
   granted: BinnedSeries;
   /** Retries postponed without charging an attempt (budget deferral, open breaker). */
   deferred: BinnedSeries;
+  /** Attempts the breaker refused (nothing sent). */
+  refused: BinnedSeries;
   /** Sum of the strategy's budgets' allowance and spend for the dependency, sampled once per bin. */
   allowance: BinnedSeries;
   spent: BinnedSeries;
@@ -140,6 +143,7 @@ export async function runEngine(
     failures: new BinnedSeries(BIN_MS),
     granted: new BinnedSeries(BIN_MS),
     deferred: new BinnedSeries(BIN_MS),
+    refused: new BinnedSeries(BIN_MS),
     allowance: new BinnedSeries(BIN_MS, 'gauge'),
     spent: new BinnedSeries(BIN_MS, 'gauge'),
     denied: new BinnedSeries(BIN_MS, 'gauge'),
@@ -171,6 +175,7 @@ export async function runEngine(
   for (let c = 0; c < concurrency; c++) for (let w = 0; w < workerCount; w++) idle.push(c * workerCount + w);
 
   const gated = runtime.budgets.length > 0 || runtime.breaker !== undefined;
+  // The ungated path reuses one context: decideSync is synchronous, so nothing else sees it meanwhile.
   const ctx: DecideContext = {
     policy: classes[0]?.policy as RetryPolicy,
     error: undefined,
@@ -182,9 +187,9 @@ export async function runEngine(
     previousDelayMs: undefined,
     hasIdempotencyKey: true,
     hasDeadLetterTarget: true,
-    budget: undefined,
-    breaker: runtime.breaker,
   };
+  /** Breaker admissions and outcomes started by the current event, settled before the next one. */
+  const admissions: Promise<unknown>[] = [];
 
   // Mutable counters live in one object: a closure variable holding a double is re-boxed on every write.
   const run = {
@@ -203,19 +208,90 @@ export async function runEngine(
     else waiting.push(job);
   };
 
+  /**
+   * A slot takes a job. Under a breaker the call must be admitted first: the admission is asked now (the
+   * memory store updates synchronously, in event order) and its answer handled before the next event.
+   */
   const start = (slot: number, job: number, t: number): void => {
+    slotJob[slot] = job;
+    const breaker = runtime.breaker;
+    if (!breaker) {
+      call(slot, job, t);
+      return;
+    }
+    const d = (classes[jobs.jobClass[job] as number] as EngineJobClass).dependency;
+    admissions.push(
+      breaker.acquire(dependencyNames[d] as string).then((admission) => {
+        if (admission.allowed) call(slot, job, t);
+        else return refused(slot, job, t, admission.snapshot);
+      }),
+    );
+  };
+
+  /** One attempt that reaches the dependency: draw its outcome and latency, count the request. */
+  const call = (slot: number, job: number, t: number): void => {
     const jobClass = classes[jobs.jobClass[job] as number] as EngineJobClass;
     const d = jobClass.dependency;
     const model = models[d] as DependencyModel;
     const outcome = model.call(t, behaviour, jobClass.permanentErrorRate);
     const s = series[d] as DependencySeries;
-    if (jobs.attempts[job] === 0) s.first.add(t);
-    else s.retries.add(t);
+    if (jobs.sent[job] === 0) {
+      jobs.sent[job] = 1;
+      s.first.add(t);
+    } else s.retries.add(t);
     jobs.attempts[job] = (jobs.attempts[job] as number) + 1;
     jobs.charged[job] = (jobs.charged[job] as number) + 1;
-    slotJob[slot] = job;
     slotOutcome[slot] = outcome;
     queue.push(t + model.latencyMs, (slot << KIND_BITS) | ATTEMPT_DONE);
+  };
+
+  /** An attempt the breaker refused: nothing is sent; the job meets a BrokenCircuitError at once. */
+  const refused = (
+    slot: number,
+    job: number,
+    t: number,
+    snapshot: { state: string; halfOpenAtMs?: number },
+  ): Promise<void> => {
+    const jobClass = classes[jobs.jobClass[job] as number] as EngineJobClass;
+    const d = jobClass.dependency;
+    (series[d] as DependencySeries).refused.add(t);
+    jobs.attempts[job] = (jobs.attempts[job] as number) + 1;
+    jobs.charged[job] = (jobs.charged[job] as number) + 1;
+    const name = dependencyNames[d] as string;
+    const error = new BrokenCircuitError(
+      name,
+      snapshot.halfOpenAtMs,
+      snapshot.state === 'half-open' ? 'half-open' : 'open',
+    );
+    return decide(contextFor(job, jobClass, slot, t, error)).then((decision) => {
+      apply(decision, job, d, t);
+      nextJob(slot, t);
+    });
+  };
+
+  /** A decision's context of its own (gated decisions may be in flight together). */
+  const contextFor = (
+    job: number,
+    jobClass: EngineJobClass,
+    slot: number,
+    t: number,
+    error: unknown,
+  ): DecideContext => {
+    const previous = jobs.previousDelay[job] as number;
+    return {
+      policy: jobClass.policy,
+      error,
+      attemptsMade: jobs.charged[job] as number,
+      createdAtMs: jobs.createdAt[job] as number,
+      nowMs: t,
+      random: policyRandom,
+      dependency: dependencyNames[jobClass.dependency] as string,
+      previousDelayMs: Number.isNaN(previous) ? undefined : previous,
+      hasIdempotencyKey: jobClass.idempotencyKey,
+      hasDeadLetterTarget: true,
+      budget: runtime.budgetOf[slot % workerCount],
+      breaker: runtime.breaker,
+    };
   };
 
   const nextJob = (slot: number, t: number): void => {
@@ -259,35 +335,41 @@ export async function runEngine(
     const outcome = slotOutcome[slot] as CallOutcome;
     const jobClass = classes[jobs.jobClass[job] as number] as EngineJobClass;
     const d = jobClass.dependency;
-    const worker = slot % workerCount;
-    const budget = runtime.budgetOf[worker];
     const s = series[d] as DependencySeries;
+    const breaker = runtime.breaker;
     if (outcome === CallOutcome.Success) {
       s.successes.add(t);
+      const budget = runtime.budgetOf[slot % workerCount];
       if (budget) budget.recordSuccess(dependencyNames[d] as string);
-      runtime.breaker?.recordSuccess?.(dependencyNames[d] as string);
+      if (breaker) admissions.push(breaker.recordSuccess(dependencyNames[d] as string));
       finish(job, t, undefined);
       nextJob(slot, t);
       return undefined;
     }
     s.failures.add(t);
-    if (outcome !== CallOutcome.Permanent) runtime.breaker?.recordFailure?.(dependencyNames[d] as string);
-    ctx.policy = jobClass.policy;
-    ctx.error = (models[d] as DependencyModel).errors[outcome];
-    ctx.attemptsMade = jobs.charged[job] as number;
-    ctx.createdAtMs = jobs.createdAt[job] as number;
-    ctx.nowMs = t;
-    ctx.dependency = dependencyNames[d] as string;
-    const previous = jobs.previousDelay[job] as number;
-    ctx.previousDelayMs = Number.isNaN(previous) ? undefined : previous;
-    ctx.hasIdempotencyKey = jobClass.idempotencyKey;
-    ctx.budget = budget;
+    const error = (models[d] as DependencyModel).errors[outcome];
+    if (breaker) {
+      // A permanent error means the dependency answered: a success for its health (CircuitBreaker's contract).
+      const name = dependencyNames[d] as string;
+      admissions.push(
+        outcome === CallOutcome.Permanent ? breaker.recordSuccess(name) : breaker.recordFailure(name),
+      );
+    }
     if (!gated) {
+      ctx.policy = jobClass.policy;
+      ctx.error = error;
+      ctx.attemptsMade = jobs.charged[job] as number;
+      ctx.createdAtMs = jobs.createdAt[job] as number;
+      ctx.nowMs = t;
+      ctx.dependency = dependencyNames[d] as string;
+      const previous = jobs.previousDelay[job] as number;
+      ctx.previousDelayMs = Number.isNaN(previous) ? undefined : previous;
+      ctx.hasIdempotencyKey = jobClass.idempotencyKey;
       apply(decideSync(ctx), job, d, t);
       nextJob(slot, t);
       return undefined;
     }
-    return decide(ctx).then((decision) => {
+    return decide(contextFor(job, jobClass, slot, t, error)).then((decision) => {
       apply(decision, job, d, t);
       nextJob(slot, t);
     });
@@ -383,8 +465,14 @@ export async function runEngine(
       }
       if (++run.events % progressEvery === 0) options.onProgress?.(run.finished, expected);
       if (pending) return pending;
+      if (admissions.length > 0) return settleAdmissions();
     }
     return undefined;
+  };
+
+  /** Settles breaker calls in the order they were made, including those their continuations start. */
+  const settleAdmissions = async (): Promise<void> => {
+    while (admissions.length > 0) await Promise.all(admissions.splice(0));
   };
 
   queue.push(0, TICK);
@@ -393,9 +481,11 @@ export async function runEngine(
     scheduleArrival(i, a.backlog >= 0 ? a.at : a.from);
   }
 
-  for (let pending = step(); pending; pending = step()) await pending;
+  for (let pending = step(); pending; pending = step()) {
+    await pending;
+    await settleAdmissions();
+  }
   for (const budget of runtime.budgets) await budget.close();
-  await runtime.breaker?.close?.();
   options.onProgress?.(run.finished, Math.max(run.finished, expected));
 
   const inFlight = slotCount - idle.size;

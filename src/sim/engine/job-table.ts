@@ -13,6 +13,8 @@ export class JobTable {
   attempts: Uint16Array;
   /** Attempts that count against `maxAttempts` (a budget deferral or an open breaker gives one back). */
   charged: Uint16Array;
+  /** 1 once the job has sent a request (a breaker may refuse its first attempts). */
+  sent: Uint8Array;
   /** The last retry's delay, for decorrelated jitter; NaN before the first retry. */
   previousDelay: Float64Array;
 
@@ -23,6 +25,7 @@ export class JobTable {
     this.attempts = new Uint16Array(initialCapacity);
     this.charged = new Uint16Array(initialCapacity);
     this.previousDelay = new Float64Array(initialCapacity);
+    this.sent = new Uint8Array(initialCapacity);
   }
 
   /** Adds a job and returns its number. */
@@ -37,7 +40,7 @@ export class JobTable {
 
   #grow(): void {
     const capacity = this.#capacity * 2;
-    const widen = <T extends Uint16Array | Float64Array>(old: T, make: (n: number) => T): T => {
+    const widen = <T extends Uint8Array | Uint16Array | Float64Array>(old: T, make: (n: number) => T): T => {
       const next = make(capacity);
       next.set(old);
       return next;
@@ -47,6 +50,7 @@ export class JobTable {
     this.attempts = widen(this.attempts, (n) => new Uint16Array(n));
     this.charged = widen(this.charged, (n) => new Uint16Array(n));
     this.previousDelay = widen(this.previousDelay, (n) => new Float64Array(n));
+    this.sent = widen(this.sent, (n) => new Uint8Array(n));
     this.#capacity = capacity;
   }
 }

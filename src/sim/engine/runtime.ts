@@ -9,11 +9,13 @@ export interface SimBudget extends BudgetGate {
   close(): unknown;
 }
 
-/** A breaker as the engine drives it: the gate `decide` asks, plus the outcome of each call. */
+/** A breaker as the engine drives it (stormguard's `CircuitBreaker` is one): admission, outcomes, and the gate `decide` asks. */
 export interface SimBreaker extends BreakerGate {
-  recordSuccess?(dependency: string): unknown;
-  recordFailure?(dependency: string): unknown;
-  close?(): unknown;
+  acquire(
+    dependency: string,
+  ): Promise<{ allowed: boolean; snapshot: { state: string; halfOpenAtMs?: number } }>;
+  recordSuccess(dependency: string): Promise<unknown>;
+  recordFailure(dependency: string): Promise<unknown>;
 }
 
 /**

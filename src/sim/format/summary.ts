@@ -29,6 +29,12 @@ export function formatSummary(result: SimulationResult): string {
     rows.push([`${d.name}: first attempts`, (s) => formatCount(s.requests[d.name]?.first ?? 0)]);
     rows.push([`${d.name}: retries`, (s) => formatCount(s.requests[d.name]?.retries ?? 0)]);
   }
+  if (strategies.some((s) => s.kind === 'budget-and-breaker'))
+    for (const d of result.dependencies)
+      rows.push([
+        `${d.name}: refused by the breaker`,
+        (s) => formatCount(sum(s.timeline[d.name]?.refused ?? [])),
+      ]);
   rows.push(['peak retries/s while down', (s) => formatCount(s.peakRetriesPerSecond)]);
   rows.push(['completed', (s) => formatCount(s.completed)]);
   rows.push(['dead-lettered', (s) => formatCount(sum(Object.values(s.deadLettered)))]);

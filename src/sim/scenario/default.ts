@@ -39,7 +39,7 @@ export const DEFAULT_SCENARIO: ScenarioInput = {
       ],
     },
   },
-  budget: { ratio: 0.2, window: '60s', minAllowance: 10 },
+  budget: { ratio: 0.2, windowMs: '60s', minAllowance: 10 },
   strategies: ['ceiling-only', 'fleet-budget', 'per-worker-budgets'],
 };
 

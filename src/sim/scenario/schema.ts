@@ -6,15 +6,31 @@ const name = () =>
   z.string().regex(/^[A-Za-z0-9][\w.-]*$/, 'must be a name of letters, digits, ".", "_" or "-" (no spaces)');
 
 /** The kinds of strategy the simulator knows. */
-export const STRATEGY_KINDS = ['ceiling-only', 'fleet-budget', 'per-worker-budgets'] as const;
+export const STRATEGY_KINDS = [
+  'ceiling-only',
+  'fleet-budget',
+  'per-worker-budgets',
+  'budget-and-breaker',
+] as const;
 export type StrategyKind = (typeof STRATEGY_KINDS)[number];
 
 const BudgetSettings = z.strictObject({
   ratio: z.number().gt(0, 'must be > 0 and <= 1').max(1, 'must be > 0 and <= 1').default(0.2),
-  window: duration().default(60_000),
+  windowMs: duration().default(60_000),
   minAllowance: z.number().int('must be a whole number').min(0, 'must be >= 0').default(10),
   mode: z.enum(['enforce', 'shadow']).default('enforce'),
   onExhausted: z.enum(['dead-letter', 'defer']).default('dead-letter'),
+});
+
+/** Circuit breaker settings, as `CircuitBreaker` takes them (durations may be strings); unset fields take its defaults. */
+const BreakerSettings = z.strictObject({
+  failureRateThreshold: z.number().optional(),
+  windowMs: duration().optional(),
+  minimumVolume: z.number().optional(),
+  consecutiveFailures: z.number().optional(),
+  coolDownMs: duration().optional(),
+  halfOpenProbes: z.number().optional(),
+  successesToClose: z.number().optional(),
 });
 
 const StrategyEntry = z.union(
@@ -25,9 +41,11 @@ const StrategyEntry = z.union(
       kind: z.enum(STRATEGY_KINDS, { error: `must be one of ${STRATEGY_KINDS.join(', ')}` }),
       /** Budget settings for this strategy only, over the scenario's `budget`. */
       budget: BudgetSettings.partial().optional(),
+      /** Breaker settings for this strategy only, over the scenario's `breaker`. */
+      breaker: BreakerSettings.optional(),
     }),
   ],
-  { error: `must be one of ${STRATEGY_KINDS.join(', ')}, or { name, kind, budget }` },
+  { error: `must be one of ${STRATEGY_KINDS.join(', ')}, or { name, kind, budget, breaker }` },
 );
 
 const Phase = z
@@ -108,15 +126,17 @@ export const ScenarioSchema = z
     dependencies: z.record(name(), Dependency),
     budget: BudgetSettings.default({
       ratio: 0.2,
-      window: 60_000,
+      windowMs: 60_000,
       minAllowance: 10,
       mode: 'enforce',
       onExhausted: 'dead-letter',
     }),
+    /** The breaker of the `budget-and-breaker` strategy; unset fields take CircuitBreaker's defaults. */
+    breaker: BreakerSettings.default({}),
     strategies: z
       .array(StrategyEntry)
       .min(1, 'must list at least one strategy')
-      .default([...STRATEGY_KINDS]),
+      .default(['ceiling-only', 'fleet-budget', 'per-worker-budgets']),
   })
   .superRefine((s, ctx) => {
     const classes = Object.keys(s.jobClasses);
@@ -171,6 +191,7 @@ export type ScenarioInput = z.input<typeof ScenarioSchema>;
 /** A validated scenario: every duration in milliseconds, every default filled in. */
 export type Scenario = z.output<typeof ScenarioSchema>;
 export type BudgetSettings = z.output<typeof BudgetSettings>;
+export type BreakerSettings = z.output<typeof BreakerSettings>;
 export type ArrivalSpec = Scenario['arrivals'][number];
 export type DependencySpec = Scenario['dependencies'][string];
 export type PhaseSpec = DependencySpec['timeline'][number];
