@@ -154,7 +154,9 @@ describe('alerts', () => {
 
 describe('README', () => {
   it('lists every metric the exporter registers', () => {
-    const section = readme.slice(readme.indexOf('## Watching a fleet'));
+    const start = readme.indexOf('\n## Watching a fleet');
+    const end = readme.indexOf('\n## ', start + 1);
+    const section = readme.slice(start, end === -1 ? undefined : end);
     expect(section.length).toBeGreaterThan(1000);
     for (const def of Object.values(METRICS)) expect(section, def.name).toContain(`stormguard_${def.name}`);
   });
