@@ -1,5 +1,5 @@
 import { type Clock, systemClock } from '../common/clock.js';
-import type { BudgetMode, BudgetStore, StoreRead, StoreSpend } from './store.js';
+import type { BudgetStore, StoreRead, StoreSpend } from './store.js';
 import { allowanceFor, type BudgetWindow, intDiv, oldestOverlapMs, weighted } from './window.js';
 
 /**
@@ -11,6 +11,8 @@ class Ring {
   readonly successes: Float64Array;
   readonly spent: Float64Array;
   readonly denied: Float64Array;
+  /** The settings last used for this dependency (what `read()` without settings computes with). */
+  window: BudgetWindow | undefined;
 
   constructor(
     readonly bucketMs: number,
@@ -58,14 +60,13 @@ export class MemoryBudgetStore implements BudgetStore {
   readonly remote = false;
   readonly #clock: Clock;
   readonly #rings = new Map<string, Ring>();
-  readonly #windows = new Map<string, BudgetWindow>();
   readonly #sums: Sums = { successes: 0, spent: 0, denied: 0 };
 
   constructor(options: { clock?: Clock } = {}) {
     this.#clock = options.clock ?? systemClock;
   }
 
-  trySpend(dependency: string, window: BudgetWindow, mode: BudgetMode, pendingSuccesses: number): StoreSpend {
+  trySpend(dependency: string, window: BudgetWindow, pendingSuccesses: number, count: number): StoreSpend {
     const now = this.#clock.now();
     const ring = this.#ring(dependency, window);
     const current = intDiv(now, window.bucketMs);
@@ -73,22 +74,14 @@ export class MemoryBudgetStore implements BudgetStore {
     ring.successes[slot]! += pendingSuccesses;
     const sums = this.#sum(ring, current, now);
     const allowance = allowanceFor(sums.successes, window.ratioPpm, window.minAllowance);
-    if (sums.spent < allowance) {
-      ring.spent[slot]! += 1;
-      return {
-        outcome: 'granted',
-        allowance,
-        spent: sums.spent + 1,
-        denied: sums.denied,
-        successes: sums.successes,
-      };
-    }
-    ring.denied[slot]! += 1;
+    const granted = Math.min(count, Math.max(0, allowance - sums.spent));
+    ring.spent[slot]! += granted;
+    ring.denied[slot]! += count - granted;
     return {
-      outcome: mode === 'shadow' ? 'would-deny' : 'denied',
+      granted,
       allowance,
-      spent: sums.spent,
-      denied: sums.denied + 1,
+      spent: sums.spent + granted,
+      denied: sums.denied + count - granted,
       successes: sums.successes,
     };
   }
@@ -100,8 +93,8 @@ export class MemoryBudgetStore implements BudgetStore {
   }
 
   read(dependency: string, window?: BudgetWindow): StoreRead | undefined {
-    const used = window ?? this.#windows.get(dependency);
     const ring = this.#rings.get(dependency);
+    const used = window ?? ring?.window;
     if (!used || !ring || ring.bucketMs !== used.bucketMs || ring.buckets !== used.buckets) return undefined;
     const now = this.#clock.now();
     const sums = this.#sum(ring, intDiv(now, used.bucketMs), now);
@@ -127,7 +120,7 @@ export class MemoryBudgetStore implements BudgetStore {
       ring = new Ring(window.bucketMs, window.buckets);
       this.#rings.set(dependency, ring);
     }
-    if (this.#windows.get(dependency) !== window) this.#windows.set(dependency, window);
+    ring.window = window;
     return ring;
   }
 

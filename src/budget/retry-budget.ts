@@ -17,6 +17,11 @@ import { type BudgetWindow, budgetWindow, type WindowCounts } from './window.js'
 
 const STORE = 'budget store';
 
+interface Batch {
+  inFlight: boolean;
+  waiting: Array<(result: SpendResult) => void>;
+}
+
 /**
  * A fleet-wide retry budget, keyed by dependency: retries may be at most `ratio` of the successes in the
  * last `windowMs` (sliding, in `buckets` sub-buckets), and never fewer than `minAllowance` per window.
@@ -67,6 +72,8 @@ export class RetryBudget implements BudgetGate {
   readonly #floorWindow: BudgetWindow;
   readonly #pending = new Map<string, number>();
   readonly #checked = new Set<string>();
+  /** Remote `trySpend` requests per dependency: the call in flight and those waiting for the next one. */
+  readonly #batches = new Map<string, Batch>();
   readonly #timer: NodeJS.Timeout | undefined;
   #degradedSince: number | undefined;
   #lastProbeAt = 0;
@@ -131,27 +138,55 @@ export class RetryBudget implements BudgetGate {
   /**
    * Asks for one retry against `dependency`'s budget. Never rejects because of the store: a failing or slow
    * store yields the fallback's answer with `degraded: true`. Rejects only for an invalid dependency name.
+   *
+   * On a remote store, requests for one dependency that arrive while a call for it is in flight wait for it
+   * and then share the next call (one round trip decides them all, one after another, exactly as if they
+   * had been sent one by one), so a request waits at most about twice `timeoutMs`.
    */
   async trySpend(dependency: string): Promise<SpendResult> {
     this.#check(dependency);
-    if (this.#degradedSince === undefined) {
-      let pending = 0;
-      if (this.#store.remote) {
-        pending = this.#pending.get(dependency) ?? 0;
-        if (pending > 0) this.#pending.delete(dependency);
+    if (this.#degradedSince !== undefined) {
+      this.#probe();
+      return this.#fallbackResult(dependency);
+    }
+    if (!this.#store.remote) {
+      const spend = await this.#store.trySpend(dependency, this.#window, 0, 1);
+      return this.#settle(dependency, spend, 0, 1, false);
+    }
+    return new Promise<SpendResult>((resolve) => {
+      let batch = this.#batches.get(dependency);
+      if (!batch) {
+        batch = { inFlight: false, waiting: [] };
+        this.#batches.set(dependency, batch);
       }
-      try {
-        const spend = await bounded(
-          this.#store.trySpend(dependency, this.#window, this.mode, pending),
-          this.#options.timeoutMs,
-          STORE,
-        );
-        return this.#settle(dependency, spend, false);
-      } catch (error) {
-        this.#degrade(error, dependency);
-      }
-    } else this.#probe();
-    return this.#settle(dependency, this.#fallbackSpend(dependency), true);
+      batch.waiting.push(resolve);
+      if (!batch.inFlight) void this.#send(dependency, batch);
+    });
+  }
+
+  /** Sends every waiting request for `dependency` as one store call, then the next batch if one formed. */
+  async #send(dependency: string, batch: Batch): Promise<void> {
+    const waiting = batch.waiting;
+    batch.waiting = [];
+    batch.inFlight = true;
+    const pending = this.#pending.get(dependency) ?? 0;
+    if (pending > 0) this.#pending.delete(dependency);
+    try {
+      const spend = await bounded(
+        this.#store.trySpend(dependency, this.#window, pending, waiting.length),
+        this.#options.timeoutMs,
+        STORE,
+      );
+      for (let i = 0; i < waiting.length; i++)
+        waiting[i]!(this.#settle(dependency, spend, i, waiting.length, false));
+    } catch (error) {
+      this.#degrade(error, dependency);
+      for (const resolve of waiting) resolve(this.#fallbackResult(dependency));
+    } finally {
+      batch.inFlight = false;
+      if (batch.waiting.length > 0) void this.#send(dependency, batch);
+      else this.#batches.delete(dependency);
+    }
   }
 
   /** The dependency's budget without spending: the store's view, or the fallback's while degraded. */
@@ -212,24 +247,39 @@ export class RetryBudget implements BudgetGate {
     }
   }
 
-  #fallbackSpend(dependency: string): StoreSpend {
-    if (this.fallback === 'local') return this.#local.trySpend(dependency, this.#floorWindow, this.mode, 0);
-    const outcome = this.fallback === 'allow' ? 'granted' : this.mode === 'shadow' ? 'would-deny' : 'denied';
-    return { outcome, allowance: this.minAllowance, spent: 0, denied: 0, successes: 0 };
+  #fallbackResult(dependency: string): SpendResult {
+    if (this.fallback === 'local') {
+      const spend = this.#local.trySpend(dependency, this.#floorWindow, 0, 1);
+      return this.#settle(dependency, spend, 0, 1, true);
+    }
+    const granted = this.fallback === 'allow' ? 1 : 0;
+    const spend = { granted, allowance: this.minAllowance, spent: 0, denied: 0, successes: 0 };
+    return this.#settle(dependency, spend, 0, 1, true);
   }
 
-  #settle(dependency: string, spend: StoreSpend, degraded: boolean): SpendResult {
+  /**
+   * The result of request `index` of the `count` a store call decided one after another: the counts are
+   * those right after its own decision, so each result reads as if it had been decided alone.
+   */
+  #settle(
+    dependency: string,
+    spend: StoreSpend,
+    index: number,
+    count: number,
+    degraded: boolean,
+  ): SpendResult {
+    const granted = index < spend.granted;
     const result: SpendResult = {
       dependency,
-      granted: spend.outcome !== 'denied',
+      granted: granted || this.mode === 'shadow',
       allowance: spend.allowance,
-      spent: spend.spent,
-      denied: spend.denied,
+      spent: spend.spent - spend.granted + Math.min(index + 1, spend.granted),
+      denied: spend.denied - (count - spend.granted) + Math.max(0, index + 1 - spend.granted),
       successes: spend.successes,
       windowMs: this.windowMs,
       degraded,
     };
-    if (spend.outcome === 'granted') {
+    if (granted) {
       if (this.events.has('granted')) this.events.emit('granted', result);
     } else if (this.events.has('denied')) {
       this.events.emit('denied', { ...result, mode: this.mode });

@@ -7,17 +7,13 @@ export type MaybePromise<T> = T | Promise<T>;
 export type BudgetMode = 'enforce' | 'shadow';
 
 /**
- * What a store decided for one `trySpend`:
- * - `granted`: the retry fits; it was counted as spent.
- * - `denied`: it does not fit (enforce mode); counted as denied, never as spent.
- * - `would-deny`: it does not fit, but the budget is in shadow mode: counted as denied and let through
- *   without being counted as spent, so later decisions match what enforce mode would have made.
+ * A store's answer to `trySpend`: how many of the retries asked for were granted, and the window's counts
+ * after the call. Retries are decided one after another: each is granted iff spent < allowance (then
+ * counted as spent), otherwise counted as denied, never as spent. The store knows nothing of shadow mode:
+ * `RetryBudget` lets denied retries through in shadow mode, and the counts are the same either way.
  */
-export type SpendOutcome = 'granted' | 'denied' | 'would-deny';
-
-/** A store's answer to `trySpend`: the outcome and the window's counts after it. */
 export interface StoreSpend extends WindowCounts {
-  outcome: SpendOutcome;
+  granted: number;
 }
 
 /** A store's answer to `read`: the counts and the settings they were computed with. */
@@ -34,7 +30,7 @@ export interface StoreRead extends WindowCounts {
  *
  * @example
  * const store: BudgetStore = new MemoryBudgetStore();
- * const spend = await store.trySpend('search', window, 'enforce', 0);
+ * const spend = await store.trySpend('search', window, 0, 1); // { granted: 1, allowance: 10, ... }
  */
 export interface BudgetStore {
   /**
@@ -44,14 +40,14 @@ export interface BudgetStore {
   readonly remote: boolean;
 
   /**
-   * Atomically: adds `pendingSuccesses` to the current bucket, computes the allowance, and grants the retry
-   * iff spent < allowance (spent + 1), otherwise counts a denial (never spent).
+   * Atomically: adds `pendingSuccesses` to the current bucket, computes the allowance, and decides `count`
+   * retries one after another (several concurrent requests for one dependency can share one call).
    */
   trySpend(
     dependency: string,
     window: BudgetWindow,
-    mode: BudgetMode,
     pendingSuccesses: number,
+    count: number,
   ): MaybePromise<StoreSpend>;
 
   /** Adds `count` successes to the dependency's current bucket. */

@@ -1,5 +1,5 @@
 import type { Cluster } from 'ioredis';
-import type { BudgetMode, BudgetStore, SpendOutcome, StoreRead, StoreSpend } from '../budget/store.js';
+import type { BudgetStore, StoreRead, StoreSpend } from '../budget/store.js';
 import type { BudgetWindow } from '../budget/window.js';
 import type { Clock } from '../common/clock.js';
 import {
@@ -23,8 +23,6 @@ export interface RedisBudgetStoreOptions {
    */
   clock?: Clock;
 }
-
-const OUTCOME: Record<number, SpendOutcome> = { 1: 'granted', 0: 'denied', 2: 'would-deny' };
 
 /**
  * The fleet-wide budget store on Redis (ioredis). Each `trySpend` is one Lua script, one round trip:
@@ -82,17 +80,15 @@ export class RedisBudgetStore implements BudgetStore {
   async trySpend(
     dependency: string,
     window: BudgetWindow,
-    mode: BudgetMode,
     pendingSuccesses: number,
+    count: number,
   ): Promise<StoreSpend> {
     const reply = (await this.#spend(
       [budgetKey(this.prefix, dependency)],
-      spendArgs(window, mode, pendingSuccesses, this.#now()),
+      spendArgs(window, pendingSuccesses, count, this.#now()),
     )) as number[];
-    const [status, allowance, spent, denied, successes] = reply as [number, number, number, number, number];
-    const outcome = OUTCOME[status];
-    if (!outcome) throw new Error(`budget script returned an unknown status ${status}`);
-    return { outcome, allowance, spent, denied, successes };
+    const [granted, allowance, spent, denied, successes] = reply as [number, number, number, number, number];
+    return { granted, allowance, spent, denied, successes };
   }
 
   async addSuccesses(dependency: string, count: number, window: BudgetWindow): Promise<void> {
@@ -161,8 +157,8 @@ function ttlMs(window: BudgetWindow): number {
 /** ARGV of budget-spend-1.lua (see its contract header). */
 export function spendArgs(
   window: BudgetWindow,
-  mode: BudgetMode,
   successes: number,
+  count: number,
   nowMs: string,
 ): (string | number)[] {
   return [
@@ -170,8 +166,8 @@ export function spendArgs(
     window.buckets,
     window.ratioPpm,
     window.minAllowance,
-    mode === 'shadow' ? 1 : 0,
     successes,
+    count,
     ttlMs(window),
     nowMs,
   ];

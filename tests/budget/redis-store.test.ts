@@ -50,6 +50,12 @@ describe('RedisBudgetStore on the Redis server clock', () => {
         Array.from({ length: 2_000 }, (_, i) => budgets[i % 4]!.trySpend('search')),
       );
       expect(results.filter((r) => r.granted)).toHaveLength(200);
+      // Concurrent requests share script calls, yet each result reads as if decided alone.
+      const spentSeen = results.filter((r) => r.granted).map((r) => r.spent);
+      expect(new Set(spentSeen).size).toBe(200);
+      expect(Math.max(...spentSeen)).toBe(200);
+      const deniedSeen = results.filter((r) => !r.granted).map((r) => r.denied);
+      expect(new Set(deniedSeen).size).toBe(1_800);
       expect(results.every((r) => !r.degraded)).toBe(true);
       expect(await budgets[0]!.state('search')).toMatchObject({
         allowance: 200,

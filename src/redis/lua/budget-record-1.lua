@@ -11,7 +11,7 @@
   ARGV[6]  ttlMs          the hash's time to live after this write (2 windows)
   ARGV[7]  nowMs          optional, TEST ONLY: use this time instead of the server's TIME ("" = TIME)
 
-  Returns the current sub-bucket's success count after the addition.
+  Returns the window's successes after the addition.
 ]]
 --@include budget-window
 
@@ -24,7 +24,7 @@ local minAllowance = tonumber(ARGV[5])
 local ttlMs = tonumber(ARGV[6])
 local now = budgetNow(ARGV[7])
 
-local w = budgetRead(key, now, bucketMs, buckets)
-w.s = w.s + count
-budgetWrite(key, w, bucketMs, buckets, ratioPpm, minAllowance, ttlMs)
-return w.s
+local w = budgetLoad(key, now, bucketMs, buckets)
+w.s, w.S, w.successes = w.s + count, w.S + count, w.successes + count
+budgetSave(key, w, bucketMs .. ':' .. buckets .. ':' .. ratioPpm .. ':' .. minAllowance, ttlMs)
+return w.successes

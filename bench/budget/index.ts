@@ -1,0 +1,360 @@
+/**
+ * The fleet-wide retry budget against the seed's naive design (bench/baselines/naive-budget.ts), both on
+ * one redis-server this script spawns on a free port, measured in the same run:
+ *
+ * - trySpend decisions per second at concurrency 1, 16 and 64, over one connection and over four;
+ * - round trips and Redis commands per decision;
+ * - grants in the storm case: 1 000 successes, then 2 000 concurrent requests from 4 connections;
+ * - grants for 100 retries after 500 more successes arrive behind that storm of denials;
+ * - the allowance just before and just after a minute boundary under steady traffic (100 successes/s),
+ *   and grants for a burst of 1 500 retries straddling it;
+ * - round trips and Redis commands per successful job, with batching, at 1 000 jobs/s.
+ *
+ * Counts come from Redis itself (CONFIG RESETSTAT, then INFO commandstats). Round trips are the requests a
+ * client sent: EVALSHA/EVAL for stormguard, GET/INCR/EXPIRE for the naive design (each awaited in turn);
+ * its success path pipelines INCR+EXPIRE, so there one INCR is one round trip. "Commands" counts everything
+ * Redis executed, including the commands inside stormguard's Lua scripts. The edge and burst cases run on
+ * virtual time (the naive design's `now()`, stormguard's test-only time override); everything else runs on
+ * real time, with stormguard reading the Redis server's clock.
+ *
+ *   npx tsx bench/budget/index.ts [--ops 10000] [--json]
+ */
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import { RetryBudget } from '../../src/budget/retry-budget.js';
+import { FakeClock } from '../../src/common/clock.js';
+import { RedisBudgetStore } from '../../src/redis/budget-store.js';
+import { TestRedis } from '../../tests/helpers/redis-server.js';
+import { NaiveBudget } from '../baselines/naive-budget.js';
+
+const { values } = parseArgs({
+  options: { ops: { type: 'string', default: '10000' }, json: { type: 'boolean', default: false } },
+});
+const OPS = Number(values.ops);
+if (!Number.isInteger(OPS) || OPS < 100) {
+  process.stderr.write('--ops must be a whole number >= 100\n');
+  process.exit(2);
+}
+const CONCURRENCIES = [1, 16, 64];
+const CONNECTIONS = [1, 4];
+const STORM = { successes: 1_000, requests: 2_000, later: 500, retries: 100 };
+const MINUTE = 60_000;
+
+type Design = 'stormguard' | 'naive';
+const DESIGNS: Design[] = ['stormguard', 'naive'];
+/** The requests each design's client sends; everything else Redis counts ran inside a script. */
+const CLIENT_COMMANDS: Record<Design, string[]> = {
+  stormguard: ['evalsha', 'eval'],
+  naive: ['get', 'incr', 'expire'],
+};
+
+const server = await TestRedis.start();
+const admin = new Redis(server.url);
+const connections = Array.from({ length: 4 }, () => new Redis(server.url));
+const progress = (text: string) => {
+  if (process.stderr.isTTY) process.stderr.write(`${text}\n`);
+};
+
+/** Clears the data and Redis's command counters. */
+async function reset(): Promise<void> {
+  await admin.flushall();
+  await admin.config('RESETSTAT');
+}
+
+/** Calls per command since the last reset, without this script's own INFO/CONFIG/FLUSHALL. */
+async function commandStats(): Promise<Map<string, number>> {
+  const info = await admin.info('commandstats');
+  const calls = new Map<string, number>();
+  for (const [, name, n] of info.matchAll(/cmdstat_([\w|]+):calls=(\d+)/g)) {
+    if (/^(info|config|flushall)/.test(name!)) continue;
+    calls.set(name!, Number(n));
+  }
+  return calls;
+}
+
+async function counts(design: Design): Promise<{ requests: number; commands: number }> {
+  const stats = await commandStats();
+  let commands = 0;
+  for (const n of stats.values()) commands += n;
+  const requests = CLIENT_COMMANDS[design].reduce((sum, name) => sum + (stats.get(name) ?? 0), 0);
+  return { requests, commands };
+}
+
+/** A decision function per connection: `trySpend` for stormguard, `try_spend_retry` for the naive design. */
+function deciders(design: Design, connectionCount: number, clock?: FakeClock): Array<() => Promise<boolean>> {
+  return connections.slice(0, connectionCount).map((redis) => {
+    if (design === 'naive') {
+      const naive = new NaiveBudget(redis, clock ? { now: () => clock.now() / 1_000 } : {});
+      return () => naive.trySpendRetry('search');
+    }
+    const budget = new RetryBudget({
+      store: new RedisBudgetStore({ redis, prefix: 'bench', clock }),
+      // The benchmark measures decisions, not the degraded path: a queue of 64 in-flight calls is not an outage.
+      timeoutMs: 30_000,
+    });
+    return async () => (await budget.trySpend('search')).granted;
+  });
+}
+
+/** Records `n` successes of 'search' the design's way (stormguard: batched and flushed; naive: one each). */
+async function recordSuccesses(design: Design, n: number, clock?: FakeClock, redis = connections[0]!) {
+  if (design === 'naive') {
+    const naive = new NaiveBudget(redis, clock ? { now: () => clock.now() / 1_000 } : {});
+    await Promise.all(Array.from({ length: n }, () => naive.recordSuccess('search')));
+    return;
+  }
+  const budget = new RetryBudget({ store: new RedisBudgetStore({ redis, prefix: 'bench', clock }) });
+  budget.recordSuccess('search', n);
+  await budget.close();
+}
+
+/** Runs `total` decisions with `concurrency` callers spread over the deciders; returns how many were granted. */
+async function run(
+  decide: Array<() => Promise<boolean>>,
+  total: number,
+  concurrency: number,
+): Promise<number> {
+  let started = 0;
+  let granted = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, worker) => {
+      const call = decide[worker % decide.length]!;
+      while (started < total) {
+        started++;
+        if (await call()) granted++;
+      }
+    }),
+  );
+  return granted;
+}
+
+interface Throughput {
+  design: Design;
+  connections: number;
+  concurrency: number;
+  decisionsPerSecond: number;
+  roundTripsPerDecision: number;
+  commandsPerDecision: number;
+}
+
+async function throughput(design: Design, connectionCount: number, concurrency: number): Promise<Throughput> {
+  const decide = deciders(design, connectionCount);
+  await run(decide, 200, concurrency); // warm-up: script load, connection setup, JIT
+  await reset();
+  const total = concurrency === 1 ? Math.max(100, Math.round(OPS / 4)) : OPS;
+  const started = performance.now();
+  await run(decide, total, concurrency);
+  const seconds = (performance.now() - started) / 1_000;
+  const { requests, commands } = await counts(design);
+  return {
+    design,
+    connections: connectionCount,
+    concurrency,
+    decisionsPerSecond: Math.round(total / seconds),
+    roundTripsPerDecision: requests / total,
+    commandsPerDecision: commands / total,
+  };
+}
+
+/** 1 000 successes, 2 000 concurrent requests from 4 connections, then 500 more successes and 100 retries. */
+async function storm(design: Design): Promise<{ stormGrants: number; laterGrants: number }> {
+  await reset();
+  await recordSuccesses(design, STORM.successes);
+  const decide = deciders(design, 4);
+  const stormGrants = await run(decide, STORM.requests, STORM.requests);
+  await recordSuccesses(design, STORM.later);
+  const laterGrants = await run(decide, STORM.retries, 1);
+  return { stormGrants, laterGrants };
+}
+
+/** Two minutes of 100 successes per second on virtual time, ending 1 ms before a minute boundary. */
+async function steadyTraffic(design: Design): Promise<{ clock: FakeClock; boundary: number }> {
+  await reset();
+  const start = 1_700_000_040_000 - (1_700_000_040_000 % MINUTE);
+  const clock = new FakeClock(start);
+  for (let second = 0; second < 120; second++) {
+    clock.set(start + second * 1_000 + 500);
+    await recordSuccesses(design, 100, clock);
+  }
+  const boundary = start + 2 * MINUTE;
+  clock.set(boundary - 1);
+  return { clock, boundary };
+}
+
+async function allowanceNow(design: Design, clock: FakeClock): Promise<number> {
+  if (design === 'naive')
+    return new NaiveBudget(connections[0]!, { now: () => clock.now() / 1_000 }).allowance('search');
+  const budget = new RetryBudget({
+    store: new RedisBudgetStore({ redis: connections[0]!, prefix: 'bench', clock }),
+  });
+  return (await budget.state('search')).allowance;
+}
+
+async function edge(design: Design): Promise<{ before: number; after: number; burstGrants: number }> {
+  const first = await steadyTraffic(design);
+  const before = await allowanceNow(design, first.clock);
+  first.clock.set(first.boundary + 1);
+  const after = await allowanceNow(design, first.clock);
+  // The burst: 750 retries 1 ms before the boundary, 750 more 1 ms after it.
+  const second = await steadyTraffic(design);
+  const decide = deciders(design, 1, second.clock);
+  let burstGrants = await run(decide, 750, 16);
+  second.clock.set(second.boundary + 1);
+  burstGrants += await run(decide, 750, 16);
+  return { before, after, burstGrants };
+}
+
+/** Two seconds of 1 000 jobs/s, each recording one success; counts what reached Redis per success. */
+async function successPath(
+  design: Design,
+): Promise<{ roundTripsPerSuccess: number; commandsPerSuccess: number }> {
+  await reset();
+  const redis = connections[0]!;
+  const naive = new NaiveBudget(redis);
+  const budget = new RetryBudget({
+    store: new RedisBudgetStore({ redis, prefix: 'bench' }),
+    flushIntervalMs: 250,
+  });
+  let successes = 0;
+  const pending: Promise<void>[] = [];
+  await new Promise<void>((resolve) => {
+    const started = performance.now();
+    const tick = setInterval(() => {
+      // Catch up to 1 000 per second of elapsed time (timers drift under load).
+      const due = Math.min(2_000, Math.floor(performance.now() - started)) - successes;
+      for (let i = 0; i < due; i++) {
+        if (design === 'naive') pending.push(naive.recordSuccess('search'));
+        else budget.recordSuccess('search');
+      }
+      successes += Math.max(0, due);
+      if (successes >= 2_000) {
+        clearInterval(tick);
+        resolve();
+      }
+    }, 10);
+  });
+  await Promise.all(pending);
+  await budget.close();
+  const stats = await commandStats();
+  let commands = 0;
+  for (const n of stats.values()) commands += n;
+  // Each naive success is one pipelined INCR+EXPIRE round trip; each stormguard flush one EVALSHA/EVAL.
+  const roundTrips =
+    design === 'naive' ? (stats.get('incr') ?? 0) : (stats.get('evalsha') ?? 0) + (stats.get('eval') ?? 0);
+  return { roundTripsPerSuccess: roundTrips / successes, commandsPerSuccess: commands / successes };
+}
+
+const results = {
+  throughput: [] as Throughput[],
+  storm: {} as Record<Design, { stormGrants: number; laterGrants: number }>,
+  edge: {} as Record<Design, { before: number; after: number; burstGrants: number }>,
+  successPath: {} as Record<Design, { roundTripsPerSuccess: number; commandsPerSuccess: number }>,
+};
+
+try {
+  for (const connectionCount of CONNECTIONS)
+    for (const concurrency of CONCURRENCIES)
+      for (const design of DESIGNS) {
+        progress(`throughput: ${design}, ${connectionCount} connection(s), concurrency ${concurrency}`);
+        results.throughput.push(await throughput(design, connectionCount, concurrency));
+      }
+  for (const design of DESIGNS) {
+    progress(`storm, edge and success path: ${design}`);
+    results.storm[design] = await storm(design);
+    results.edge[design] = await edge(design);
+    results.successPath[design] = await successPath(design);
+  }
+} finally {
+  admin.disconnect();
+  for (const c of connections) c.disconnect();
+  await server.close();
+}
+
+if (values.json) {
+  process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
+} else {
+  process.stdout.write(`${report()}\n`);
+}
+
+function report(): string {
+  const rows: string[][] = [['', 'stormguard', 'naive (seed)', 'exact / goal']];
+  const pick = (design: Design, connectionCount: number, concurrency: number) =>
+    results.throughput.find(
+      (t) => t.design === design && t.connections === connectionCount && t.concurrency === concurrency,
+    )!;
+  for (const connectionCount of CONNECTIONS)
+    for (const concurrency of CONCURRENCIES) {
+      const ours = pick('stormguard', connectionCount, concurrency);
+      const naive = pick('naive', connectionCount, concurrency);
+      const ratio = ours.decisionsPerSecond / naive.decisionsPerSecond;
+      rows.push([
+        `decisions/s, ${connectionCount} conn, concurrency ${concurrency}`,
+        String(ours.decisionsPerSecond),
+        String(naive.decisionsPerSecond),
+        `${ratio.toFixed(2)}x${concurrency === 64 ? ' (goal >= 2x)' : ''}`,
+      ]);
+    }
+  const at64 = (design: Design) => pick(design, 4, 64);
+  rows.push([
+    'round trips per decision',
+    fmt(at64('stormguard').roundTripsPerDecision),
+    fmt(at64('naive').roundTripsPerDecision),
+    '1',
+  ]);
+  rows.push([
+    'Redis commands per decision (incl. in scripts)',
+    fmt(at64('stormguard').commandsPerDecision),
+    fmt(at64('naive').commandsPerDecision),
+    '',
+  ]);
+  const s = results.storm;
+  rows.push([
+    'grants: 1 000 successes, 2 000 requests',
+    String(s.stormguard.stormGrants),
+    String(s.naive.stormGrants),
+    '200',
+  ]);
+  rows.push([
+    'grants: 100 retries after 500 more successes',
+    String(s.stormguard.laterGrants),
+    String(s.naive.laterGrants),
+    '100',
+  ]);
+  const e = results.edge;
+  rows.push([
+    'allowance 1 ms before a minute edge',
+    String(e.stormguard.before),
+    String(e.naive.before),
+    '1200',
+  ]);
+  rows.push(['allowance 1 ms after it', String(e.stormguard.after), String(e.naive.after), '1200']);
+  rows.push([
+    'grants: burst of 1 500 straddling the edge',
+    String(e.stormguard.burstGrants),
+    String(e.naive.burstGrants),
+    '1200',
+  ]);
+  const p = results.successPath;
+  rows.push([
+    'round trips per success at 1 000 jobs/s',
+    fmt(p.stormguard.roundTripsPerSuccess),
+    fmt(p.naive.roundTripsPerSuccess),
+    '<= 0.01',
+  ]);
+  rows.push([
+    'Redis commands per success (incl. in scripts)',
+    fmt(p.stormguard.commandsPerSuccess),
+    fmt(p.naive.commandsPerSuccess),
+    '',
+  ]);
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows
+    .map((r) =>
+      r.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  '),
+    )
+    .join('\n');
+}
+
+function fmt(n: number): string {
+  return n >= 0.1 ? n.toFixed(2) : n.toFixed(4);
+}
