@@ -64,7 +64,8 @@ export function observeBreakerState(
             ctx.readTimeoutMs,
             `breaker state of ${dependency}`,
           );
-          if (snapshot && BREAKER_STATE_SET.has(snapshot.state)) show(dependency, snapshot.state);
+          if (snapshot && !snapshot.degraded && BREAKER_STATE_SET.has(snapshot.state))
+            show(dependency, snapshot.state);
         } catch (error) {
           ctx.onError(error);
         }

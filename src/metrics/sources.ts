@@ -80,7 +80,8 @@ export interface BreakerStateEvents {
  */
 export interface ObservableBreaker {
   readonly events: Subscribable<BreakerStateEvents>;
-  state?(dependency: string): Promise<{ state: BreakerStateName } | undefined>;
+  /** The breaker's shared state; a `degraded` answer (a local guess while the store is away) is not shown. */
+  state?(dependency: string): Promise<{ state: BreakerStateName; degraded?: boolean } | undefined>;
   /** Dependencies with breaker state, beyond those the metrics have seen in events. */
   dependencies?(): Promise<readonly string[]>;
 }

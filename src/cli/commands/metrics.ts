@@ -62,7 +62,9 @@ export function register(program: Command, io: CliIO): void {
         exporter.observeBudget(readOnlyBudget(new RedisBudgetStore({ redis, prefix: flags.prefix })), {
           listIntervalMs,
         });
-        exporter.observeBreaker(readOnlyBreaker(new RedisBreakerStore({ redis, prefix: flags.prefix })));
+        exporter.observeBreaker(
+          readOnlyBreaker(new RedisBreakerStore({ redis, prefix: flags.prefix }), { listIntervalMs }),
+        );
         for (const queue of flags.queue) {
           const dlq = deadLetterQueue(queue, { connection: redis, prefix: flags.bullPrefix });
           queues.push(dlq);
