@@ -17,22 +17,33 @@
  * virtual time (the naive design's `now()`, stormguard's test-only time override); everything else runs on
  * real time, with stormguard reading the Redis server's clock.
  *
- *   npx tsx bench/budget/index.ts [--ops 10000] [--json]
+ * Throughput cells run `--rounds` times with the two designs in alternating order; each figure is the median
+ * of its rounds, and the ratio the median of the paired rounds' ratios (the machine's other load moves
+ * both sides of a pair alike). One more row measures stormguard's store without request sharing (one
+ * script call per decision), to show what the script alone costs.
+ *
+ *   npx tsx bench/budget/index.ts [--ops 10000] [--rounds 3] [--json]
  */
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
+import { budgetWindow } from '../../src/budget/window.js';
 import { FakeClock } from '../../src/common/clock.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { TestRedis } from '../../tests/helpers/redis-server.js';
 import { NaiveBudget } from '../baselines/naive-budget.js';
 
 const { values } = parseArgs({
-  options: { ops: { type: 'string', default: '10000' }, json: { type: 'boolean', default: false } },
+  options: {
+    ops: { type: 'string', default: '10000' },
+    rounds: { type: 'string', default: '3' },
+    json: { type: 'boolean', default: false },
+  },
 });
 const OPS = Number(values.ops);
-if (!Number.isInteger(OPS) || OPS < 100) {
-  process.stderr.write('--ops must be a whole number >= 100\n');
+const ROUNDS = Number(values.rounds);
+if (!Number.isInteger(OPS) || OPS < 100 || !Number.isInteger(ROUNDS) || ROUNDS < 1) {
+  process.stderr.write('--ops must be a whole number >= 100 and --rounds >= 1\n');
   process.exit(2);
 }
 const CONCURRENCIES = [1, 16, 64];
@@ -42,6 +53,8 @@ const MINUTE = 60_000;
 
 type Design = 'stormguard' | 'naive';
 const DESIGNS: Design[] = ['stormguard', 'naive'];
+/** How a throughput cell decides: the budget, the naive design, or stormguard's store one call per decision. */
+type Decider = Design | 'stormguard-unshared';
 /** The requests each design's client sends; everything else Redis counts ran inside a script. */
 const CLIENT_COMMANDS: Record<Design, string[]> = {
   stormguard: ['evalsha', 'eval'],
@@ -81,8 +94,17 @@ async function counts(design: Design): Promise<{ requests: number; commands: num
 }
 
 /** A decision function per connection: `trySpend` for stormguard, `try_spend_retry` for the naive design. */
-function deciders(design: Design, connectionCount: number, clock?: FakeClock): Array<() => Promise<boolean>> {
+function deciders(
+  design: Decider,
+  connectionCount: number,
+  clock?: FakeClock,
+): Array<() => Promise<boolean>> {
   return connections.slice(0, connectionCount).map((redis) => {
+    if (design === 'stormguard-unshared') {
+      const store = new RedisBudgetStore({ redis, prefix: 'bench' });
+      const window = budgetWindow({ ratio: 0.2, windowMs: 60_000, buckets: 10, minAllowance: 10 });
+      return async () => (await store.trySpend('search', window, 0, 1)).granted === 1;
+    }
     if (design === 'naive') {
       const naive = new NaiveBudget(redis, clock ? { now: () => clock.now() / 1_000 } : {});
       return () => naive.trySpendRetry('search');
@@ -129,31 +151,62 @@ async function run(
 }
 
 interface Throughput {
-  design: Design;
+  design: Decider;
   connections: number;
   concurrency: number;
+  /** Median over the rounds. */
+  decisionsPerSecond: number;
+  /** Median over the rounds of this round's stormguard / naive ratio (stormguard rows only). */
+  ratioToNaive?: number;
+  roundTripsPerDecision: number;
+  commandsPerDecision: number;
+}
+
+interface Round {
   decisionsPerSecond: number;
   roundTripsPerDecision: number;
   commandsPerDecision: number;
 }
 
-async function throughput(design: Design, connectionCount: number, concurrency: number): Promise<Throughput> {
+async function measureOnce(design: Decider, connectionCount: number, concurrency: number): Promise<Round> {
   const decide = deciders(design, connectionCount);
-  await run(decide, 200, concurrency); // warm-up: script load, connection setup, JIT
+  await run(decide, 500, concurrency); // warm-up: script load, connection setup, JIT
   await reset();
   const total = concurrency === 1 ? Math.max(100, Math.round(OPS / 4)) : OPS;
   const started = performance.now();
   await run(decide, total, concurrency);
   const seconds = (performance.now() - started) / 1_000;
-  const { requests, commands } = await counts(design);
+  const { requests, commands } = await counts(design === 'naive' ? 'naive' : 'stormguard');
   return {
-    design,
-    connections: connectionCount,
-    concurrency,
     decisionsPerSecond: Math.round(total / seconds),
     roundTripsPerDecision: requests / total,
     commandsPerDecision: commands / total,
   };
+}
+
+const median = (xs: number[]) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+
+/** Both designs in one cell, `ROUNDS` paired rounds in alternating order. */
+async function throughputCell(connectionCount: number, concurrency: number): Promise<Throughput[]> {
+  const rounds: Record<Design, Round[]> = { stormguard: [], naive: [] };
+  for (let round = 0; round < ROUNDS; round++) {
+    const order: Design[] = round % 2 ? ['naive', 'stormguard'] : ['stormguard', 'naive'];
+    for (const design of order) rounds[design].push(await measureOnce(design, connectionCount, concurrency));
+  }
+  const ratios = rounds.stormguard.map((r, i) => r.decisionsPerSecond / rounds.naive[i]!.decisionsPerSecond);
+  return DESIGNS.map((design) => ({
+    design,
+    connections: connectionCount,
+    concurrency,
+    decisionsPerSecond: Math.round(median(rounds[design].map((r) => r.decisionsPerSecond))),
+    ...(design === 'stormguard' ? { ratioToNaive: median(ratios) } : {}),
+    roundTripsPerDecision: median(rounds[design].map((r) => r.roundTripsPerDecision)),
+    commandsPerDecision: median(rounds[design].map((r) => r.commandsPerDecision)),
+  }));
 }
 
 /** 1 000 successes, 2 000 concurrent requests from 4 connections, then 500 more successes and 100 retries. */
@@ -253,11 +306,21 @@ const results = {
 
 try {
   for (const connectionCount of CONNECTIONS)
-    for (const concurrency of CONCURRENCIES)
-      for (const design of DESIGNS) {
-        progress(`throughput: ${design}, ${connectionCount} connection(s), concurrency ${concurrency}`);
-        results.throughput.push(await throughput(design, connectionCount, concurrency));
-      }
+    for (const concurrency of CONCURRENCIES) {
+      progress(`throughput: ${connectionCount} connection(s), concurrency ${concurrency}`);
+      results.throughput.push(...(await throughputCell(connectionCount, concurrency)));
+    }
+  progress('throughput: stormguard without request sharing');
+  const unshared: Round[] = [];
+  for (let round = 0; round < ROUNDS; round++) unshared.push(await measureOnce('stormguard-unshared', 4, 64));
+  results.throughput.push({
+    design: 'stormguard-unshared',
+    connections: 4,
+    concurrency: 64,
+    decisionsPerSecond: Math.round(median(unshared.map((r) => r.decisionsPerSecond))),
+    roundTripsPerDecision: median(unshared.map((r) => r.roundTripsPerDecision)),
+    commandsPerDecision: median(unshared.map((r) => r.commandsPerDecision)),
+  });
   for (const design of DESIGNS) {
     progress(`storm, edge and success path: ${design}`);
     results.storm[design] = await storm(design);
@@ -278,7 +341,7 @@ if (values.json) {
 
 function report(): string {
   const rows: string[][] = [['', 'stormguard', 'naive (seed)', 'exact / goal']];
-  const pick = (design: Design, connectionCount: number, concurrency: number) =>
+  const pick = (design: Decider, connectionCount: number, concurrency: number) =>
     results.throughput.find(
       (t) => t.design === design && t.connections === connectionCount && t.concurrency === concurrency,
     )!;
@@ -286,7 +349,7 @@ function report(): string {
     for (const concurrency of CONCURRENCIES) {
       const ours = pick('stormguard', connectionCount, concurrency);
       const naive = pick('naive', connectionCount, concurrency);
-      const ratio = ours.decisionsPerSecond / naive.decisionsPerSecond;
+      const ratio = ours.ratioToNaive ?? 0;
       rows.push([
         `decisions/s, ${connectionCount} conn, concurrency ${concurrency}`,
         String(ours.decisionsPerSecond),
@@ -294,15 +357,22 @@ function report(): string {
         `${ratio.toFixed(2)}x${concurrency === 64 ? ' (goal >= 2x)' : ''}`,
       ]);
     }
-  const at64 = (design: Design) => pick(design, 4, 64);
+  const at64 = (design: Decider) => pick(design, 4, 64);
+  const unsharedRow = at64('stormguard-unshared');
   rows.push([
-    'round trips per decision',
-    fmt(at64('stormguard').roundTripsPerDecision),
-    fmt(at64('naive').roundTripsPerDecision),
-    '1',
+    'decisions/s, 4 conn, concurrency 64, one script call each',
+    String(unsharedRow.decisionsPerSecond),
+    String(at64('naive').decisionsPerSecond),
+    `${(unsharedRow.decisionsPerSecond / at64('naive').decisionsPerSecond).toFixed(2)}x`,
   ]);
   rows.push([
-    'Redis commands per decision (incl. in scripts)',
+    'round trips per decision, 4 conn, concurrency 64',
+    fmt(at64('stormguard').roundTripsPerDecision),
+    fmt(at64('naive').roundTripsPerDecision),
+    '<= 1',
+  ]);
+  rows.push([
+    'Redis commands per decision (incl. in scripts), same',
     fmt(at64('stormguard').commandsPerDecision),
     fmt(at64('naive').commandsPerDecision),
     '',
@@ -327,12 +397,12 @@ function report(): string {
     String(e.naive.before),
     '1200',
   ]);
-  rows.push(['allowance 1 ms after it', String(e.stormguard.after), String(e.naive.after), '1200']);
+  rows.push(['allowance 1 ms after it', String(e.stormguard.after), String(e.naive.after), '1200 (±1)']);
   rows.push([
     'grants: burst of 1 500 straddling the edge',
     String(e.stormguard.burstGrants),
     String(e.naive.burstGrants),
-    '1200',
+    '1200 (±1)',
   ]);
   const p = results.successPath;
   rows.push([
