@@ -6,7 +6,8 @@
  * synchronous decision per failure, but four times the retries during the outage) is the baseline the
  * budget strategies (an awaited budget check per failure) are read against. Sizes scale 10× to show the
  * cost per job stays flat. CPU time is printed beside wall time because a shared machine's load inflates
- * the wall clock.
+ * the wall clock. The opt-in `budget-and-breaker` strategy runs at the smallest size only: every attempt the
+ * open breaker refuses goes through `acquire` and `decide`, which makes it several times slower per job.
  *
  *   npx tsx bench/sim/index.ts            # table
  *   npx tsx bench/sim/index.ts --json     # machine-readable
@@ -31,6 +32,8 @@ interface Row {
 
 const json = process.argv.includes('--json');
 const sizes = process.argv.includes('--quick') ? [100_000] : [100_000, 1_000_000];
+/** The strategies `stormguard simulate` runs by default; the goal applies to them. */
+const DEFAULT_STRATEGIES = STRATEGY_KINDS.filter((k) => k !== 'budget-and-breaker');
 
 async function measure(jobs: number, strategy: string): Promise<Omit<Row, 'vsBaseline'>> {
   const scenario = parseScenario(benchScenario(jobs));
@@ -58,7 +61,7 @@ const rows: Row[] = [];
 const allStrategies: { jobs: number; wallMs: number; cpuMs: number }[] = [];
 for (const jobs of sizes) {
   let baseline = 0;
-  for (const strategy of STRATEGY_KINDS) {
+  for (const strategy of jobs === sizes[0] ? STRATEGY_KINDS : DEFAULT_STRATEGIES) {
     const row = await measure(jobs, strategy);
     if (strategy === 'ceiling-only') baseline = row.jobsPerSecond;
     rows.push({ ...row, vsBaseline: Math.round((row.jobsPerSecond / baseline) * 100) / 100 });
@@ -74,7 +77,7 @@ for (const jobs of sizes) {
   });
 }
 
-const oneMillion = rows.filter((r) => r.jobs > 900_000);
+const oneMillion = rows.filter((r) => r.jobs > 900_000 && DEFAULT_STRATEGIES.some((k) => k === r.strategy));
 const worstMs = oneMillion.length > 0 ? Math.max(...oneMillion.map((r) => r.wallMs)) : undefined;
 const machine = { cpus: cpus().length, model: cpus()[0]?.model ?? 'unknown', node: process.version };
 
@@ -115,10 +118,10 @@ if (json) {
   process.stdout.write(`${line(header)}\n${table.map(line).join('\n')}\n\n`);
   for (const a of allStrategies)
     process.stdout.write(
-      `all three strategies, ${a.jobs.toLocaleString('en-US')} jobs each: ${a.wallMs.toLocaleString('en-US')} ms wall, ${a.cpuMs.toLocaleString('en-US')} ms cpu\n`,
+      `the three default strategies in one simulate(), ${a.jobs.toLocaleString('en-US')} jobs each: ${a.wallMs.toLocaleString('en-US')} ms wall, ${a.cpuMs.toLocaleString('en-US')} ms cpu\n`,
     );
   if (worstMs !== undefined)
     process.stdout.write(
-      `1 000 000 jobs over one virtual hour: ${worstMs.toLocaleString('en-US')} ms for the slowest strategy (goal: under 10 000 ms) ${worstMs < 10_000 ? 'ok' : 'MISSED'}\n`,
+      `1 000 000 jobs over one virtual hour: ${worstMs.toLocaleString('en-US')} ms wall for the slowest default strategy (goal: under 10 000 ms) ${worstMs < 10_000 ? 'ok' : 'MISSED'}\n`,
     );
 }

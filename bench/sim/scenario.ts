@@ -32,7 +32,7 @@ export function benchScenario(jobs: number): ScenarioInput {
         ],
       },
     },
-    budget: { ratio: 0.2, window: '60s', minAllowance: 10 },
+    budget: { ratio: 0.2, windowMs: '60s', minAllowance: 10 },
     strategies: ['ceiling-only', 'fleet-budget', 'per-worker-budgets'],
   };
 }

@@ -59,9 +59,7 @@ describe.skipIf(!hasChromium)('the HTML report renders in headless Chromium', ()
       canvases.map((canvas) => {
         const context = (
           canvas as unknown as {
-            getContext(
-              kind: '2d',
-            ): {
+            getContext(kind: '2d'): {
               getImageData(x: number, y: number, w: number, h: number): { data: Uint8ClampedArray };
             } | null;
           }

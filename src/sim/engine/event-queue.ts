@@ -1,5 +1,6 @@
 /**
- * A min-heap of timed events for the simulator, stored in parallel typed arrays so that pushing and
+ * A 4-ary min-heap of timed events for the simulator (half the depth of a binary heap, and a node's children
+ * sit side by side in memory), stored in parallel typed arrays so that pushing and
  * popping allocate nothing: a run of millions of events must not feed the garbage collector.
  *
  * Events at the same time pop in the order they were pushed (a sequence number breaks ties), which keeps
@@ -37,7 +38,7 @@ export class EventQueue {
     let i = this.#size++;
     // Sift up: move parents down until the new event's place is found.
     while (i > 0) {
-      const parent = (i - 1) >> 1;
+      const parent = (i - 1) >> 2;
       const pt = times[parent] as number;
       if (pt < time || (pt === time && (seqs[parent] as number) < seq)) break;
       times[i] = pt;
@@ -63,20 +64,25 @@ export class EventQueue {
     const seq = seqs[last] as number;
     const payload = payloads[last] as number;
     let i = 0;
-    // Sift down: move the smaller child up until the last event's place is found.
+    // Sift down: move the earliest child up until the last event's place is found.
     for (;;) {
-      let child = 2 * i + 1;
-      if (child >= last) break;
-      const right = child + 1;
-      if (right < last) {
-        const ct = times[child] as number;
-        const rt = times[right] as number;
-        if (rt < ct || (rt === ct && (seqs[right] as number) < (seqs[child] as number))) child = right;
+      const first = 4 * i + 1;
+      if (first >= last) break;
+      let child = first;
+      let ct = times[first] as number;
+      let cs = seqs[first] as number;
+      const end = Math.min(first + 4, last);
+      for (let c = first + 1; c < end; c++) {
+        const t = times[c] as number;
+        if (t < ct || (t === ct && (seqs[c] as number) < cs)) {
+          child = c;
+          ct = t;
+          cs = seqs[c] as number;
+        }
       }
-      const ct = times[child] as number;
-      if (time < ct || (time === ct && seq < (seqs[child] as number))) break;
+      if (time < ct || (time === ct && seq < cs)) break;
       times[i] = ct;
-      seqs[i] = seqs[child] as number;
+      seqs[i] = cs;
       payloads[i] = payloads[child] as number;
       i = child;
     }

@@ -75,12 +75,15 @@ export function formatRetryChart(result: SimulationResult, options: RetryChartOp
   return `${title}\n${parts.join('\n')}\n${axis}\n`;
 }
 
-/** Tick labels under the plot: the run's clock every ~12 columns. */
+const NICE_STEPS_S = [10, 15, 30, 60, 120, 300, 600, 900, 1_800, 3_600, 7_200, 14_400, 43_200, 86_400];
+
+/** Tick labels under the plot: the run's clock at round times, about every 12 columns. */
 function timeAxis(columns: number, msPerColumn: number, indent: number): string {
   const line = new Array<string>(indent + columns + 8).fill(' ');
-  const every = 12;
-  for (let c = 0; c < columns; c += every) {
-    const label = formatOffset(c * msPerColumn);
+  const stepMs = (NICE_STEPS_S.find((s) => s * 1_000 >= msPerColumn * 12) ?? 86_400) * 1_000;
+  for (let ms = 0; ms <= columns * msPerColumn; ms += stepMs) {
+    const c = Math.round(ms / msPerColumn);
+    const label = formatOffset(ms);
     if (indent + c + label.length > line.length) break;
     for (let i = 0; i < label.length; i++) line[indent + c + i] = label[i] as string;
   }
