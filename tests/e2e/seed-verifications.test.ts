@@ -219,18 +219,15 @@ describe('seed 000, verified end to end', () => {
     );
     await waitFor(
       async () => (await budget.state('search')).allowance >= 50,
-      2 * windowMs,
-      'the allowance to rebuild above the floor',
+      2 * windowMs - (Date.now() - flippedAt),
+      'the allowance to rebuild above the floor within two windows',
     );
     // 30 blips: more retries than the floor (10) would ever grant, and every one is granted.
     await queue.addBulk(
       Array.from({ length: 30 }, (_, i) => ({ name: 'index', data: { docId: 2_000 + i, flaky: true } })),
     );
-    await waitFor(
-      () => log.count('completed') === 330,
-      2 * windowMs - (Date.now() - flippedAt),
-      'the blips to be retried and complete',
-    );
+    // How fast 330 jobs run is the machine's business; that none of the blips is dead-lettered is the budget's.
+    await waitFor(() => log.count('completed') === 330, 15_000, 'the blips to be retried and complete');
     expect(log.count('dead-letter')).toBe(deadBefore);
     expect(failedOnce.size).toBe(30);
     expect(log.of('retry').filter((e) => e.retry === 1).length).toBeGreaterThanOrEqual(30);
