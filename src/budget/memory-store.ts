@@ -13,6 +13,8 @@ class Ring {
   readonly denied: Float64Array;
   /** The settings last used for this dependency (what `read()` without settings computes with). */
   window: BudgetWindow | undefined;
+  /** The newest bucket index written: time never goes backwards for a dependency (as in the Lua scripts). */
+  last = Number.NEGATIVE_INFINITY;
 
   constructor(
     readonly bucketMs: number,
@@ -69,7 +71,7 @@ export class MemoryBudgetStore implements BudgetStore {
   trySpend(dependency: string, window: BudgetWindow, pendingSuccesses: number, count: number): StoreSpend {
     const now = this.#clock.now();
     const ring = this.#ring(dependency, window);
-    const current = intDiv(now, window.bucketMs);
+    const current = this.#advance(ring, now);
     const slot = ring.slot(current);
     ring.successes[slot]! += pendingSuccesses;
     const sums = this.#sum(ring, current, now);
@@ -88,7 +90,7 @@ export class MemoryBudgetStore implements BudgetStore {
 
   addSuccesses(dependency: string, count: number, window: BudgetWindow): void {
     const ring = this.#ring(dependency, window);
-    const slot = ring.slot(intDiv(this.#clock.now(), window.bucketMs));
+    const slot = ring.slot(this.#advance(ring, this.#clock.now()));
     ring.successes[slot]! += count;
   }
 
@@ -97,7 +99,7 @@ export class MemoryBudgetStore implements BudgetStore {
     const used = window ?? ring?.window;
     if (!used || !ring || ring.bucketMs !== used.bucketMs || ring.buckets !== used.buckets) return undefined;
     const now = this.#clock.now();
-    const sums = this.#sum(ring, intDiv(now, used.bucketMs), now);
+    const sums = this.#sum(ring, Math.max(ring.last, intDiv(now, used.bucketMs)), now);
     return {
       allowance: allowanceFor(sums.successes, used.ratioPpm, used.minAllowance),
       spent: sums.spent,
@@ -124,6 +126,14 @@ export class MemoryBudgetStore implements BudgetStore {
     return ring;
   }
 
+  /** The bucket index to write at `now`: never older than the newest one written. */
+  #advance(ring: Ring, now: number): number {
+    const current = intDiv(now, ring.bucketMs);
+    if (current < ring.last) return ring.last;
+    ring.last = current;
+    return current;
+  }
+
   /** Sums the window ending at `now`: whole buckets plus the oldest one weighted by its overlap. */
   #sum(ring: Ring, current: number, now: number): Sums {
     const { buckets, bucketMs } = ring;
@@ -145,7 +155,8 @@ export class MemoryBudgetStore implements BudgetStore {
         oldDenied = ring.denied[slot]!;
       }
     }
-    const overlap = oldestOverlapMs(now, bucketMs);
+    // An earlier time than the newest bucket counts as that bucket's start: the oldest bucket counts whole.
+    const overlap = current > intDiv(now, bucketMs) ? bucketMs : oldestOverlapMs(now, bucketMs);
     const sums = this.#sums;
     sums.successes = successes + weighted(oldSuccesses, overlap, bucketMs, false);
     sums.spent = spent + weighted(oldSpent, overlap, bucketMs, true);

@@ -189,7 +189,11 @@ export class RetryBudget implements BudgetGate {
     }
   }
 
-  /** The dependency's budget without spending: the store's view, or the fallback's while degraded. */
+  /**
+   * The dependency's budget without spending: the store's view (the whole fleet's), or the fallback's while
+   * degraded. Successes this process recorded in the last `flushIntervalMs` and has not flushed yet are not
+   * in it; the next `trySpend` or flush adds them.
+   */
   async state(dependency: string): Promise<BudgetSnapshot> {
     this.#check(dependency);
     if (this.#degradedSince === undefined) {

@@ -137,8 +137,10 @@ export function describeBudgetStore(
       // 100 successes per second: steady state is 6 000 successes per window, an allowance of 1 200.
       await steady(clock, budget, 'search', { stepMs: 500, perStep: 50, durationMs: WINDOW });
       const seen: number[] = [];
+      // Both paths: the read-only state and a decision (a few grants stay far below the allowance).
       const sample = async () => {
         seen.push((await budget.state('search')).allowance);
+        seen.push((await budget.trySpend('search')).allowance);
       };
       await steady(clock, budget, 'search', { stepMs: 500, perStep: 50, durationMs: 2 * WINDOW }, sample);
       // Just before and just after a sub-bucket edge and a window edge.

@@ -98,6 +98,19 @@ describe('RedisBudgetStore on the Redis server clock', () => {
     await writer.close();
   });
 
+  it('starts a dependency afresh when a writer uses another bucket geometry', async () => {
+    const prefix = freshPrefix();
+    const store = new RedisBudgetStore({ redis, prefix });
+    const ten = new RetryBudget({ store, buckets: 10 });
+    const twenty = new RetryBudget({ store, buckets: 20 });
+    ten.recordSuccess('search', 1_000);
+    expect((await ten.trySpend('search')).allowance).toBe(200);
+    expect(await twenty.trySpend('search')).toMatchObject({ allowance: 10, spent: 1, successes: 0 });
+    expect(await ten.state('search')).toMatchObject({ allowance: 10, spent: 0 });
+    await ten.close();
+    await twenty.close();
+  });
+
   it.each(['', 'a{b', 'a}b', 'has space', 'glob*', 'x'.repeat(65)])('rejects the prefix %j', (prefix) => {
     let error: unknown;
     try {
