@@ -16,6 +16,11 @@ export interface ObserverContext {
    * all, so a worker that has only seen successes still reports its dependency's budget and breaker.
    */
   readonly dependencies: Set<string>;
+  /**
+   * Event sources whose `replayed` events are already counted: a `DeadLetterQueue` may be passed both to
+   * `observeWorker` and to `observeDeadLetters`, and each replay must count once.
+   */
+  readonly replaySources: WeakSet<object>;
 }
 
 /** Adds `dependency` to the shared set unless its label has been bounded to something else. */

@@ -64,7 +64,10 @@ export interface StormguardMetrics extends Disposable {
    * metrics have seen (plus `dependencies`, to report breakers this process has not used yet).
    */
   observeBreaker(breaker: ObservableBreaker, options?: { dependencies?: readonly string[] }): Disposable;
-  /** Exports the depth of a dead-letter queue at scrape time, labelled with its source queue (or `options.queue`). */
+  /**
+   * Exports the depth of a dead-letter queue at scrape time, labelled with its source queue (or
+   * `options.queue`), and counts the jobs its replays put back.
+   */
   observeDeadLetters(dlq: ObservableDeadLetterQueue, options?: { queue?: string }): Disposable;
 }
 
@@ -131,6 +134,7 @@ export function createMetrics(options: MetricsOptions = {}): StormguardMetrics {
     readTimeoutMs,
     onError,
     dependencies: new Set(),
+    replaySources: new WeakSet(),
   };
 
   const live = new Set<Disposable>();

@@ -2,8 +2,12 @@ import type { Disposable } from '../common/events.js';
 import type { ObserverContext } from './context.js';
 import type { ObservableDeadLetterQueue } from './sources.js';
 import { withTimeout } from './timeout.js';
+import { countReplays } from './worker-observer.js';
 
-/** Reads a dead-letter queue's depth at each scrape; a queue that does not answer in time is left out. */
+/**
+ * Reads a dead-letter queue's depth at each scrape (a queue that does not answer in time is left out),
+ * and counts the jobs its replays put back when it emits `replayed`.
+ */
 export function observeDeadLetterDepth(
   dlq: ObservableDeadLetterQueue,
   queue: string,
@@ -22,5 +26,11 @@ export function observeDeadLetterDepth(
       }
     },
   });
-  return { dispose: removeSource };
+  const replays = dlq.events ? countReplays(dlq.events, ctx) : undefined;
+  return {
+    dispose: () => {
+      removeSource();
+      replays?.dispose();
+    },
+  };
 }

@@ -158,6 +158,22 @@ describe('dead-letter depth', () => {
   });
 });
 
+describe('replays', () => {
+  it('are counted once for a dead-letter queue observed both as a worker and as a queue', async () => {
+    const { metrics, scrape } = setup();
+    const dlq = { sourceQueue: 'index', count: async () => 0, events: new EventBus<WorkerEvents>() };
+    metrics.observeWorker(dlq);
+    const sub = metrics.observeDeadLetters(dlq);
+    dlq.events.emit('replayed', { queue: 'index', task: 'index-document', reason: 'budget-exhausted' });
+    const labels = { queue: 'index', task: 'index-document', reason: 'budget-exhausted' };
+    expect(sampleValue(await scrape(), 'stormguard_replays_total', labels)).toBe(1);
+    // The worker observation still counts once the queue observation is gone.
+    sub.dispose();
+    dlq.events.emit('replayed', { queue: 'index', task: 'index-document', reason: 'budget-exhausted' });
+    expect(sampleValue(await scrape(), 'stormguard_replays_total', labels)).toBe(2);
+  });
+});
+
 describe('breaker state', () => {
   it('shows the current state as 1 and counts transitions', async () => {
     const { metrics, scrape } = setup();

@@ -96,4 +96,6 @@ export interface ObservableDeadLetterQueue {
   count(): Promise<number>;
   /** The queue whose dead letters it holds: the `queue` label. */
   readonly sourceQueue?: string;
+  /** Its replays' `replayed` events, counted in `stormguard_replays_total`. */
+  readonly events?: Subscribable<Pick<WorkerEvents, 'replayed'>>;
 }

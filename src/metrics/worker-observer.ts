@@ -1,8 +1,8 @@
 import type { Disposable } from '../common/events.js';
-import type { JobLabels } from '../jobs/types.js';
+import type { JobLabels, WorkerEvents } from '../jobs/types.js';
 import { noteDependency, type ObserverContext } from './context.js';
 import { DEAD_LETTER_REASON_SET, DEFERRAL_CAUSES, LabelBounds } from './labels.js';
-import type { ObservableWorker } from './sources.js';
+import type { ObservableWorker, Subscribable } from './sources.js';
 
 /**
  * Counts a worker's events. A retry that uses up an attempt is a retry; a reschedule that does not
@@ -36,17 +36,37 @@ export function observeWorkerEvents(worker: ObservableWorker, ctx: ObserverConte
       m.completed.inc(labels);
       if (Number.isFinite(e.attempts) && e.attempts >= 1) m.jobAttempts.observe(labels, e.attempts);
     }),
-    worker.events.on('replayed', (e) =>
-      m.replays.inc({
-        queue: bounds.open('queue', e.queue),
-        task: bounds.open('task', e.task),
-        reason: LabelBounds.closed(e.reason, DEAD_LETTER_REASON_SET),
-      }),
-    ),
   ];
+  const replays = countReplays(worker.events, ctx);
+  if (replays) subs.push(replays);
   return {
     dispose: () => {
       for (const sub of subs) sub.dispose();
+    },
+  };
+}
+
+/**
+ * Counts `replayed` events of `events` unless another observation of this metrics instance already does
+ * (a dead-letter queue observed as a worker and as a queue). Returns the subscription, if it made one.
+ */
+export function countReplays(
+  events: Subscribable<Pick<WorkerEvents, 'replayed'>>,
+  ctx: ObserverContext,
+): Disposable | undefined {
+  if (ctx.replaySources.has(events)) return undefined;
+  ctx.replaySources.add(events);
+  const sub = events.on('replayed', (e) =>
+    ctx.instruments.replays.inc({
+      queue: ctx.bounds.open('queue', e.queue),
+      task: ctx.bounds.open('task', e.task),
+      reason: LabelBounds.closed(e.reason, DEAD_LETTER_REASON_SET),
+    }),
+  );
+  return {
+    dispose: () => {
+      sub.dispose();
+      ctx.replaySources.delete(events);
     },
   };
 }

@@ -80,7 +80,7 @@ async function startMember(calls: { n: number }) {
   metrics.observeDeadLetters(dlq);
   const http: MetricsServer = await serveMetrics({ port: 0, host: '127.0.0.1', registry });
   open.push(budget, dlq, worker, http);
-  return { budget, worker, url: http.url };
+  return { budget, worker, dlq, url: http.url };
 }
 
 async function scrape(url: string): Promise<Sample[]> {
@@ -167,5 +167,17 @@ describe('metrics of a real worker fleet against a failing dependency', () => {
       expect(sampleValue(s, 'stormguard_budget_degraded', dep)).toBe(0);
       expect(sampleValue(s, 'stormguard_dead_letter_queue_depth', { queue: QUEUE })).toBe(FAILING_JOBS);
     }
+
+    // A replay from one member's dead-letter queue is counted there, by the reason the jobs had.
+    const report = await members[0]!.dlq.replay({ reason: 'budget-exhausted', limit: 3 });
+    expect(report.moved).toHaveLength(3);
+    const after = await scrape(members[0]!.url);
+    expect(
+      sampleValue(after, 'stormguard_replays_total', {
+        queue: QUEUE,
+        task: 'index-document',
+        reason: 'budget-exhausted',
+      }),
+    ).toBe(3);
   });
 });
