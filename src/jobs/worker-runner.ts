@@ -118,7 +118,7 @@ export class JobRunner<Data, Result, Name extends string> {
     const dependency = this.dependencyFor(job.name);
     const attempt = state.attempts + 1;
     this.#warnOnAttemptsMismatch(job);
-    const idempotencyKey = settings.idempotency?.key(job);
+    const { key: idempotencyKey, error: keyError } = this.#keyOf(job);
     const { events } = settings;
     const labels = (dep = dependency): JobLabels => ({
       queue: settings.queue,
@@ -157,6 +157,7 @@ export class JobRunner<Data, Result, Name extends string> {
 
     let result: Result;
     try {
+      if (keyError !== undefined) throw keyError;
       const work = () => settings.processor(job, ctx);
       result =
         idempotencyKey !== undefined && settings.idempotency
@@ -286,6 +287,20 @@ export class JobRunner<Data, Result, Name extends string> {
     return new UnrecoverableError(
       `${decision.reason}: ${decision.detail}; last error: ${describeError(error).message}`,
     );
+  }
+
+  /** The job's idempotency key; a key function that throws is a bug no retry fixes (a permanent failure). */
+  #keyOf(job: Job<Data, Result, Name>): { key?: string; error?: PermanentError } {
+    const keyFn = this.settings.idempotency?.key;
+    if (!keyFn) return {};
+    try {
+      const key = keyFn(job);
+      return key === undefined ? {} : { key };
+    } catch (error) {
+      return {
+        error: new PermanentError(`idempotency.key threw: ${describeError(error).message}`, { cause: error }),
+      };
+    }
   }
 
   #warnOnAttemptsMismatch(job: Job<Data, Result, Name>): void {

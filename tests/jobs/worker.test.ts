@@ -403,6 +403,33 @@ describe('createWorker', () => {
       );
   });
 
+  it('dead-letters a job whose idempotency key cannot be computed, without running it', async () => {
+    const { queueName, queue, dlq } = setUp('bad-key');
+    let runs = 0;
+    const guard = { once: async <T>(_key: string, fn: () => T | Promise<T>): Promise<T> => fn() };
+    const worker = track(
+      createWorker<{ order?: { id: string } }>(
+        queueName,
+        async () => {
+          runs++;
+        },
+        {
+          connection: redis.connection,
+          policy: fast,
+          idempotency: { guard, key: (job) => `charge:${(job.data.order as { id: string }).id}` },
+        },
+      ),
+    );
+    const log = recordEvents(worker.events);
+    const job = await queue.add('charge', {});
+    await waitFor(() => log.count('dead-letter') === 1, 5_000, 'the dead letter');
+    expect(runs).toBe(0);
+    expect(await dlq.get(job.id as string)).toMatchObject({
+      reason: 'permanent',
+      lastError: { name: 'PermanentError', message: expect.stringMatching(/^idempotency.key threw: /) },
+    });
+  });
+
   it('close() finishes the job in flight, then flushes the budget', async () => {
     const { queueName, queue } = setUp('close');
     const budget = new RecordingBudget();
