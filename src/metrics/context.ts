@@ -17,10 +17,11 @@ export interface ObserverContext {
    */
   readonly dependencies: Set<string>;
   /**
-   * Event sources whose `replayed` events are already counted: a `DeadLetterQueue` may be passed both to
-   * `observeWorker` and to `observeDeadLetters`, and each replay must count once.
+   * Event sources whose `replayed` events are counted, with how many observations share the one
+   * subscription: a `DeadLetterQueue` may be passed both to `observeWorker` and to `observeDeadLetters`,
+   * and each replay must count once for as long as either observation lives.
    */
-  readonly replaySources: WeakSet<object>;
+  readonly replaySources: Map<object, { users: number; dispose(): void }>;
 }
 
 /** Adds `dependency` to the shared set unless its label has been bounded to something else. */

@@ -134,7 +134,7 @@ export function createMetrics(options: MetricsOptions = {}): StormguardMetrics {
     readTimeoutMs,
     onError,
     dependencies: new Set(),
-    replaySources: new WeakSet(),
+    replaySources: new Map(),
   };
 
   const live = new Set<Disposable>();

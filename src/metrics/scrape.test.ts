@@ -162,12 +162,15 @@ describe('replays', () => {
   it('are counted once for a dead-letter queue observed both as a worker and as a queue', async () => {
     const { metrics, scrape } = setup();
     const dlq = { sourceQueue: 'index', count: async () => 0, events: new EventBus<WorkerEvents>() };
-    metrics.observeWorker(dlq);
+    const asWorker = metrics.observeWorker(dlq);
     const sub = metrics.observeDeadLetters(dlq);
     dlq.events.emit('replayed', { queue: 'index', task: 'index-document', reason: 'budget-exhausted' });
     const labels = { queue: 'index', task: 'index-document', reason: 'budget-exhausted' };
     expect(sampleValue(await scrape(), 'stormguard_replays_total', labels)).toBe(1);
-    // The worker observation still counts once the queue observation is gone.
+    // Either observation keeps counting while the other is gone; none once both are.
+    asWorker.dispose();
+    dlq.events.emit('replayed', { queue: 'index', task: 'index-document', reason: 'budget-exhausted' });
+    expect(sampleValue(await scrape(), 'stormguard_replays_total', labels)).toBe(2);
     sub.dispose();
     dlq.events.emit('replayed', { queue: 'index', task: 'index-document', reason: 'budget-exhausted' });
     expect(sampleValue(await scrape(), 'stormguard_replays_total', labels)).toBe(2);

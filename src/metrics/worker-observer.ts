@@ -37,8 +37,7 @@ export function observeWorkerEvents(worker: ObservableWorker, ctx: ObserverConte
       if (Number.isFinite(e.attempts) && e.attempts >= 1) m.jobAttempts.observe(labels, e.attempts);
     }),
   ];
-  const replays = countReplays(worker.events, ctx);
-  if (replays) subs.push(replays);
+  subs.push(countReplays(worker.events, ctx));
   return {
     dispose: () => {
       for (const sub of subs) sub.dispose();
@@ -47,26 +46,36 @@ export function observeWorkerEvents(worker: ObservableWorker, ctx: ObserverConte
 }
 
 /**
- * Counts `replayed` events of `events` unless another observation of this metrics instance already does
- * (a dead-letter queue observed as a worker and as a queue). Returns the subscription, if it made one.
+ * Counts `replayed` events of `events`, sharing one subscription between every observation of this
+ * metrics instance that passes the same source (a dead-letter queue observed as a worker and as a queue).
  */
 export function countReplays(
   events: Subscribable<Pick<WorkerEvents, 'replayed'>>,
   ctx: ObserverContext,
-): Disposable | undefined {
-  if (ctx.replaySources.has(events)) return undefined;
-  ctx.replaySources.add(events);
-  const sub = events.on('replayed', (e) =>
-    ctx.instruments.replays.inc({
-      queue: ctx.bounds.open('queue', e.queue),
-      task: ctx.bounds.open('task', e.task),
-      reason: LabelBounds.closed(e.reason, DEAD_LETTER_REASON_SET),
-    }),
-  );
+): Disposable {
+  let shared = ctx.replaySources.get(events);
+  if (!shared) {
+    const sub = events.on('replayed', (e) =>
+      ctx.instruments.replays.inc({
+        queue: ctx.bounds.open('queue', e.queue),
+        task: ctx.bounds.open('task', e.task),
+        reason: LabelBounds.closed(e.reason, DEAD_LETTER_REASON_SET),
+      }),
+    );
+    shared = { users: 0, dispose: () => sub.dispose() };
+    ctx.replaySources.set(events, shared);
+  }
+  shared.users++;
+  const entry = shared;
+  let disposed = false;
   return {
     dispose: () => {
-      sub.dispose();
-      ctx.replaySources.delete(events);
+      if (disposed) return;
+      disposed = true;
+      if (--entry.users === 0) {
+        entry.dispose();
+        ctx.replaySources.delete(events);
+      }
     },
   };
 }
