@@ -168,6 +168,7 @@ describe('replay and crashes', () => {
         store: new RedisBudgetStore({ redis, prefix: uniqueQueue('budget') }),
         windowMs: 1_000,
         minAllowance: 5,
+        timeoutMs: 2_000,
       }),
     );
     const guard = idempotencyGuard({ redis, prefix: uniqueQueue('idem'), ttlMs: 60_000 });
