@@ -121,14 +121,17 @@ export class RedisBudgetStore implements BudgetStore {
   /** Every dependency with a budget hash under this prefix (SCAN; on a cluster, every master). */
   async dependencies(): Promise<string[]> {
     const nodes = isCluster(this.#redis) ? this.#redis.nodes('master') : [this.#redis];
+    // ioredis adds its own keyPrefix to KEYS, but SCAN patterns and replies are raw.
+    const clientPrefix = (nodes[0]?.options.keyPrefix as string | undefined) ?? '';
     const names = new Set<string>();
     for (const node of nodes) {
       let cursor = '0';
       do {
-        const [next, keys] = await node.scan(cursor, 'MATCH', budgetKeyPattern(this.prefix), 'COUNT', 500);
+        const pattern = clientPrefix + budgetKeyPattern(this.prefix);
+        const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
         cursor = next;
         for (const key of keys) {
-          const name = dependencyOfBudgetKey(this.prefix, key);
+          const name = dependencyOfBudgetKey(this.prefix, key.slice(clientPrefix.length));
           if (name !== undefined) names.add(name);
         }
       } while (cursor !== '0');

@@ -98,6 +98,19 @@ describe('RedisBudgetStore on the Redis server clock', () => {
     await writer.close();
   });
 
+  it('lists dependencies behind an ioredis keyPrefix', async () => {
+    const prefixed = new Redis({ ...server.connection, keyPrefix: 'app:' });
+    try {
+      const store = new RedisBudgetStore({ redis: prefixed, prefix: freshPrefix() });
+      const budget = new RetryBudget({ store });
+      await budget.trySpend('search');
+      expect(await store.dependencies()).toEqual(['search']);
+      expect(await store.read('search')).toMatchObject({ spent: 1 });
+    } finally {
+      prefixed.disconnect();
+    }
+  });
+
   it('starts a dependency afresh when a writer uses another bucket geometry', async () => {
     const prefix = freshPrefix();
     const store = new RedisBudgetStore({ redis, prefix });
