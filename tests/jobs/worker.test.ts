@@ -1,4 +1,4 @@
-import { FlowProducer, Job, Queue } from 'bullmq';
+import { FlowProducer, Job, Queue, QueueEvents } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CircuitBreaker } from '../../src/breaker/circuit-breaker.js';
 import { PermanentError } from '../../src/errors/permanent-error.js';
@@ -172,6 +172,34 @@ describe('createWorker', () => {
     const original = (await Job.fromId(queue, job.id as string)) as Job;
     expect(original.failedReason).toMatch(/dead-lettered to ".*-dlq" \(max-attempts\)/);
     expect(await unfinished(queue)).toBe(0);
+  });
+
+  it('waits at least as long as the server asked (Retry-After), and a caller waiting on a dead-lettered job is told', async () => {
+    const { queueName, queue } = setUp('retry-after');
+    const events = new QueueEvents(queueName, { connection: redis.connection });
+    open.push(events);
+    await events.waitUntilReady();
+    let calls = 0;
+    const worker = track(
+      createWorker(
+        queueName,
+        async (_job, ctx) => {
+          await ctx.call('crm', () => {
+            calls++;
+            throw calls === 1
+              ? new TransientError('429 from the CRM', { retryAfterMs: 300 })
+              : new PermanentError('contact was deleted');
+          });
+        },
+        { connection: redis.connection, policy: fast },
+      ),
+    );
+    const log = recordEvents(worker.events);
+    const job = await queue.add('sync', {});
+    await expect(job.waitUntilFinished(events, 5_000)).rejects.toThrow(
+      /dead-lettered to ".*-dlq" \(permanent\)/,
+    );
+    expect(log.of('retry').map((e) => [e.cause, e.delayMs >= 300])).toEqual([['retry-after', true]]);
   });
 
   it('charges a failure to the ctx.call that threw it, even when rethrown as a cause', async () => {
