@@ -18,7 +18,9 @@
 if redis.call('EXISTS', KEYS[5]) == 0 then
   return -1
 end
-redis.call('LREM', KEYS[2], 0, ARGV[1])
-redis.call('LREM', KEYS[3], 0, ARGV[1])
+-- From the tail, stopping at the first match: the list holds each id once, and a replay takes the oldest
+-- records (at the tail) first, so this is O(1) where a full scan would make a replay quadratic.
+redis.call('LREM', KEYS[3], -1, ARGV[1])
+redis.call('LREM', KEYS[2], -1, ARGV[1])
 redis.call('DEL', KEYS[4])
 return redis.call('DEL', KEYS[1])
