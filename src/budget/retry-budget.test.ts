@@ -109,6 +109,28 @@ describe('RetryBudget with an unreachable store', () => {
     await budget.close();
   });
 
+  it('answers every request queued behind a call that timed out from the fallback, once', async () => {
+    const remote = new ControlledStore();
+    const budget = new RetryBudget({
+      store: remote,
+      minAllowance: 3,
+      timeoutMs: 20,
+      probeIntervalMs: 60_000,
+    });
+    let calls = 0;
+    const trySpend = remote.trySpend;
+    remote.trySpend = (...a) => {
+      calls++;
+      return trySpend(...a);
+    };
+    remote.behaviour = 'hang';
+    const results = await Promise.all(Array.from({ length: 5 }, () => budget.trySpend('search')));
+    expect(calls).toBe(1);
+    expect(results.every((r) => r.degraded)).toBe(true);
+    expect(results.map((r) => r.granted)).toEqual([true, true, true, false, false]);
+    await budget.close();
+  });
+
   it.each([
     ['deny', false],
     ['allow', true],

@@ -184,8 +184,13 @@ export class RetryBudget implements BudgetGate {
       for (const resolve of waiting) resolve(this.#fallbackResult(dependency));
     } finally {
       batch.inFlight = false;
-      if (batch.waiting.length > 0) void this.#send(dependency, batch);
-      else this.#batches.delete(dependency);
+      if (batch.waiting.length === 0) this.#batches.delete(dependency);
+      else if (this.#degradedSince === undefined) void this.#send(dependency, batch);
+      else {
+        // The store just failed: those who queued behind the failed call get the fallback at once.
+        this.#batches.delete(dependency);
+        for (const resolve of batch.waiting) resolve(this.#fallbackResult(dependency));
+      }
     }
   }
 
