@@ -39,4 +39,4 @@ export type {
   ObservedBudgetState,
   Subscribable,
 } from './sources.js';
-export { readOnlyBreaker, readOnlyBudget } from './store-views.js';
+export { type ListableBreakerStore, readOnlyBreaker, readOnlyBudget } from './store-views.js';
