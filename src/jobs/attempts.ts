@@ -5,6 +5,9 @@ import type { RedisClient } from 'bullmq';
  * not fit: `attemptsMade` does not move when a job is rescheduled with `moveToDelayed` (stormguard's retry
  * path), and `attemptsStarted` also counts breaker and budget deferrals and stalled restarts, which must
  * not use up an attempt.
+ *
+ * @example
+ * const state: AttemptState = { attempts: 2, deferrals: 1, previousDelayMs: 400, firstFailedAt: 1_700_000_000_000 };
  */
 export interface AttemptState {
   /** Attempts charged so far (failed executions that used up one of the policy's `maxAttempts`). */
@@ -22,6 +25,10 @@ export interface AttemptState {
  * than in its `data` so the producer's data stays exactly as written (a replay enqueues it unchanged), and
  * so it lives and dies with the job: it survives delays, stalls and worker restarts, and goes when BullMQ
  * removes the job.
+ *
+ * @example
+ * const raw = await redis.hget(queue.toKey(jobId), ATTEMPT_STATE_FIELD);
+ * parseAttemptState(raw).attempts; // attempts charged so far
  */
 export const ATTEMPT_STATE_FIELD = 'stormguard';
 
@@ -52,7 +59,12 @@ export function parseAttemptState(raw: string | undefined | null): AttemptState 
   }
 }
 
-/** The stored form of an {@link AttemptState} (compact JSON). */
+/**
+ * The stored form of an {@link AttemptState} (compact JSON).
+ *
+ * @example
+ * serializeAttemptState({ attempts: 1, deferrals: 0 }); // '{"attempts":1,"deferrals":0}'
+ */
 export function serializeAttemptState(state: AttemptState): string {
   return JSON.stringify(state);
 }

@@ -32,6 +32,9 @@ export interface CallContext {
  * A breaker as `ctx.call` uses it: `execute` asks it before the call (throwing a `BrokenCircuitError`
  * instead of calling when it refuses) and tells it the outcome after. `isFailure` says which errors count
  * against the dependency's health: the worker passes "the policy would retry it".
+ *
+ * @example
+ * const breaker: CallBreaker = new CircuitBreaker({ store: new RedisBreakerStore({ redis }) });
  */
 export type CallBreaker = Pick<CircuitBreaker, 'execute'>;
 

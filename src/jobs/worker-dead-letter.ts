@@ -49,7 +49,13 @@ export function deadLetterRecordOf(job: Job, facts: DeadLetterFacts): DeadLetter
   return record;
 }
 
-/** An error's class name, message and stack, whatever was thrown (a string, a plain object, `undefined`). */
+/**
+ * An error's class name, message and stack, whatever was thrown (a string, a plain object, `undefined`).
+ *
+ * @example
+ * describeError(new TypeError('x')); // { name: 'TypeError', message: 'x', stack: '…' }
+ * describeError('boom'); // { name: 'string', message: 'boom' }
+ */
 export function describeError(error: unknown): { name: string; message: string; stack?: string } {
   if (error instanceof Error) {
     const described: { name: string; message: string; stack?: string } = {

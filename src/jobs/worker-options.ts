@@ -9,16 +9,36 @@ import type { IdempotencyGuard } from './idempotency-guard.js';
  * The retry budget as a worker uses it: `trySpend` (through `decide`) on the failure path, and
  * `recordSuccess` on the success path, which must be synchronous and batched (no Redis round trip per
  * job). `flush` sends the batched successes; the worker calls it when it closes. `RetryBudget` is one.
+ *
+ * @example
+ * const budget: WorkerBudget = new RetryBudget({ store: new RedisBudgetStore({ redis }) });
  */
 export interface WorkerBudget extends BudgetGate {
   recordSuccess(dependency: string): void;
   flush(): Promise<unknown>;
 }
 
-/** The circuit breaker as a worker uses it: `check` in `decide`, `execute` around each `ctx.call`. `CircuitBreaker` is one. */
+/**
+ * The circuit breaker as a worker uses it: `check` in `decide`, `execute` around each `ctx.call`.
+ * `CircuitBreaker` is one.
+ *
+ * @example
+ * const breaker: WorkerBreaker = new CircuitBreaker({ consecutiveFailures: 5 });
+ */
 export type WorkerBreaker = Pick<CircuitBreaker, 'check' | 'execute'>;
 
-/** Options of `createWorker`. Only `connection` and `policy` are required. */
+/**
+ * Options of `createWorker`. Only `connection` and `policy` are required; the defaults are listed on each.
+ *
+ * @example
+ * const options: StormguardWorkerOptions<{ docId: string }> = {
+ *   connection: { host: '127.0.0.1', port: 6379 },
+ *   policy: 'idempotent-internal',
+ *   budget,
+ *   dependencies: { reindex: 'search' },
+ *   idempotency: { guard, key: (job) => `index:${job.data.docId}` },
+ * };
+ */
 export interface StormguardWorkerOptions<Data = unknown, Result = unknown, Name extends string = string> {
   /** BullMQ connection (ioredis options or instance). Give a shared instance `maxRetriesPerRequest: null`. */
   connection: ConnectionOptions;

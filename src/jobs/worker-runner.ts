@@ -21,6 +21,10 @@ import type { StormguardWorkerOptions, WorkerBreaker, WorkerBudget } from './wor
 /**
  * A stormguard processor: BullMQ's job plus a {@link CallContext}. Return the job's result; throw to fail
  * the attempt (stormguard then decides: retry, dead-letter or fail).
+ *
+ * @example
+ * const index: StormguardProcessor<{ docId: string }> = async (job, ctx) =>
+ *   ctx.call('search', () => search.index(job.data.docId));
  */
 export type StormguardProcessor<Data = unknown, Result = unknown, Name extends string = string> = (
   job: Job<Data, Result, Name>,
@@ -317,6 +321,10 @@ export class JobRunner<Data, Result, Name extends string> {
 /**
  * What a dead-lettered flow child completes with instead of failing, when failing it would leave its parent
  * waiting forever. The parent sees it among `getChildrenValues()` and can tell the child's work was not done.
+ *
+ * @example
+ * const values = Object.values(await parent.getChildrenValues());
+ * const skipped = values.filter((v) => (v as DeadLetteredMarker | undefined)?.stormguard === 'dead-lettered');
  */
 export interface DeadLetteredMarker {
   stormguard: 'dead-lettered';

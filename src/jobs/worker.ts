@@ -15,6 +15,11 @@ import { JobRunner, type StormguardProcessor } from './worker-runner.js';
  * A BullMQ `Worker` (it is one: every BullMQ method and event works) whose processor runs under
  * stormguard: `ctx.call` attribution, budget and breaker, `decide` on every failed attempt, dead letters.
  * Build it with {@link createWorker}.
+ *
+ * @example
+ * const worker: StormguardWorker<{ docId: string }> = createWorker('index', processor, { connection, policy: 'email' });
+ * worker.on('failed', (job, err) => console.log(job?.id, err.message)); // BullMQ's events still work
+ * worker.events.on('retry', (e) => console.log(`${e.dependency}: retry ${e.retry} in ${e.delayMs} ms`));
  */
 export class StormguardWorker<Data = unknown, Result = unknown, Name extends string = string> extends Worker<
   Data,
