@@ -200,7 +200,11 @@ export async function runEngine(
     drainMs: 0,
     lastSampledBin: -1,
     events: 0,
+    /** The rate source due next and when (-1 and Infinity when none). */
+    soonest: -1,
+    soonestAt: Number.POSITIVE_INFINITY,
   };
+  const nextArrival = new Float64Array(arrivals.length).fill(Number.POSITIVE_INFINITY);
 
   const enqueue = (job: number, t: number): void => {
     const slot = idle.shift();
@@ -386,16 +390,32 @@ export async function runEngine(
     scheduleArrival(source, t);
   };
 
+  /** Finds the rate source whose next arrival comes first (few sources: a scan is cheapest). */
+  const findSoonest = (): void => {
+    run.soonest = -1;
+    run.soonestAt = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < nextArrival.length; i++)
+      if ((nextArrival[i] as number) < run.soonestAt) {
+        run.soonest = i;
+        run.soonestAt = nextArrival[i] as number;
+      }
+  };
+
   const scheduleArrival = (source: number, from: number): void => {
     const a = arrivals[source] as ArrivalSource;
     if (a.backlog >= 0) {
       queue.push(a.at, (source << KIND_BITS) | ARRIVAL);
       return;
     }
-    // Poisson arrivals: exponential gaps with the given rate.
+    // Poisson arrivals: exponential gaps with the given rate. They come out sorted, so they bypass the
+    // heap: the loop merges each source's next arrival with the heap's earliest event.
     const next = from + (-Math.log(1 - a.random()) * 1_000) / a.rate;
-    if (next < a.until) queue.push(next, (source << KIND_BITS) | ARRIVAL);
-    else run.activeSources--;
+    if (next < a.until) nextArrival[source] = next;
+    else {
+      nextArrival[source] = Number.POSITIVE_INFINITY;
+      run.activeSources--;
+    }
+    findSoonest();
   };
 
   const tick = (t: number): Promise<void> | undefined => {
@@ -438,14 +458,16 @@ export async function runEngine(
    * survive an `await`.
    */
   const step = (): Promise<void> | undefined => {
-    while (queue.size > 0) {
-      const t = queue.peekTime();
+    for (;;) {
+      const fromStream = run.soonestAt <= queue.peekTime();
+      const t = fromStream ? run.soonestAt : queue.peekTime();
+      if (t === Number.POSITIVE_INFINITY) return undefined;
       if (t > horizon) {
         stoppedAtHorizon = true;
         return undefined;
       }
       if (t > clock.now()) clock.set(t);
-      const event = queue.pop();
+      const event = fromStream ? (run.soonest << KIND_BITS) | ARRIVAL : queue.pop();
       const value = event >>> KIND_BITS;
       let pending: Promise<void> | undefined;
       switch (event & KIND_MASK) {
@@ -467,7 +489,6 @@ export async function runEngine(
       if (pending) return pending;
       if (admissions.length > 0) return settleAdmissions();
     }
-    return undefined;
   };
 
   /** Settles breaker calls in the order they were made, including those their continuations start. */
