@@ -1,6 +1,11 @@
 import type { MaybePromise } from './store.js';
 
-/** A store call that did not answer in time. */
+/**
+ * A store call that did not answer within the budget's `timeoutMs`; carried by the `degraded` event.
+ *
+ * @example
+ * budget.events.on('degraded', (e) => { if (e.error instanceof StoreTimeoutError) log.warn('Redis is slow') });
+ */
 export class StoreTimeoutError extends Error {
   override name = 'StoreTimeoutError';
 }

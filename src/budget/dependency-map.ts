@@ -65,7 +65,12 @@ export function dependenciesFor(task: string, map: DependencyMap): readonly stri
   return typeof entry === 'string' ? [entry] : entry;
 }
 
-/** What charging one retry against several dependencies decided. */
+/**
+ * What charging one retry against several dependencies decided.
+ *
+ * @example
+ * const { granted, deniedBy } = await chargeAll(budget, ['crm', 'mail']);
+ */
 export interface MultiSpendResult {
   /** True when every dependency granted the retry. */
   granted: boolean;

@@ -9,10 +9,18 @@ import type { BudgetMode, BudgetStore } from './store.js';
  *   window per process, whatever the successes), so a fleet of N workers allows at most N × floor.
  * - `deny`: refuse every retry (fail closed).
  * - `allow`: grant every retry (fail open; per-job attempt ceilings still apply).
+ *
+ * @example
+ * new RetryBudget({ store, fallback: 'deny' });
  */
 export type BudgetFallback = 'local' | 'deny' | 'allow';
 
-/** Settings of a {@link RetryBudget}. Every field but `store` has a default. */
+/**
+ * Settings of a {@link RetryBudget}. Every field but `store` has a default (listed on each field).
+ *
+ * @example
+ * const options: RetryBudgetOptions = { store: new MemoryBudgetStore(), ratio: 0.1, minAllowance: 5 };
+ */
 export interface RetryBudgetOptions {
   /** Where the counts live: `MemoryBudgetStore` for one process, `RedisBudgetStore` for a fleet. */
   store: BudgetStore;

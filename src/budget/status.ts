@@ -1,7 +1,12 @@
 import type { BudgetStore } from './store.js';
 import { PPM } from './window.js';
 
-/** One dependency's budget as `stormguard budget status` shows it. Plain JSON. */
+/**
+ * One dependency's budget as `stormguard budget status` shows it. Plain JSON.
+ *
+ * @example
+ * for (const row of await budgetStatus(store)) console.log(row.dependency, row.headroom);
+ */
 export interface BudgetStatus {
   dependency: string;
   allowance: number;

@@ -1,9 +1,19 @@
 import type { BudgetWindow, WindowCounts } from './window.js';
 
-/** A value now or later: in-process stores answer synchronously, so the hot path allocates no promise. */
+/**
+ * A value now or later: in-process stores answer synchronously, so the hot path allocates no promise.
+ *
+ * @example
+ * const spend: MaybePromise<StoreSpend> = store.trySpend('search', window, 0, 1);
+ */
 export type MaybePromise<T> = T | Promise<T>;
 
-/** Whether a budget enforces its denials or only counts them. */
+/**
+ * Whether a budget enforces its denials or only counts them (see `RetryBudget`'s `mode`).
+ *
+ * @example
+ * const mode: BudgetMode = 'shadow';
+ */
 export type BudgetMode = 'enforce' | 'shadow';
 
 /**
@@ -11,12 +21,20 @@ export type BudgetMode = 'enforce' | 'shadow';
  * after the call. Retries are decided one after another: each is granted iff spent < allowance (then
  * counted as spent), otherwise counted as denied, never as spent. The store knows nothing of shadow mode:
  * `RetryBudget` lets denied retries through in shadow mode, and the counts are the same either way.
+ *
+ * @example
+ * const { granted } = await store.trySpend('search', window, 0, 3); // 0..3 of the 3 asked for
  */
 export interface StoreSpend extends WindowCounts {
   granted: number;
 }
 
-/** A store's answer to `read`: the counts and the settings they were computed with. */
+/**
+ * A store's answer to `read`: the counts and the settings they were computed with.
+ *
+ * @example
+ * const read = await store.read('search'); // { allowance, spent, denied, successes, window }
+ */
 export interface StoreRead extends WindowCounts {
   window: BudgetWindow;
 }

@@ -4,10 +4,20 @@
  * million and every division is an exact integer division, so nothing drifts however long a store runs.
  */
 
-/** Ratios are held as integer parts per million: `0.2` is `200_000`. */
+/**
+ * Ratios are held as integer parts per million: `0.2` is `200_000`.
+ *
+ * @example
+ * Math.round(0.2 * PPM); // 200000
+ */
 export const PPM = 1_000_000;
 
-/** A dependency's budget settings in the integer form stores work with. */
+/**
+ * A dependency's budget settings in the integer form stores work with.
+ *
+ * @example
+ * const window: BudgetWindow = budgetWindow({ ratio: 0.2, windowMs: 60_000, buckets: 10, minAllowance: 10 });
+ */
 export interface BudgetWindow {
   /** The ratio in parts per million (0.2 → 200 000). 0 means "the floor only" (the degraded fallback). */
   ratioPpm: number;
@@ -19,7 +29,12 @@ export interface BudgetWindow {
   minAllowance: number;
 }
 
-/** Counts of one dependency's window, as a store reports them. */
+/**
+ * Counts of one dependency's window, as a store reports them.
+ *
+ * @example
+ * const { allowance, spent } = (await store.read('search', window)) ?? { allowance: 10, spent: 0 };
+ */
 export interface WindowCounts {
   allowance: number;
   spent: number;

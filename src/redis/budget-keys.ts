@@ -1,6 +1,11 @@
 import { InvalidInputError } from '../errors/invalid-input-error.js';
 
-/** The default key prefix of every stormguard Redis key. */
+/**
+ * The default key prefix of every stormguard Redis key.
+ *
+ * @example
+ * budgetKey(DEFAULT_PREFIX, 'search'); // '{stormguard:search}:budget'
+ */
 export const DEFAULT_PREFIX = 'stormguard';
 
 // Braces would move the hash tag (and split a dependency's keys over Redis Cluster slots); glob characters

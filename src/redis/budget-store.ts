@@ -11,7 +11,12 @@ import {
 } from './budget-keys.js';
 import { defineScript, type RedisClient } from './scripts.js';
 
-/** Options of {@link RedisBudgetStore}. */
+/**
+ * Options of {@link RedisBudgetStore}.
+ *
+ * @example
+ * const options: RedisBudgetStoreOptions = { redis: new Redis(url), prefix: 'shop' };
+ */
 export interface RedisBudgetStoreOptions {
   /** Your ioredis client (a `Redis` or a `Cluster`); the store never closes it. */
   redis: RedisClient;

@@ -1,10 +1,20 @@
 import { readFileSync } from 'node:fs';
 import type { Cluster, Redis } from 'ioredis';
 
-/** The ioredis clients stormguard's Redis stores accept: a single node or a cluster. */
+/**
+ * The ioredis clients stormguard's Redis stores accept: a single node or a cluster.
+ *
+ * @example
+ * const redis: RedisClient = new Redis(process.env.REDIS_URL);
+ */
 export type RedisClient = Redis | Cluster;
 
-/** A Lua script kept as a source file in `src/redis/lua/<file>` (named `<name>-<numberOfKeys>.lua`). */
+/**
+ * A Lua script kept as a source file in `src/redis/lua/<file>` (named `<name>-<numberOfKeys>.lua`).
+ *
+ * @example
+ * const spec: ScriptSpec = { command: 'stormguardBudgetReadV1', file: 'budget-read-1.lua', numberOfKeys: 1 };
+ */
 export interface ScriptSpec {
   /** The command name it is registered under on the client; carries a version so upgrades never clash. */
   command: string;
