@@ -377,46 +377,27 @@ function report(): string {
     fmt(at64('naive').commandsPerDecision),
     '',
   ]);
-  const s = results.storm;
-  rows.push([
-    'grants: 1 000 successes, 2 000 requests',
-    String(s.stormguard.stormGrants),
-    String(s.naive.stormGrants),
-    '200',
-  ]);
-  rows.push([
-    'grants: 100 retries after 500 more successes',
-    String(s.stormguard.laterGrants),
-    String(s.naive.laterGrants),
-    '100',
-  ]);
-  const e = results.edge;
-  rows.push([
-    'allowance 1 ms before a minute edge',
-    String(e.stormguard.before),
-    String(e.naive.before),
-    '1200',
-  ]);
-  rows.push(['allowance 1 ms after it', String(e.stormguard.after), String(e.naive.after), '1200 (±1)']);
-  rows.push([
-    'grants: burst of 1 500 straddling the edge',
-    String(e.stormguard.burstGrants),
-    String(e.naive.burstGrants),
-    '1200 (±1)',
-  ]);
-  const p = results.successPath;
-  rows.push([
+  // Rows that compare the two designs' figures of one result, side by side.
+  const side = <K extends string>(
+    pickFrom: Record<Design, Record<K, number>>,
+    field: K,
+    label: string,
+    goal: string,
+    show: (n: number) => string = String,
+  ) => rows.push([label, show(pickFrom.stormguard[field]), show(pickFrom.naive[field]), goal]);
+  side(results.storm, 'stormGrants', 'grants: 1 000 successes, 2 000 requests', '200');
+  side(results.storm, 'laterGrants', 'grants: 100 retries after 500 more successes', '100');
+  side(results.edge, 'before', 'allowance 1 ms before a minute edge', '1200');
+  side(results.edge, 'after', 'allowance 1 ms after it', '1200 (±1)');
+  side(results.edge, 'burstGrants', 'grants: burst of 1 500 straddling the edge', '1200 (±1)');
+  side(
+    results.successPath,
+    'roundTripsPerSuccess',
     'round trips per success at 1 000 jobs/s',
-    fmt(p.stormguard.roundTripsPerSuccess),
-    fmt(p.naive.roundTripsPerSuccess),
     '<= 0.01',
-  ]);
-  rows.push([
-    'Redis commands per success (incl. in scripts)',
-    fmt(p.stormguard.commandsPerSuccess),
-    fmt(p.naive.commandsPerSuccess),
-    '',
-  ]);
+    fmt,
+  );
+  side(results.successPath, 'commandsPerSuccess', 'Redis commands per success (incl. in scripts)', '', fmt);
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   return rows
     .map((r) =>
