@@ -71,7 +71,7 @@ describe('stormguard dlq', () => {
     await withFilledDlq(4, async (dlq) => {
       const human = await cli('dlq', 'list', dlq.sourceQueue);
       expect(human.code).toBe(0);
-      expect(human.stdout).toMatch(/4 matching of 4/);
+      expect(human.stdout).toMatch(/1-4 of 4 matching \(4 in the queue\)/);
       expect(human.stdout).toMatch(/job-0\s+reindex\s+budget-exhausted\s+search/);
       const json = await cli(
         'dlq',
@@ -84,9 +84,27 @@ describe('stormguard dlq', () => {
         '--json',
       );
       expect(json.code).toBe(0);
-      const parsed = JSON.parse(json.stdout) as { total: number; records: { jobId: string }[] };
-      expect(parsed.total).toBe(4);
+      const parsed = JSON.parse(json.stdout) as {
+        total: number;
+        matched: number;
+        records: { jobId: string }[];
+      };
+      expect([parsed.total, parsed.matched]).toEqual([4, 2]);
       expect(parsed.records.map((r) => r.jobId)).toEqual(['job-1', 'job-3']);
+      const page = await cli(
+        'dlq',
+        'list',
+        dlq.sourceQueue,
+        '--reason',
+        'budget-exhausted',
+        '--limit',
+        '1',
+        '--offset',
+        '1',
+      );
+      expect(page.stdout).toMatch(/2-2 of 2 matching \(4 in the queue\)/);
+      expect(page.stdout).toMatch(/job-2/);
+      expect(page.stdout).not.toMatch(/job-0/);
     });
   });
 

@@ -20,14 +20,20 @@ export function ago(atMs: number, nowMs: number): string {
   return `${formatDuration(Math.max(0, nowMs - atMs))} ago`;
 }
 
-/** The `dlq list` table. */
-export function formatList(
-  dlqName: string,
-  records: DeadLetterRecord[],
-  total: number,
-  nowMs: number,
-): string {
-  if (records.length === 0) return `${dlqName}: no matching records (${total} in the queue)\n`;
+/** One page of a listing: the records shown, how many match, how many the queue holds. */
+export interface ListPage {
+  records: DeadLetterRecord[];
+  matched: number;
+  total: number;
+  offset: number;
+}
+
+/** The `dlq list` table, under a line that says what is shown of what. */
+export function formatList(dlqName: string, page: ListPage, nowMs: number): string {
+  const { records, matched, total, offset } = page;
+  if (records.length === 0)
+    return `${dlqName}: nothing to show (${matched} matching, ${total} in the queue)\n`;
+  const range = `${offset + 1}-${offset + records.length}`;
   const rows = [['ID', 'NAME', 'REASON', 'DEPENDENCY', 'ATTEMPTS', 'REPLAYS', 'DEAD-LETTERED', 'DETAIL']];
   for (const r of records)
     rows.push([
@@ -40,7 +46,7 @@ export function formatList(
       ago(r.deadLetteredAt, nowMs),
       r.detail,
     ]);
-  return `${dlqName}: ${records.length} matching of ${total}\n${table(rows)}\n`;
+  return `${dlqName}: ${range} of ${matched} matching (${total} in the queue), oldest first\n${table(rows)}\n`;
 }
 
 /** The `dlq show` view of one record. */

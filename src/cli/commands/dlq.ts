@@ -53,9 +53,13 @@ export function register(program: Command, io: CliIO): void {
       const limit = parseWholeNumber(flags.limit ?? '50', '--limit');
       const offset = parseWholeNumber(flags.offset ?? '0', '--offset');
       return withDlq(queue, flags, async (dlq) => {
-        const [records, total] = await Promise.all([dlq.list({ ...filter, limit, offset }), dlq.count()]);
-        if (flags.json) printJson(io, { queue, deadLetterQueue: dlq.name, total, records });
-        else io.stdout.write(formatList(dlq.name, records, total, systemClock.now()));
+        const [records, matched, total] = await Promise.all([
+          dlq.list({ ...filter, limit, offset }),
+          dlq.count(filter),
+          dlq.count(),
+        ]);
+        if (flags.json) printJson(io, { queue, deadLetterQueue: dlq.name, total, matched, offset, records });
+        else io.stdout.write(formatList(dlq.name, { records, matched, total, offset }, systemClock.now()));
       });
     });
 
