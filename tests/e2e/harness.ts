@@ -1,7 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { Queue } from 'bullmq';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
 import type { EventBus } from '../../src/common/events.js';
+import { DeadLetterQueue } from '../../src/jobs/dead-letter-queue.js';
 import type { WorkerEvents } from '../../src/jobs/types.js';
+import { TestRedis } from '../helpers/redis-server.js';
 
 /** A queue name no other test uses. */
 export function uniqueQueue(prefix: string): string {
@@ -46,4 +49,61 @@ export async function unfinished(queue: Queue): Promise<number> {
     'waiting-children',
   );
   return Object.values(counts).reduce((a, b) => a + b, 0);
+}
+
+interface Closable {
+  close(): Promise<unknown>;
+}
+
+/**
+ * One test file's world: its own redis-server (TestRedis, on a free port), an ioredis client, and
+ * everything the tests open, closed in reverse order at the end.
+ */
+export class TestBed {
+  readonly #open: Closable[] = [];
+
+  private constructor(
+    readonly server: TestRedis,
+    readonly redis: Redis,
+  ) {}
+
+  static async start(): Promise<TestBed> {
+    const server = await TestRedis.start();
+    const redis = new Redis(server.url, { maxRetriesPerRequest: null });
+    // An idle Redis wakes its event loop `hz` times a second (10 by default) and only then times out
+    // blocked clients, so each delayed job would start up to 100 ms late. Production Redis is never idle;
+    // 100 Hz keeps the scheduling slack of this throw-away server at a few milliseconds per retry.
+    await redis.config('SET', 'hz', '100');
+    return new TestBed(server, redis);
+  }
+
+  /** Connection options for BullMQ. */
+  get connection(): { host: string; port: number } {
+    return this.server.connection;
+  }
+
+  /** A fresh source queue and its dead-letter queue. */
+  queues(name: string): { queueName: string; queue: Queue; dlq: DeadLetterQueue } {
+    const queueName = uniqueQueue(name);
+    const queue = this.track(new Queue(queueName, { connection: this.connection }));
+    const dlq = this.track(new DeadLetterQueue(queueName, { connection: this.connection }));
+    return { queueName, queue, dlq };
+  }
+
+  /** Closes `thing` when the bed closes. */
+  track<T extends Closable>(thing: T): T {
+    this.#open.push(thing);
+    return thing;
+  }
+
+  async close(): Promise<void> {
+    for (const thing of this.#open.reverse()) await thing.close();
+    this.redis.disconnect();
+    await this.server.close();
+  }
+}
+
+/** A dependency that is down: fails at once, the way a timed-out call is reported. */
+export function timeoutError(message = 'connect ETIMEDOUT'): Error {
+  return Object.assign(new Error(message), { code: 'ETIMEDOUT' });
 }

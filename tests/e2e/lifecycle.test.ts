@@ -5,35 +5,25 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import { Job, Queue } from 'bullmq';
-import { Redis } from 'ioredis';
+import { Job } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
 import { PermanentError } from '../../src/errors/permanent-error.js';
 import { TransientError } from '../../src/errors/transient-error.js';
-import { DeadLetterQueue } from '../../src/jobs/dead-letter-queue.js';
 import { idempotencyGuard } from '../../src/jobs/idempotency-guard.js';
 import { createWorker } from '../../src/jobs/worker.js';
 import { definePolicy } from '../../src/policy/define-policy.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
-import { TestRedis, waitFor } from '../helpers/redis-server.js';
+import { waitFor } from '../helpers/redis-server.js';
 import { CRASH_TEST_WORKER_OPTIONS } from './fixtures/crash-settings.js';
-import { recordEvents, unfinished, uniqueQueue } from './harness.js';
+import { recordEvents, TestBed, timeoutError, unfinished, uniqueQueue } from './harness.js';
 
-let server: TestRedis;
-let redis: Redis;
-const open: { close(): Promise<unknown> }[] = [];
+let bed: TestBed;
 
 beforeAll(async () => {
-  server = await TestRedis.start();
-  redis = new Redis(server.url, { maxRetriesPerRequest: null });
-  await redis.config('SET', 'hz', '100'); // see seed-verifications.test.ts: prompt delayed jobs on an idle Redis
+  bed = await TestBed.start();
 });
-afterAll(async () => {
-  for (const thing of open.reverse()) await thing.close();
-  redis.disconnect();
-  await server.close();
-});
+afterAll(() => bed.close());
 
 const policy = definePolicy({
   name: 'lifecycle',
@@ -41,23 +31,6 @@ const policy = definePolicy({
   backoff: { type: 'exponential', baseMs: 20, factor: 2, maxDelayMs: 200 },
   jitter: 'full',
 });
-
-function queues(name: string) {
-  const queueName = uniqueQueue(name);
-  const queue = new Queue(queueName, { connection: server.connection });
-  const dlq = new DeadLetterQueue(queueName, { connection: server.connection });
-  open.push(queue, dlq);
-  return { queueName, queue, dlq };
-}
-
-function track<W extends { close(): Promise<unknown> }>(thing: W): W {
-  open.push(thing);
-  return thing;
-}
-
-function timeout(): Error {
-  return Object.assign(new Error('connect ETIMEDOUT'), { code: 'ETIMEDOUT' });
-}
 
 /** Runs a fixture script under tsx in its own process and collects its output lines. */
 function fixture(script: string, args: string[]): { child: ChildProcess; lines: string[] } {
@@ -86,16 +59,16 @@ async function kill(child: ChildProcess): Promise<void> {
 
 describe('every job ends completed or dead-lettered', () => {
   it('sends a permanent error straight to the dead-letter queue with reason permanent', async () => {
-    const { queueName, queue, dlq } = queues('permanent');
+    const { queueName, queue, dlq } = bed.queues('permanent');
     let runs = 0;
-    const worker = track(
+    const worker = bed.track(
       createWorker(
         queueName,
         async () => {
           runs++;
           throw new PermanentError('document 42 has no title');
         },
-        { connection: server.connection, policy },
+        { connection: bed.connection, policy },
       ),
     );
     const log = recordEvents(worker.events);
@@ -116,24 +89,24 @@ describe('every job ends completed or dead-lettered', () => {
   });
 
   it('loses none: of a mixed load, every job is completed or in the dead-letter queue, and nothing is left', async () => {
-    const { queueName, queue, dlq } = queues('mixed');
+    const { queueName, queue, dlq } = bed.queues('mixed');
     const failures = new Map<number, number>();
     type Kind = 'ok' | 'flaky' | 'permanent' | 'down';
-    const worker = track(
+    const worker = bed.track(
       createWorker<{ id: number; kind: Kind }>(
         queueName,
         async (job, ctx) => {
           const { id, kind } = job.data;
           await ctx.call('search', () => {
             if (kind === 'permanent') throw new PermanentError('bad document');
-            if (kind === 'down') throw timeout();
+            if (kind === 'down') throw timeoutError();
             if (kind === 'flaky' && (failures.get(id) ?? 0) < 1) {
               failures.set(id, 1);
               throw new TransientError('blip');
             }
           });
         },
-        { connection: server.connection, policy, concurrency: 20 },
+        { connection: bed.connection, policy, concurrency: 20 },
       ),
     );
     const log = recordEvents(worker.events);
@@ -162,31 +135,33 @@ describe('every job ends completed or dead-lettered', () => {
 
 describe('replay and crashes', () => {
   it('replays dead letters after recovery exactly once per side effect, also when the replay is killed half-way and re-run', async () => {
-    const { queueName, queue, dlq } = queues('replay');
-    const budget = track(
+    const { queueName, queue, dlq } = bed.queues('replay');
+    const budget = bed.track(
       new RetryBudget({
-        store: new RedisBudgetStore({ redis, prefix: uniqueQueue('budget') }),
+        store: new RedisBudgetStore({ redis: bed.redis, prefix: uniqueQueue('budget') }),
         windowMs: 1_000,
         minAllowance: 5,
         timeoutMs: 2_000,
       }),
     );
-    const guard = idempotencyGuard({ redis, prefix: uniqueQueue('idem'), ttlMs: 60_000 });
+    const guard = idempotencyGuard({ redis: bed.redis, prefix: uniqueQueue('idem'), ttlMs: 60_000 });
     let searchDown = true;
-    const worker = track(
+    const worker = bed.track(
       createWorker<{ id: number }>(
         queueName,
         async (job, ctx) => {
           const { id } = job.data;
           // The receipt is a side effect that must happen once, whatever happens to the job after it.
-          await guard.once(`receipt:${id}`, () => ctx.call('mail', () => redis.incr(`effects:mail:${id}`)));
+          await guard.once(`receipt:${id}`, () =>
+            ctx.call('mail', () => bed.redis.incr(`effects:mail:${id}`)),
+          );
           await ctx.call('search', async () => {
-            if (searchDown) throw timeout();
-            await redis.incr(`effects:search:${id}`);
+            if (searchDown) throw timeoutError();
+            await bed.redis.incr(`effects:search:${id}`);
           });
         },
         {
-          connection: server.connection,
+          connection: bed.connection,
           policy,
           budget,
           concurrency: 10,
@@ -201,7 +176,7 @@ describe('replay and crashes', () => {
     expect(await dlq.count({ reason: 'budget-exhausted' })).toBeGreaterThan(0);
 
     searchDown = false;
-    const first = fixture('replay.ts', [server.url, queueName, '40']);
+    const first = fixture('replay.ts', [bed.server.url, queueName, '40']);
     await waitFor(
       () => first.lines.some((line) => line === `moved ${total / 4}`),
       15_000,
@@ -223,18 +198,18 @@ describe('replay and crashes', () => {
     expect(await dlq.count()).toBe(0);
     expect(await unfinished(queue)).toBe(0);
     for (let id = 0; id < total; id++) {
-      expect(await redis.get(`effects:mail:${id}`)).toBe('1');
-      expect(await redis.get(`effects:search:${id}`)).toBe('1');
+      expect(await bed.redis.get(`effects:mail:${id}`)).toBe('1');
+      expect(await bed.redis.get(`effects:search:${id}`)).toBe('1');
     }
   });
 
   it('loses nothing when a worker process is killed with SIGKILL mid-job', async () => {
-    const { queueName, queue, dlq } = queues('crash');
+    const { queueName, queue, dlq } = bed.queues('crash');
     const job = await queue.add('index', { docId: 7 });
-    const crashing = fixture('crash-worker.ts', [server.url, queueName]);
+    const crashing = fixture('crash-worker.ts', [bed.server.url, queueName]);
     try {
       await waitFor(
-        async () => (await redis.get(`started:${job.id}`)) !== null,
+        async () => (await bed.redis.get(`started:${job.id}`)) !== null,
         15_000,
         'the job to start in the child',
       );
@@ -245,14 +220,14 @@ describe('replay and crashes', () => {
     expect(await (await Job.fromId(queue, job.id as string))?.getState()).toBe('active');
 
     let recoveredRuns = 0;
-    const worker = track(
+    const worker = bed.track(
       createWorker(
         queueName,
         async (recovered) => {
           recoveredRuns++;
           return `indexed ${(recovered.data as { docId: number }).docId}`;
         },
-        { connection: server.connection, policy, workerOptions: CRASH_TEST_WORKER_OPTIONS },
+        { connection: bed.connection, policy, workerOptions: CRASH_TEST_WORKER_OPTIONS },
       ),
     );
     const log = recordEvents(worker.events);

@@ -2,44 +2,25 @@
  * The four verifications of seed 000, end to end: real redis-server, real BullMQ, the Redis budget store,
  * windows of one to two seconds.
  */
-import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
-import { DeadLetterQueue } from '../../src/jobs/dead-letter-queue.js';
 import { createWorker } from '../../src/jobs/worker.js';
 import { definePolicy } from '../../src/policy/define-policy.js';
 import { planForWindow } from '../../src/policy/plan-window.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
-import { TestRedis, waitFor } from '../helpers/redis-server.js';
-import { recordEvents, unfinished, uniqueQueue } from './harness.js';
+import { waitFor } from '../helpers/redis-server.js';
+import { recordEvents, TestBed, timeoutError, unfinished, uniqueQueue } from './harness.js';
 
-let server: TestRedis;
-let redis: Redis;
-const open: { close(): Promise<unknown> }[] = [];
+let bed: TestBed;
 
 beforeAll(async () => {
-  server = await TestRedis.start();
-  redis = new Redis(server.url, { maxRetriesPerRequest: null });
-  // An idle Redis wakes its event loop `hz` times a second (10 by default) and only then times out
-  // blocked clients, so each delayed job would start up to 100 ms late. Production Redis is never idle;
-  // 100 Hz keeps the scheduling slack of this throw-away server at a few milliseconds per retry.
-  await redis.config('SET', 'hz', '100');
+  bed = await TestBed.start();
 });
-afterAll(async () => {
-  for (const thing of open.reverse()) await thing.close();
-  redis.disconnect();
-  await server.close();
-});
-
-/** A dependency that is down: fails at once, the way a timed-out call is reported. */
-function timeout(): Error {
-  return Object.assign(new Error('search: connect ETIMEDOUT'), { code: 'ETIMEDOUT' });
-}
+afterAll(() => bed.close());
 
 function budgetFor(windowMs: number, extra: { ratio?: number; minAllowance?: number } = {}) {
   const budget = new RetryBudget({
-    store: new RedisBudgetStore({ redis, prefix: uniqueQueue('budget') }),
+    store: new RedisBudgetStore({ redis: bed.redis, prefix: uniqueQueue('budget') }),
     ratio: extra.ratio ?? 0.2,
     minAllowance: extra.minAllowance ?? 10,
     windowMs,
@@ -47,21 +28,7 @@ function budgetFor(windowMs: number, extra: { ratio?: number; minAllowance?: num
     // Degrading to the local fallback is tested elsewhere; here a loaded test machine must not trigger it.
     timeoutMs: 2_000,
   });
-  open.push(budget);
-  return budget;
-}
-
-function queues(name: string) {
-  const queueName = uniqueQueue(name);
-  const queue = new Queue(queueName, { connection: server.connection });
-  const dlq = new DeadLetterQueue(queueName, { connection: server.connection });
-  open.push(queue, dlq);
-  return { queueName, queue, dlq };
-}
-
-function track<W extends { close(): Promise<unknown> }>(worker: W): W {
-  open.push(worker);
-  return worker;
+  return bed.track(budget);
 }
 
 describe('seed 000, verified end to end', () => {
@@ -77,16 +44,16 @@ describe('seed 000, verified end to end', () => {
       backoff: plan.backoff,
       jitter: 'none',
     });
-    const { queueName, queue, dlq } = queues('ceiling');
-    const worker = track(
+    const { queueName, queue, dlq } = bed.queues('ceiling');
+    const worker = bed.track(
       createWorker(
         queueName,
         async (_job, ctx) => {
           await ctx.call('search', () => {
-            throw timeout();
+            throw timeoutError('search: connect ETIMEDOUT');
           });
         },
-        { connection: server.connection, policy, budget: budgetFor(2_000) },
+        { connection: bed.connection, policy, budget: budgetFor(2_000) },
       ),
     );
     const log = recordEvents(worker.events);
@@ -117,16 +84,16 @@ describe('seed 000, verified end to end', () => {
       backoff: { type: 'exponential', baseMs: 100, factor: 2, maxDelayMs: 1_000 },
       jitter: 'none',
     });
-    const { queueName, queue, dlq } = queues('storm');
-    const worker = track(
+    const { queueName, queue, dlq } = bed.queues('storm');
+    const worker = bed.track(
       createWorker(
         queueName,
         async (_job, ctx) => {
           await ctx.call('search', () => {
-            throw timeout();
+            throw timeoutError('search: connect ETIMEDOUT');
           });
         },
-        { connection: server.connection, policy, budget, concurrency: 50 },
+        { connection: bed.connection, policy, budget, concurrency: 50 },
       ),
     );
     const log = recordEvents(worker.events);
@@ -187,23 +154,23 @@ describe('seed 000, verified end to end', () => {
       backoff: { type: 'fixed', delayMs: 50 },
       jitter: 'none',
     });
-    const { queueName, queue, dlq } = queues('recover');
+    const { queueName, queue, dlq } = bed.queues('recover');
     let down = true;
     const failedOnce = new Set<number>();
-    const worker = track(
+    const worker = bed.track(
       createWorker<{ docId: number; flaky?: boolean }>(
         queueName,
         async (job, ctx) => {
           await ctx.call('search', () => {
-            if (down) throw timeout();
+            if (down) throw timeoutError('search: connect ETIMEDOUT');
             // After recovery some calls still fail once (a transient blip): they need a granted retry.
             if (job.data.flaky && !failedOnce.has(job.data.docId)) {
               failedOnce.add(job.data.docId);
-              throw timeout();
+              throw timeoutError('search: connect ETIMEDOUT');
             }
           });
         },
-        { connection: server.connection, policy, budget, concurrency: 20 },
+        { connection: bed.connection, policy, budget, concurrency: 20 },
       ),
     );
     const log = recordEvents(worker.events);
@@ -244,18 +211,18 @@ describe('seed 000, verified end to end', () => {
       backoff: { type: 'fixed', delayMs: 50 },
       jitter: 'none',
     });
-    const { queueName, queue, dlq } = queues('quiet');
+    const { queueName, queue, dlq } = bed.queues('quiet');
     let calls = 0;
-    const worker = track(
+    const worker = bed.track(
       createWorker(
         queueName,
         async (_job, ctx) => {
           await ctx.call('crm', () => {
             calls++;
-            if (calls <= 2) throw timeout();
+            if (calls <= 2) throw timeoutError('search: connect ETIMEDOUT');
           });
         },
-        { connection: server.connection, policy, budget },
+        { connection: bed.connection, policy, budget },
       ),
     );
     const log = recordEvents(worker.events);

@@ -1,27 +1,22 @@
-import { FlowProducer, Job, Queue, QueueEvents } from 'bullmq';
+import { FlowProducer, Job, QueueEvents } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CircuitBreaker } from '../../src/breaker/circuit-breaker.js';
 import { PermanentError } from '../../src/errors/permanent-error.js';
 import { TransientError } from '../../src/errors/transient-error.js';
 import { ATTEMPT_STATE_FIELD, parseAttemptState } from '../../src/jobs/attempts.js';
-import { DeadLetterQueue } from '../../src/jobs/dead-letter-queue.js';
 import { createWorker } from '../../src/jobs/worker.js';
 import type { WorkerBudget } from '../../src/jobs/worker-options.js';
 import { definePolicy } from '../../src/policy/define-policy.js';
 import type { BudgetVerdict } from '../../src/policy/types.js';
-import { recordEvents, unfinished, uniqueQueue } from '../e2e/harness.js';
-import { TestRedis, waitFor } from '../helpers/redis-server.js';
+import { recordEvents, TestBed, unfinished } from '../e2e/harness.js';
+import { waitFor } from '../helpers/redis-server.js';
 
-let redis: TestRedis;
-const open: { close(): Promise<unknown> }[] = [];
+let bed: TestBed;
 
 beforeAll(async () => {
-  redis = await TestRedis.start();
+  bed = await TestBed.start();
 });
-afterAll(async () => {
-  for (const thing of open.reverse()) await thing.close();
-  await redis.close();
-});
+afterAll(() => bed.close());
 
 const fast = definePolicy({
   name: 'fast',
@@ -51,24 +46,11 @@ class RecordingBudget implements WorkerBudget {
   }
 }
 
-function setUp(name: string) {
-  const queueName = uniqueQueue(name);
-  const queue = new Queue(queueName, { connection: redis.connection });
-  const dlq = new DeadLetterQueue(queueName, { connection: redis.connection });
-  open.push(queue, dlq);
-  return { queueName, queue, dlq };
-}
-
-function track<W extends { close(): Promise<void> }>(worker: W): W {
-  open.push(worker);
-  return worker;
-}
-
 describe('createWorker', () => {
   it('records a success for the dependency of each ctx.call, and for the mapped dependency of a job without calls', async () => {
-    const { queueName, queue } = setUp('success');
+    const { queueName, queue } = bed.queues('success');
     const budget = new RecordingBudget();
-    const worker = track(
+    const worker = bed.track(
       createWorker(
         queueName,
         async (job, ctx) => {
@@ -78,7 +60,7 @@ describe('createWorker', () => {
           }
           return 'ok';
         },
-        { connection: redis.connection, policy: fast, budget, dependencies: { reindex: 'search' } },
+        { connection: bed.connection, policy: fast, budget, dependencies: { reindex: 'search' } },
       ),
     );
     const log = recordEvents(worker.events);
@@ -92,9 +74,9 @@ describe('createWorker', () => {
   });
 
   it('retries under its own count: BullMQ attemptsMade counts only the finish while stormguard counts the attempts', async () => {
-    const { queueName, queue } = setUp('retry');
+    const { queueName, queue } = bed.queues('retry');
     let calls = 0;
-    const worker = track(
+    const worker = bed.track(
       createWorker(
         queueName,
         async (_job, ctx) => {
@@ -104,7 +86,7 @@ describe('createWorker', () => {
           });
           return calls;
         },
-        { connection: redis.connection, policy: fast },
+        { connection: bed.connection, policy: fast },
       ),
     );
     const log = recordEvents(worker.events);
@@ -128,10 +110,10 @@ describe('createWorker', () => {
   });
 
   it('dead-letters after maxAttempts even when the job was added with a larger BullMQ attempts, and warns once', async () => {
-    const { queueName, queue, dlq } = setUp('ceiling');
+    const { queueName, queue, dlq } = bed.queues('ceiling');
     const warnings: string[] = [];
     let runs = 0;
-    const worker = track(
+    const worker = bed.track(
       createWorker(
         queueName,
         async () => {
@@ -139,7 +121,7 @@ describe('createWorker', () => {
           throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
         },
         {
-          connection: redis.connection,
+          connection: bed.connection,
           policy: fast,
           dependencies: { sync: 'crm' },
           onWarning: (m) => warnings.push(m),
@@ -175,12 +157,12 @@ describe('createWorker', () => {
   });
 
   it('waits at least as long as the server asked (Retry-After), and a caller waiting on a dead-lettered job is told', async () => {
-    const { queueName, queue } = setUp('retry-after');
-    const events = new QueueEvents(queueName, { connection: redis.connection });
-    open.push(events);
+    const { queueName, queue } = bed.queues('retry-after');
+    const events = new QueueEvents(queueName, { connection: bed.connection });
+    bed.track(events);
     await events.waitUntilReady();
     let calls = 0;
-    const worker = track(
+    const worker = bed.track(
       createWorker(
         queueName,
         async (_job, ctx) => {
@@ -191,7 +173,7 @@ describe('createWorker', () => {
               : new PermanentError('contact was deleted');
           });
         },
-        { connection: redis.connection, policy: fast },
+        { connection: bed.connection, policy: fast },
       ),
     );
     const log = recordEvents(worker.events);
@@ -203,8 +185,8 @@ describe('createWorker', () => {
   });
 
   it('charges a failure to the ctx.call that threw it, even when rethrown as a cause', async () => {
-    const { queueName, queue, dlq } = setUp('attribution');
-    const worker = track(
+    const { queueName, queue, dlq } = bed.queues('attribution');
+    const worker = bed.track(
       createWorker(
         queueName,
         async (_job, ctx) => {
@@ -217,7 +199,7 @@ describe('createWorker', () => {
             throw new Error('could not send the receipt', { cause: error });
           }
         },
-        { connection: redis.connection, policy: fast },
+        { connection: bed.connection, policy: fast },
       ),
     );
     const log = recordEvents(worker.events);
@@ -237,16 +219,16 @@ describe('createWorker', () => {
   });
 
   it('a budget deferral reschedules without using up an attempt', async () => {
-    const { queueName, queue, dlq } = setUp('defer');
+    const { queueName, queue, dlq } = bed.queues('defer');
     // Deny the first two spends, then grant: two deferrals, then ordinary retries.
     const budget = new RecordingBudget((_dep, n) => n > 2, 'defer');
-    const worker = track(
+    const worker = bed.track(
       createWorker(
         queueName,
         async () => {
           throw new TransientError('still down');
         },
-        { connection: redis.connection, policy: fast, budget },
+        { connection: bed.connection, policy: fast, budget },
       ),
     );
     const log = recordEvents(worker.events);
@@ -263,7 +245,7 @@ describe('createWorker', () => {
   });
 
   it('an open breaker delays a job to its half-open time without calling the dependency or using up an attempt', async () => {
-    const { queueName, queue, dlq } = setUp('breaker');
+    const { queueName, queue, dlq } = bed.queues('breaker');
     const breaker = new CircuitBreaker({
       consecutiveFailures: 2,
       coolDownMs: 300,
@@ -271,7 +253,7 @@ describe('createWorker', () => {
       successesToClose: 1,
     });
     let calls = 0;
-    const worker = track(
+    const worker = bed.track(
       createWorker<{ n: number }>(
         queueName,
         async (_job, ctx) => {
@@ -280,7 +262,7 @@ describe('createWorker', () => {
             if (calls <= 2) throw new TransientError('search down');
           });
         },
-        { connection: redis.connection, policy: definePolicy({ ...fast, maxAttempts: 2 }), breaker },
+        { connection: bed.connection, policy: definePolicy({ ...fast, maxAttempts: 2 }), breaker },
       ),
     );
     const log = recordEvents(worker.events);
@@ -305,16 +287,16 @@ describe('createWorker', () => {
   });
 
   it('without a dead-letter queue, a terminal decision fails the BullMQ job and BullMQ does not retry it', async () => {
-    const { queueName, queue, dlq } = setUp('no-dlq');
+    const { queueName, queue, dlq } = bed.queues('no-dlq');
     let runs = 0;
-    const worker = track(
+    const worker = bed.track(
       createWorker(
         queueName,
         async () => {
           runs++;
           throw new PermanentError('bad input');
         },
-        { connection: redis.connection, policy: fast, deadLetter: false },
+        { connection: bed.connection, policy: fast, deadLetter: false },
       ),
     );
     expect(worker.deadLetterQueueName).toBeUndefined();
@@ -326,11 +308,11 @@ describe('createWorker', () => {
   });
 
   it('completes a dead-lettered flow child with a marker, so its parent does not wait forever', async () => {
-    const { queueName, queue, dlq } = setUp('flow');
-    const flows = new FlowProducer({ connection: redis.connection });
-    open.push(flows);
+    const { queueName, queue, dlq } = bed.queues('flow');
+    const flows = new FlowProducer({ connection: bed.connection });
+    bed.track(flows);
     let childValues: Record<string, unknown> = {};
-    const worker = track(
+    const worker = bed.track(
       createWorker(
         queueName,
         async (job) => {
@@ -341,7 +323,7 @@ describe('createWorker', () => {
           if (job.name === 'bad') throw new PermanentError('no such document');
           return 'indexed';
         },
-        { connection: redis.connection, policy: fast },
+        { connection: bed.connection, policy: fast },
       ),
     );
     const log = recordEvents(worker.events);
@@ -368,19 +350,19 @@ describe('createWorker', () => {
   });
 
   it('dead-letters a job BullMQ would fail unprocessed after too many stalls, instead of losing it in the failed set', async () => {
-    const { queueName, queue, dlq } = setUp('stalled-out');
+    const { queueName, queue, dlq } = bed.queues('stalled-out');
     const job = await queue.add('index', { docId: 3 });
     // What BullMQ's stalled-job check leaves on a job that stalled more than maxStalledCount times.
     const client = await queue.client;
     await client.hset(queue.toKey(job.id as string), { defa: 'job stalled more than allowable limit' });
     let runs = 0;
-    const worker = track(
+    const worker = bed.track(
       createWorker(
         queueName,
         async () => {
           runs++;
         },
-        { connection: redis.connection, policy: fast },
+        { connection: bed.connection, policy: fast },
       ),
     );
     const log = recordEvents(worker.events);
@@ -395,7 +377,7 @@ describe('createWorker', () => {
   });
 
   it('runs a keyed job through the idempotency guard', async () => {
-    const { queueName, queue } = setUp('idempotent');
+    const { queueName, queue } = bed.queues('idempotent');
     const outcomes = new Map<string, unknown>();
     const guard = {
       async once<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
@@ -406,7 +388,7 @@ describe('createWorker', () => {
       },
     };
     let sideEffects = 0;
-    const worker = track(
+    const worker = bed.track(
       createWorker<{ order: string }, string>(
         queueName,
         async (job, ctx) => {
@@ -414,7 +396,7 @@ describe('createWorker', () => {
           return `charged ${job.data.order} with ${ctx.idempotencyKey}`;
         },
         {
-          connection: redis.connection,
+          connection: bed.connection,
           policy: fast,
           idempotency: { guard, key: (job) => `charge:${job.data.order}` },
         },
@@ -432,17 +414,17 @@ describe('createWorker', () => {
   });
 
   it('dead-letters a job whose idempotency key cannot be computed, without running it', async () => {
-    const { queueName, queue, dlq } = setUp('bad-key');
+    const { queueName, queue, dlq } = bed.queues('bad-key');
     let runs = 0;
     const guard = { once: async <T>(_key: string, fn: () => T | Promise<T>): Promise<T> => fn() };
-    const worker = track(
+    const worker = bed.track(
       createWorker<{ order?: { id: string } }>(
         queueName,
         async () => {
           runs++;
         },
         {
-          connection: redis.connection,
+          connection: bed.connection,
           policy: fast,
           idempotency: { guard, key: (job) => `charge:${(job.data.order as { id: string }).id}` },
         },
@@ -459,7 +441,7 @@ describe('createWorker', () => {
   });
 
   it('close() finishes the job in flight, then flushes the budget', async () => {
-    const { queueName, queue } = setUp('close');
+    const { queueName, queue } = bed.queues('close');
     const budget = new RecordingBudget();
     let release: () => void = () => {};
     const gate = new Promise<void>((resolve) => {
@@ -472,7 +454,7 @@ describe('createWorker', () => {
         started = true;
         await gate;
       },
-      { connection: redis.connection, policy: fast, budget },
+      { connection: bed.connection, policy: fast, budget },
     );
     await queue.add('slow', {});
     await waitFor(() => started, 5_000, 'the job to start');
@@ -488,9 +470,9 @@ describe('createWorker', () => {
   });
 
   it('a throwing event listener is reported as the worker error and does not fail the job', async () => {
-    const { queueName, queue } = setUp('listener');
-    const worker = track(
-      createWorker(queueName, async () => 'ok', { connection: redis.connection, policy: fast }),
+    const { queueName, queue } = bed.queues('listener');
+    const worker = bed.track(
+      createWorker(queueName, async () => 'ok', { connection: bed.connection, policy: fast }),
     );
     const errors: Error[] = [];
     worker.on('error', (error) => errors.push(error));
@@ -507,11 +489,11 @@ describe('createWorker', () => {
 
   it('rejects bad options with a one-line message naming the option', () => {
     const make = (options: Record<string, unknown>) => () =>
-      createWorker('q', async () => {}, { connection: redis.connection, policy: fast, ...options } as never);
+      createWorker('q', async () => {}, { connection: bed.connection, policy: fast, ...options } as never);
     expect(make({ policy: { maxAttempts: 'x' } })).toThrow(/policy must be/);
     expect(make({ dependencies: { index: '' } })).toThrow(/dependencies\.index must name a dependency/);
     expect(make({ concurrency: 0 })).toThrow(/concurrency must be an integer >= 1/);
-    expect(() => createWorker('a:b', async () => {}, { connection: redis.connection, policy: fast })).toThrow(
+    expect(() => createWorker('a:b', async () => {}, { connection: bed.connection, policy: fast })).toThrow(
       /queue name/,
     );
   });
