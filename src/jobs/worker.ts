@@ -42,8 +42,8 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
     processor: StormguardProcessor<Data, Result, Name>,
     options: StormguardWorkerOptions<Data, Result, Name>,
   ) {
-    const policy = resolveWorkerPolicy(options.policy);
     checkOptions(queueName, processor, options);
+    const policy = resolveWorkerPolicy(options.policy);
     const { connection, concurrency, workerOptions = {} } = options;
     // The processor is bound after super(): BullMQ takes it in its constructor, the runner needs `this`.
     const bound: { runner?: JobRunner<Data, Result, Name> } = {};
