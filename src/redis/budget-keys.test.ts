@@ -21,7 +21,7 @@ describe('budget scripts', () => {
       const source = luaSource(file);
       expect(source).toMatch(/KEYS\[1\]/);
       expect(source).toMatch(/Returns/);
-      expect(source).toContain('local function budgetLoad');
+      expect(source).toContain('local function budgetAdvance');
       expect(source).not.toContain('--@include');
     },
   );

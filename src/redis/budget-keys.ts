@@ -30,7 +30,7 @@ export function assertPrefix(prefix: unknown): asserts prefix is string {
 const SUFFIX = '}:budget';
 
 /**
- * The hash holding a dependency's budget: `{<prefix>:<dependency>}:budget`. The braces make the whole
+ * The key holding a dependency's budget: `{<prefix>:<dependency>}:budget`. The braces make the whole
  * `<prefix>:<dependency>` the hash tag, so everything a dependency owns lives in one Redis Cluster slot.
  *
  * @example
@@ -40,7 +40,7 @@ export function budgetKey(prefix: string, dependency: string): string {
   return `{${prefix}:${dependency}${SUFFIX}`;
 }
 
-/** The SCAN pattern matching every budget hash under `prefix`. */
+/** The SCAN pattern matching every budget key under `prefix`. */
 export function budgetKeyPattern(prefix: string): string {
   return `{${prefix}:*${SUFFIX}`;
 }

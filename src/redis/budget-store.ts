@@ -32,8 +32,8 @@ export interface RedisBudgetStoreOptions {
 /**
  * The fleet-wide budget store on Redis (ioredis). Each `trySpend` is one Lua script, one round trip:
  * batched successes are added, the sliding window is summed and the retry granted or denied atomically,
- * with time from the Redis server. A dependency is one hash, `{<prefix>:<dependency>}:budget`, in a single
- * Redis Cluster slot, expiring two windows after its last write. Each flushed success batch is one round
+ * with time from the Redis server. A dependency is one key, `{<prefix>:<dependency>}:budget` (a MessagePack
+ * ring of sub-buckets), in a single Redis Cluster slot, expiring two windows after its last write. Each flushed success batch is one round
  * trip per dependency.
  *
  * All workers sharing a dependency must agree on `windowMs` and `buckets` (a writer with other bucket
@@ -123,7 +123,7 @@ export class RedisBudgetStore implements BudgetStore {
     };
   }
 
-  /** Every dependency with a budget hash under this prefix (SCAN; on a cluster, every master). */
+  /** Every dependency with a budget key under this prefix (SCAN; on a cluster, every master). */
   async dependencies(): Promise<string[]> {
     const nodes = isCluster(this.#redis) ? this.#redis.nodes('master') : [this.#redis];
     // ioredis adds its own keyPrefix to KEYS, but SCAN patterns and replies are raw.
@@ -157,7 +157,7 @@ function isCluster(redis: RedisClient): redis is Cluster {
   return (redis as Cluster).isCluster === true;
 }
 
-/** Time to live of a dependency's hash: two windows, so the oldest sub-bucket outlives its last use. */
+/** Time to live of a dependency's key: two windows, so the oldest sub-bucket outlives its last use. */
 function ttlMs(window: BudgetWindow): number {
   return 2 * window.windowMs;
 }

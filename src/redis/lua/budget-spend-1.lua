@@ -1,7 +1,7 @@
 --[[
   Decides `count` retries (usually 1) against a dependency's budget, atomically, in one round trip.
 
-  KEYS[1]  "{<prefix>:<dependency>}:budget"  the dependency's hash (see includes/budget-window.lua)
+  KEYS[1]  "{<prefix>:<dependency>}:budget"  the dependency's key (see includes/budget-window.lua)
 
   ARGV[1]  bucketMs       sub-bucket length in ms (windowMs / buckets)
   ARGV[2]  buckets        sub-buckets per window
@@ -9,7 +9,7 @@
   ARGV[4]  minAllowance   retries always allowed per window
   ARGV[5]  successes      batched successes to add to the current bucket first (0 for none)
   ARGV[6]  count          retries asked for at once (>= 1); they are decided one after another
-  ARGV[7]  ttlMs          the hash's time to live after this write (2 windows)
+  ARGV[7]  ttlMs          the key's time to live after this write (2 windows)
   ARGV[8]  nowMs          optional, TEST ONLY: use this time instead of the server's TIME ("" = TIME)
 
   Returns {granted, allowance, spent, denied, successes}:
@@ -31,8 +31,9 @@ local count = tonumber(ARGV[6])
 local ttlMs = tonumber(ARGV[7])
 local now = budgetNow(ARGV[8])
 
-local w = budgetLoad(key, now, bucketMs, buckets)
-w.s, w.S, w.successes = w.s + add, w.S + add, w.successes + add
+local w = budgetAdvance(budgetDecode(key), now, bucketMs, buckets)
+local r, cur = w.r, w.cur
+r[cur], r[7], w.successes = r[cur] + add, r[7] + add, w.successes + add
 local allowance = budgetAllowance(w.successes, ratioPpm, minAllowance)
 local granted = allowance - w.spent
 if granted < 0 then
@@ -41,7 +42,7 @@ elseif granted > count then
   granted = count
 end
 local denied = count - granted
-w.g, w.G, w.spent = w.g + granted, w.G + granted, w.spent + granted
-w.d, w.D, w.denied = w.d + denied, w.D + denied, w.denied + denied
-budgetSave(key, w, bucketMs .. ':' .. buckets .. ':' .. ratioPpm .. ':' .. minAllowance, ttlMs)
-return { granted, allowance, w.spent, w.denied, w.successes }
+r[cur + 1], r[8] = r[cur + 1] + granted, r[8] + granted
+r[cur + 2], r[9] = r[cur + 2] + denied, r[9] + denied
+budgetSave(key, r, ratioPpm, minAllowance, ttlMs)
+return { granted, allowance, w.spent + granted, w.denied + denied, w.successes }
