@@ -33,8 +33,8 @@ export interface RedisBudgetStoreOptions {
  * The fleet-wide budget store on Redis (ioredis). Each `trySpend` is one Lua script, one round trip:
  * batched successes are added, the sliding window is summed and the retry granted or denied atomically,
  * with time from the Redis server. A dependency is one key, `{<prefix>:<dependency>}:budget` (a MessagePack
- * ring of sub-buckets), in a single Redis Cluster slot, expiring two windows after its last write. Each flushed success batch is one round
- * trip per dependency.
+ * ring of sub-buckets), in a single Redis Cluster slot, expiring two windows after its last write. Each
+ * flushed success batch is one round trip per dependency.
  *
  * All workers sharing a dependency must agree on `windowMs` and `buckets` (a writer with other bucket
  * geometry starts the dependency's counts afresh); `ratio` and `minAllowance` are per caller.
