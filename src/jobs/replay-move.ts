@@ -95,13 +95,31 @@ export class ReplayMover {
       ]);
       const results = await tx.exec();
       if (results === null) continue; // the record changed under us: read it again
-      for (const [error] of results) if (error) throw error;
-      const taken = results.at(-1)?.[1];
+      const addError = results.slice(0, -1).find(([error]) => error)?.[0];
+      const [takeError, taken] = results.at(-1) ?? [new Error('no reply to the take script')];
+      if (addError) {
+        await this.#undoFailedAdd(record, replayJobId, taken === 1);
+        throw addError;
+      }
+      if (takeError) throw takeError;
       if (taken === -1) throw new Error(`replay of job ${jobId}: the replay job was not added; record kept`);
       if (taken === 0) return { status: 'gone' };
       return { status: 'moved', record, replayJobId };
     }
     throw new Error(`replay of job ${jobId}: the record kept changing while it was being moved; run again`);
+  }
+
+  /**
+   * A Lua error inside BullMQ's add can leave the job hash written but the job in no list, which the take
+   * script would count as added. Drop the stranded hash, so a later replay adds the job afresh instead of
+   * skipping it as a duplicate, and put the record back if it was taken: never lose the job.
+   */
+  async #undoFailedAdd(record: DeadLetterRecord, replayJobId: string, recordTaken: boolean): Promise<void> {
+    // The failed add created this hash (an add of an existing id returns early without error), so
+    // deleting it removes nothing that was there before.
+    const jobKey = this.#source.toKey(replayJobId);
+    await this.#redis.del(jobKey, `${jobKey}:logs`).catch(() => 0);
+    if (recordTaken) await this.dlq.add(record.name, record, { jobId: deadLetterJobId(record.jobId) });
   }
 
   async close(): Promise<void> {

@@ -299,6 +299,23 @@ describe('dlq.replay', () => {
     });
   });
 
+  it("keeps the record when BullMQ's add fails half-way, and replays it once the queue is sound again", async () => {
+    await withQueues(1, async ({ dlq, source, sourceJobs }) => {
+      // A wait list of the wrong type makes BullMQ's add script fail after it wrote the job hash.
+      const client = await source.client;
+      await client.set(source.toKey('wait'), 'not a list');
+      const broken = await dlq.replay();
+      expect(broken.failed).toEqual([{ jobId: 'job-0', error: expect.stringMatching(/WRONGTYPE/) }]);
+      expect(await dlq.get('job-0')).toBeDefined();
+      expect(await source.getJob('job-0-r1')).toBeUndefined();
+      await client.del(source.toKey('wait'));
+      const fixed = await dlq.replay();
+      expect(fixed.moved.map((m) => m.replayJobId)).toEqual(['job-0-r1']);
+      expect(await (await source.getJob('job-0-r1'))?.getState()).toBe('waiting');
+      expectEachOnce(await sourceJobs(), 1);
+    });
+  });
+
   it('refuses a bad rate or limit, naming it', async () => {
     await withQueues(0, async ({ dlq }) => {
       await expect(dlq.replay({ ratePerSecond: 0 })).rejects.toSatisfy(
