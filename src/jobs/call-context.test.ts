@@ -45,7 +45,14 @@ describe('JobCallContext', () => {
   it('refuses a call without a dependency name as a permanent error (a bug no retry fixes)', async () => {
     const { ctx } = context();
     await expect(ctx.call('', () => 1)).rejects.toSatisfy((e) => e instanceof PermanentError);
-    await expect(ctx.call(undefined as unknown as string, () => 1)).rejects.toThrow(/non-empty string/);
+    await expect(ctx.call(undefined as unknown as string, () => 1)).rejects.toThrow(/must be a string/);
+    let ran = false;
+    await expect(
+      ctx.call('search engine', () => {
+        ran = true;
+      }),
+    ).rejects.toThrow(/must not contain braces, whitespace/);
+    expect(ran).toBe(false);
   });
 
   it('goes through the breaker when it has one, telling it which errors count as failures', async () => {

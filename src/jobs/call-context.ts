@@ -1,4 +1,5 @@
 import type { CircuitBreaker } from '../breaker/circuit-breaker.js';
+import { dependencyNameProblem } from '../budget/dependency-name.js';
 import { PermanentError } from '../errors/permanent-error.js';
 
 /**
@@ -59,10 +60,12 @@ export class JobCallContext implements CallContext {
   ) {}
 
   async call<T>(dependency: string, fn: () => T | Promise<T>): Promise<T> {
-    if (typeof dependency !== 'string' || dependency.length === 0) {
-      // A bug in the processor: no retry can fix it, so it is dead-lettered (reason `permanent`) and visible.
+    const problem = dependencyNameProblem(dependency);
+    if (problem) {
+      // A bug in the processor: no retry can fix it, so it is dead-lettered (reason `permanent`) and
+      // visible, before `fn` runs (so no side effect happens for a call that could not be accounted).
       throw new PermanentError(
-        `ctx.call: dependency must be a non-empty string such as "search", got ${String(dependency)}`,
+        `ctx.call: the dependency ${problem}; name the downstream system, e.g. "search" (got ${JSON.stringify(dependency)})`,
       );
     }
     this.calls++;

@@ -1,4 +1,5 @@
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
+import { dependencyNameProblem, MAX_DEPENDENCY_LENGTH } from '../budget/dependency-name.js';
 import { type Clock, systemClock } from '../common/clock.js';
 import type { EventBus } from '../common/events.js';
 import type { RandomSource } from '../common/random.js';
@@ -92,7 +93,16 @@ export class JobRunner<Data, Result, Name extends string> {
     // What counts against a dependency's breaker: a failure the policy would retry (a timeout, a 503).
     // A permanent error means the dependency answered; for its health that is a success.
     this.#isFailure = (error) => classify(error, policy, clock.now()).retryable;
-    this.#onSuccess = budget ? (dependency) => budget.recordSuccess(dependency) : () => {};
+    // The work is done when this runs: a budget that throws is reported, never turned into a failed job.
+    this.#onSuccess = budget
+      ? (dependency) => {
+          try {
+            budget.recordSuccess(dependency);
+          } catch (error) {
+            settings.internalError(error);
+          }
+        }
+      : () => {};
   }
 
   /** Remembers the attempt state read with the job's hash (`raw` is the stored field, if any). */
@@ -109,9 +119,16 @@ export class JobRunner<Data, Result, Name extends string> {
     this.#condemned.set(job, why);
   }
 
-  /** The job's dependency: `dependencies[job.name]`, or the job name when it has no mapping. */
+  /**
+   * The job's dependency: `dependencies[job.name]`, or the job name when it has no mapping. A job name that
+   * cannot be a dependency name (whitespace, braces, control characters, over 200 characters; BullMQ allows
+   * them) has those characters replaced by `_` and is cut to 200: `send email` → `send_email`.
+   */
   dependencyFor(name: string): string {
-    return this.settings.dependencies[name] ?? name;
+    const mapped = this.settings.dependencies[name];
+    if (mapped !== undefined) return mapped;
+    if (dependencyNameProblem(name) === undefined) return name;
+    return name.replace(/[{}\s\p{Cc}]/gu, '_').slice(0, MAX_DEPENDENCY_LENGTH) || 'unnamed';
   }
 
   /** Processes one job; the BullMQ processor of a stormguard worker. */

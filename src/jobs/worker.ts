@@ -1,4 +1,5 @@
 import { type JobJsonRaw, Worker } from 'bullmq';
+import { dependencyNameProblem } from '../budget/dependency-name.js';
 import { systemClock } from '../common/clock.js';
 import { EventBus } from '../common/events.js';
 import { systemRandom } from '../common/random.js';
@@ -172,11 +173,13 @@ function checkOptions<D, R, N extends string>(
     );
   if (!options || typeof options !== 'object' || !options.connection)
     throw new InvalidInputError('createWorker: options.connection is required (ioredis options or instance)');
-  for (const [name, dependency] of Object.entries(options.dependencies ?? {}))
-    if (typeof dependency !== 'string' || dependency === '')
+  for (const [name, dependency] of Object.entries(options.dependencies ?? {})) {
+    const problem = dependencyNameProblem(dependency);
+    if (problem)
       throw new InvalidInputError(
-        `createWorker: dependencies.${name} must name a dependency such as "search", got ${JSON.stringify(dependency)}`,
+        `createWorker: dependencies.${name} ${problem}; name the downstream system, e.g. "search" (got ${JSON.stringify(dependency)})`,
       );
+  }
   if (
     options.concurrency !== undefined &&
     !(Number.isInteger(options.concurrency) && options.concurrency >= 1)

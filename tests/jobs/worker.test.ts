@@ -67,9 +67,11 @@ describe('createWorker', () => {
     await queue.add('index', {});
     await queue.add('reindex', {});
     await queue.add('warm', {});
-    await waitFor(() => log.count('completed') === 3, 5_000, 'three completed jobs');
-    expect(budget.successes.sort()).toEqual(['db', 'search', 'search', 'warm']);
-    expect(log.of('completed').map((e) => e.attempts)).toEqual([1, 1, 1]);
+    await queue.add('warm cache', {});
+    await waitFor(() => log.count('completed') === 4, 5_000, 'four completed jobs');
+    // A job name that cannot be a dependency name (BullMQ allows spaces) becomes one: `warm cache` → `warm_cache`.
+    expect(budget.successes.sort()).toEqual(['db', 'search', 'search', 'warm', 'warm_cache']);
+    expect(log.of('completed').map((e) => e.attempts)).toEqual([1, 1, 1, 1]);
     expect(budget.spends).toEqual([]);
   });
 
@@ -491,7 +493,10 @@ describe('createWorker', () => {
     const make = (options: Record<string, unknown>) => () =>
       createWorker('q', async () => {}, { connection: bed.connection, policy: fast, ...options } as never);
     expect(make({ policy: { maxAttempts: 'x' } })).toThrow(/policy must be/);
-    expect(make({ dependencies: { index: '' } })).toThrow(/dependencies\.index must name a dependency/);
+    expect(make({ dependencies: { index: '' } })).toThrow(/dependencies\.index must not be empty/);
+    expect(make({ dependencies: { index: 'search {eu}' } })).toThrow(
+      /dependencies\.index must not contain braces/,
+    );
     expect(make({ concurrency: 0 })).toThrow(/concurrency must be an integer >= 1/);
     expect(() => createWorker('a:b', async () => {}, { connection: bed.connection, policy: fast })).toThrow(
       /queue name/,
