@@ -14,6 +14,8 @@ export interface ReportData {
     /** Per dependency, per second averaged over the step. */
     first: Record<string, number[]>;
     retries: Record<string, number[]>;
+    /** Attempts a breaker refused, per dependency (all zero without a breaker). */
+    refused: Record<string, number[]>;
     /** Per dependency; empty arrays for a strategy without a budget. */
     allowance: Record<string, number[]>;
     spent: Record<string, number[]>;
@@ -62,6 +64,7 @@ export function reportData(result: SimulationResult): ReportData {
       label: s.label,
       first: perDependency((n) => s.timeline[n]?.first ?? [], averaged),
       retries: perDependency((n) => s.timeline[n]?.retries ?? [], averaged),
+      refused: perDependency((n) => s.timeline[n]?.refused ?? [], averaged),
       allowance: perDependency((n) => s.timeline[n]?.allowance ?? [], sampled),
       spent: perDependency((n) => s.timeline[n]?.spent ?? [], sampled),
       deadLettered: s.deadLettered,

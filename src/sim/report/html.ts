@@ -53,7 +53,7 @@ export async function renderReport(result: SimulationResult): Promise<string> {
 </header>
 <section><h2>Summary</h2><pre id="summary">${escapeHtml(formatSummary(result))}</pre></section>
 <section><h2>Load on each dependency</h2><p>Requests per second (first attempts and retries); shaded: down or degraded.</p><div id="load"></div></section>
-<section><h2>First attempts vs retries</h2><p>Requests per second, by strategy.</p><div id="split"></div></section>
+<section><h2>First attempts vs retries</h2><p>Requests per second, by strategy (and attempts a breaker refused, which send nothing).</p><div id="split"></div></section>
 <section><h2>Retry budget: allowance vs spend</h2><p>Retries the budget allows in its window, and retries it has granted (per-worker budgets add up).</p><div id="budget"></div></section>
 <section><h2>Dead letters</h2><p>By reason, per strategy: where the work went instead of the dependency.</p><div id="dead"></div></section>
 <script id="report-data" type="application/json">${data}</script>

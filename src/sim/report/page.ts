@@ -30,7 +30,7 @@ export const REPORT_SCRIPT = `
   function points(values) { return values.map(function (v, i) { return [data.t[i], v]; }); }
   function base(title, yName) {
     return { animation: false, title: { text: title, left: 'center', top: 0, textStyle: { fontSize: 13 } },
-      tooltip: { trigger: 'axis', axisPointer: { type: 'line' } }, legend: { top: 24 },
+      tooltip: { trigger: 'axis', axisPointer: { type: 'line' } }, legend: { top: 24, type: 'scroll' },
       grid: { left: 64, right: 24, top: 72, bottom: 44 }, xAxis: timeAxis(),
       yAxis: { type: 'value', name: yName, nameGap: 12 } };
   }
@@ -60,6 +60,8 @@ export const REPORT_SCRIPT = `
         { name: 'first attempts', type: 'line', stack: 'req', areaStyle: {}, showSymbol: false, color: '#1f77b4', data: points(s.first[d.name]), markArea: shaded(d) },
         { name: 'retries', type: 'line', stack: 'req', areaStyle: {}, showSymbol: false, color: palette[i % palette.length], data: points(s.retries[d.name]) }
       ];
+      if (s.refused[d.name].some(function (v) { return v > 0; }))
+        option.series.push({ name: 'refused by the breaker (not sent)', type: 'line', showSymbol: false, color: '#7f7f7f', lineStyle: { type: 'dotted' }, data: points(s.refused[d.name]) });
       make('split', 260).setOption(option);
     });
   });
