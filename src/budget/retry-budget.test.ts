@@ -151,6 +151,20 @@ describe('RetryBudget with an unreachable store', () => {
     await budget.close();
   });
 
+  it('reports each batch of successes that reaches the store, with a flush or riding along with trySpend', async () => {
+    const remote = new ControlledStore();
+    const budget = new RetryBudget({ store: remote, timeoutMs: 1_000 });
+    const flushed: string[] = [];
+    budget.events.on('flushed', (e) => flushed.push(`${e.dependency}:${e.successes}`));
+    budget.recordSuccess('search', 3);
+    budget.recordSuccess('mail', 2);
+    await budget.trySpend('search');
+    await budget.flush();
+    expect(flushed).toEqual(['search:3', 'mail:2']);
+    expect((await budget.state('search')).successes).toBe(3);
+    await budget.close();
+  });
+
   it('a failed flush degrades instead of throwing', async () => {
     const remote = new ControlledStore();
     const budget = new RetryBudget({ store: remote, timeoutMs: 20 });

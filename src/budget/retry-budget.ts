@@ -53,7 +53,10 @@ interface Batch {
  * await budget.close();
  */
 export class RetryBudget implements BudgetGate {
-  /** Typed events: `granted`, `denied`, `degraded`, `recovered`, `flushed`. */
+  /**
+   * Typed events: `granted`, `denied`, `degraded`, `recovered`, and `flushed` (a batch of successes reached
+   * the store, on its own or riding along with a `trySpend`).
+   */
   readonly events = new EventBus<BudgetEvents>();
   readonly mode: BudgetMode;
   readonly onExhausted: 'dead-letter' | 'defer';
@@ -177,6 +180,8 @@ export class RetryBudget implements BudgetGate {
         this.#options.timeoutMs,
         STORE,
       );
+      if (pending > 0 && this.events.has('flushed'))
+        this.events.emit('flushed', { dependency, successes: pending });
       for (let i = 0; i < waiting.length; i++)
         waiting[i]!(this.#settle(dependency, spend, i, waiting.length, false));
     } catch (error) {
