@@ -120,8 +120,7 @@ export class DeadLetterQueue {
 
   /** How many records match `filter` (all of them without one). */
   async count(filter: DeadLetterFilter = {}): Promise<number> {
-    if (Object.values(filter).every((v) => v === undefined))
-      return this.queue.getJobCountByTypes(...HELD_STATES);
+    if (isEmpty(filter)) return this.queue.getJobCountByTypes(...HELD_STATES);
     let n = 0;
     for await (const _ of this.scan(filter)) n++;
     return n;
@@ -129,6 +128,12 @@ export class DeadLetterQueue {
 
   /** Deletes the records matching `filter` (all without one) and returns how many it deleted. */
   async purge(filter: DeadLetterFilter = {}): Promise<number> {
+    if (isEmpty(filter)) {
+      // Everything: BullMQ's drain drops the lists and hashes in one script instead of one removal each.
+      const count = await this.count();
+      await this.queue.drain();
+      return count;
+    }
     const ids: string[] = [];
     for await (const record of this.scan(filter)) ids.push(deadLetterJobId(record.jobId));
     let removed = 0;
@@ -195,4 +200,8 @@ function asRecord(data: unknown): DeadLetterRecord | undefined {
   if (typeof data !== 'object' || data === null) return undefined;
   const record = data as DeadLetterRecord;
   return typeof record.jobId === 'string' ? record : undefined;
+}
+
+function isEmpty(filter: DeadLetterFilter): boolean {
+  return Object.values(filter).every((v) => v === undefined);
 }
