@@ -3,7 +3,12 @@ import { parseWith } from '../common/validation.js';
 import type { DeadLetterReason } from '../policy/types.js';
 import type { DeadLetterRecord } from './types.js';
 
-/** The dead-letter reasons stormguard writes, for validating filters. */
+/**
+ * The dead-letter reasons stormguard writes, for validating filters.
+ *
+ * @example
+ * DEAD_LETTER_REASONS.includes('budget-exhausted'); // true
+ */
 export const DEAD_LETTER_REASONS = [
   'permanent',
   'max-attempts',
@@ -40,7 +45,12 @@ const FilterSchema = z.object({
   sinceMs: z.number().finite().nonnegative().optional(),
 });
 
-/** Validates a filter, naming the field and the rule when it is wrong. */
+/**
+ * Validates a filter, naming the field and the rule when it is wrong.
+ *
+ * @example
+ * parseFilter({ reason: 'permanent', sinceMs: 3_600_000 });
+ */
 export function parseFilter(input: DeadLetterFilter): DeadLetterFilter {
   return parseWith(FilterSchema, input, 'dead-letter filter');
 }

@@ -8,10 +8,18 @@
  * The job option stormguard sets on a replayed job: the id the job had when it was first enqueued and how
  * many times it has been replayed. BullMQ keeps unknown options as they are, so it survives in `job.opts`
  * and the job's `data` stays exactly what the producer wrote.
+ *
+ * @example
+ * job.opts[REPLAY_OPTION]; // { originalJobId: '42', replays: 1 } on job 42-r1
  */
 export const REPLAY_OPTION = 'stormguardReplay';
 
-/** What {@link REPLAY_OPTION} holds. */
+/**
+ * What {@link REPLAY_OPTION} holds.
+ *
+ * @example
+ * const origin: ReplayOrigin = { originalJobId: '42', replays: 1 };
+ */
 export interface ReplayOrigin {
   /** The id of the job as first enqueued (never a replay id). */
   originalJobId: string;

@@ -7,7 +7,12 @@ import { deadLetterJobId } from './dead-letter-ids.js';
 import { type ReplayOptions, type ReplayReport, replayDeadLetters } from './replay.js';
 import type { DeadLetterRecord, WorkerEvents } from './types.js';
 
-/** Options of {@link deadLetterQueue}. */
+/**
+ * Options of {@link deadLetterQueue}.
+ *
+ * @example
+ * const options: DeadLetterQueueOptions = { connection: { host: '127.0.0.1', port: 6379 }, prefix: 'bull' };
+ */
 export interface DeadLetterQueueOptions {
   /** BullMQ connection (ioredis options or instance). Give BullMQ connections `maxRetriesPerRequest: null`. */
   connection: ConnectionOptions;
@@ -19,7 +24,12 @@ export interface DeadLetterQueueOptions {
   clock?: Clock;
 }
 
-/** A page of a listing. */
+/**
+ * A page of a listing.
+ *
+ * @example
+ * await dlq.list({ dependency: 'search', offset: 50, limit: 50 });
+ */
 export interface ListOptions extends DeadLetterFilter {
   /** At most this many records. Default: all. */
   limit?: number;

@@ -7,7 +7,12 @@ import { TransientError } from '../errors/transient-error.js';
 import { type IdempotencyStore, RedisIdempotencyStore } from '../redis/idempotency-store.js';
 import type { RedisClient } from '../redis/scripts.js';
 
-/** Options of {@link idempotencyGuard}. Give either `redis` or `store`. */
+/**
+ * Options of {@link idempotencyGuard}. Give either `redis` or `store`.
+ *
+ * @example
+ * const options: IdempotencyGuardOptions = { redis, ttlMs: 7 * 86_400_000, inFlightTtlMs: 30_000 };
+ */
 export interface IdempotencyGuardOptions {
   /** An ioredis client; the guard keeps its keys under `<prefix>:idempotency:`. */
   redis?: RedisClient;
@@ -36,7 +41,12 @@ export interface IdempotencyGuardOptions {
   pollMs?: number;
 }
 
-/** What {@link IdempotencyGuard.run} returns: the outcome and whether this call ran the work. */
+/**
+ * What {@link IdempotencyGuard.run} returns: the outcome and whether this call ran the work.
+ *
+ * @example
+ * const { value, ran } = await guard.run('mail:42', send); // ran is false on a retry
+ */
 export interface OnceResult<T> {
   value: T;
   /** True when this call ran `fn`; false when it returned the outcome a previous call stored. */

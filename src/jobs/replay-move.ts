@@ -4,7 +4,12 @@ import { defineScript, type ScriptSpec } from '../redis/scripts.js';
 import { deadLetterJobId, replayJobOptions } from './dead-letter-ids.js';
 import type { DeadLetterRecord } from './types.js';
 
-/** What moving one record did. */
+/**
+ * What moving one record did.
+ *
+ * @example
+ * const result = await mover.move('42'); // { status: 'moved', record, replayJobId: '42-r1' }
+ */
 export type MoveResult =
   | { status: 'moved'; record: DeadLetterRecord; replayJobId: string }
   | { status: 'gone' };
@@ -22,6 +27,11 @@ const MAX_CONFLICTS = 5;
  *
  * It owns a dedicated connection (WATCH is per connection). On Redis Cluster, give both queues a
  * hash-tagged prefix such as `{bull}` (as BullMQ itself asks), so their keys share a slot.
+ *
+ * @example
+ * const mover = await ReplayMover.open('index', dlq.queue, connection);
+ * await mover.move('42');
+ * await mover.close();
  */
 export class ReplayMover {
   readonly #redis: Redis;

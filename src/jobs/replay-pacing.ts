@@ -2,20 +2,40 @@ import { setTimeout as timeout } from 'node:timers/promises';
 import type { BudgetSnapshot } from '../budget/types.js';
 import type { Clock } from '../common/clock.js';
 
-/** Waits `ms`, or rejects early when `signal` aborts. Injected so tests run on virtual time. */
+/**
+ * Waits `ms`, or rejects early when `signal` aborts. Injected so tests run on virtual time.
+ *
+ * @example
+ * const sleep: Sleep = async (ms) => void clock.advance(ms); // virtual time in tests
+ */
 export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
 
-/** The real sleep: a timer that an abort signal cancels. */
+/**
+ * The real sleep: a timer that an abort signal cancels.
+ *
+ * @example
+ * await realSleep(1_000, signal);
+ */
 export const realSleep: Sleep = async (ms, signal) => {
   await timeout(ms, undefined, { signal });
 };
 
-/** Anything that reports a dependency's budget, such as a `RetryBudget`. */
+/**
+ * Anything that reports a dependency's budget, such as a `RetryBudget`.
+ *
+ * @example
+ * const reader: BudgetStateReader = new RetryBudget({ store });
+ */
 export interface BudgetStateReader {
   state(dependency: string): BudgetSnapshot | Promise<BudgetSnapshot>;
 }
 
-/** When a replay waits before putting a dependency's jobs back. */
+/**
+ * When a replay waits before putting a dependency's jobs back.
+ *
+ * @example
+ * const gate: HealthGate = { budget, isHealthy: async (dep) => (await breaker.state(dep)) !== 'open', pollMs: 1_000 };
+ */
 export interface HealthGate {
   /** Wait while this budget is denying retries for the record's dependency (see {@link isBudgetDenying}). */
   budget?: BudgetStateReader;
@@ -40,6 +60,9 @@ export function isBudgetDenying(snapshot: BudgetSnapshot): boolean {
 /**
  * Resolves once `dependency` is healthy by `gate`, calling `onWait` before each wait. Rejects when
  * `signal` aborts.
+ *
+ * @example
+ * await waitUntilHealthy('search', { budget }, realSleep, signal, () => log('waiting for search'));
  */
 export async function waitUntilHealthy(
   dependency: string,

@@ -10,7 +10,12 @@ import { ReplayMover } from './replay-move.js';
 import { type HealthGate, Pacer, realSleep, type Sleep, waitUntilHealthy } from './replay-pacing.js';
 import type { DeadLetterRecord } from './types.js';
 
-/** Options of a replay: a filter on the records, and how fast and when to put them back. */
+/**
+ * Options of a replay: a filter on the records, and how fast and when to put them back.
+ *
+ * @example
+ * await dlq.replay({ reason: 'budget-exhausted', ratePerSecond: 50, whenHealthy: { budget }, signal });
+ */
 export interface ReplayOptions extends DeadLetterFilter {
   /** At most this many jobs per second. Default: no limit. */
   ratePerSecond?: number;
@@ -30,7 +35,12 @@ export interface ReplayOptions extends DeadLetterFilter {
   sleep?: Sleep;
 }
 
-/** Where a replay is. */
+/**
+ * Where a replay is.
+ *
+ * @example
+ * await dlq.replay({ onProgress: (p) => bar.update(p.moved + p.skipped + p.failed) });
+ */
 export interface ReplayProgress {
   total: number;
   moved: number;
@@ -40,7 +50,12 @@ export interface ReplayProgress {
   waitingFor?: string;
 }
 
-/** One job a replay moved (or, in a dry run, would move). */
+/**
+ * One job a replay moved (or, in a dry run, would move).
+ *
+ * @example
+ * report.moved[0]; // { jobId: '42', replayJobId: '42-r1', name: 'reindex', reason: 'max-attempts', dependency: 'search' }
+ */
 export interface ReplayedJob {
   /** The original job id. */
   jobId: string;
@@ -51,7 +66,13 @@ export interface ReplayedJob {
   dependency: string;
 }
 
-/** What a replay did. Plain JSON. */
+/**
+ * What a replay did. Plain JSON.
+ *
+ * @example
+ * const report = await dlq.replay();
+ * if (report.interrupted) console.log('run it again to replay the rest');
+ */
 export interface ReplayReport {
   queue: string;
   deadLetterQueue: string;

@@ -1,6 +1,12 @@
 import { defineScript, type RedisClient, type ScriptSpec } from './scripts.js';
 
-/** What `begin` found: the caller runs the work, the work is done, or someone else is running it. */
+/**
+ * What `begin` found: the caller runs the work, the work is done, or someone else is running it.
+ *
+ * @example
+ * const claim = await store.begin('charge:42', token, 30_000);
+ * if (claim.state === 'done') return JSON.parse(claim.value);
+ */
 export type IdempotencyClaim =
   | { state: 'run' }
   | { state: 'done'; value: string }
@@ -10,6 +16,9 @@ export type IdempotencyClaim =
  * Where the idempotency guard keeps one key's state: a claim while work runs, then the outcome. Every
  * method is one atomic step. `token` identifies one caller, so a caller whose claim expired can never
  * overwrite or release another caller's.
+ *
+ * @example
+ * const guard = idempotencyGuard({ store: new MemoryIdempotencyStore({ clock }) });
  */
 export interface IdempotencyStore {
   /** Claims `key` for `token` for `inFlightTtlMs`, or reports the stored outcome or the running claim. */
@@ -22,7 +31,12 @@ export interface IdempotencyStore {
   renew(key: string, token: string, inFlightTtlMs: number): Promise<boolean>;
 }
 
-/** Options of {@link RedisIdempotencyStore}. */
+/**
+ * Options of {@link RedisIdempotencyStore}.
+ *
+ * @example
+ * new RedisIdempotencyStore(redis, { prefix: 'tenant-a' });
+ */
 export interface RedisIdempotencyStoreOptions {
   /** Key prefix: keys are `<prefix>:idempotency:<key>`. Default: `stormguard`. */
   prefix?: string;
