@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { Redis } from 'ioredis';
 import { parseDuration } from '../../common/duration.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
 import { DEAD_LETTER_REASONS, type DeadLetterFilter } from '../../jobs/dead-letter-filter.js';
@@ -82,28 +81,5 @@ export function parseWholeNumber(text: string, flag: string, min = 0): number {
   return n;
 }
 
-/**
- * Connects to Redis once, failing fast with a readable error when it is not there (a CLI must not hang
- * retrying). The connection is handed to BullMQ, which keeps using it.
- */
-export async function connectRedis(url: string): Promise<Redis> {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new InvalidInputError(`--redis: "${url}" is not a URL; write it like redis://127.0.0.1:6379`);
-  }
-  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:')
-    throw new InvalidInputError(`--redis: "${url}" must start with redis:// or rediss://`);
-  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
-  redis.on('error', () => {});
-  try {
-    await redis.connect();
-  } catch (error) {
-    redis.disconnect();
-    throw new Error(
-      `cannot reach Redis at ${url}: ${error instanceof Error ? error.message : String(error)}`,
-    );
-  }
-  return redis;
-}
+// Kept here too because other commands import it from this file; new code imports '../connect-redis.js'.
+export { connectRedis } from '../connect-redis.js';

@@ -8,10 +8,10 @@ import { InvalidInputError } from '../../errors/invalid-input-error.js';
 import { type DeadLetterQueue, deadLetterQueue } from '../../jobs/dead-letter-queue.js';
 import type { ReplayOptions, ReplayProgress } from '../../jobs/replay.js';
 import { RedisBudgetStore } from '../../redis/budget-store.js';
+import { connectRedis } from '../connect-redis.js';
 import { type CliIO, printJson } from '../io.js';
 import {
   type CommonDlqOptions,
-  connectRedis,
   type FilterFlags,
   parseFilterFlags,
   parseRate,
