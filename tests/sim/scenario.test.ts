@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { isValidationError } from '../../src/errors/validation-error.js';
+import { getPreset } from '../../src/policy/presets.js';
 import { DEFAULT_SCENARIO } from '../../src/sim/scenario/default.js';
 import { exampleScenarioText } from '../../src/sim/scenario/example.js';
-import { parseScenario, parseScenarioText } from '../../src/sim/scenario/load.js';
+import { compileJobClasses, parseScenario, parseScenarioText } from '../../src/sim/scenario/load.js';
 import { resolveStrategies } from '../../src/sim/strategies.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: the tests reach into arbitrary nested fields to break them
@@ -74,6 +75,24 @@ describe('scenario validation', () => {
     expect(isValidationError(error)).toBe(true);
     expect(error.message).toContain(`${field}:`);
     expect(error.message).toContain(rule);
+  });
+
+  it('starts a job class from a preset, its policy fields overriding it', () => {
+    const scenario = parseScenario(
+      variant((s) => {
+        s.jobClasses['index-document'] = {
+          dependency: 'search',
+          preset: 'metered-api',
+          policy: { maxAttempts: 2 },
+        };
+      }),
+    );
+    const [jobClass] = compileJobClasses(scenario);
+    expect(jobClass?.policy).toMatchObject({ ...getPreset('meteredApi'), maxAttempts: 2 });
+    const error = errorOf(variant((s) => (s.jobClasses['index-document'].preset = 'metered')));
+    expect(error.message).toContain(
+      'jobClasses.index-document.preset: "metered" is invalid: is not a preset; use one of:',
+    );
   });
 
   it('names an unknown field (a typo must not fall back to a default)', () => {

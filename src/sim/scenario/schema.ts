@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { getPreset, presets } from '../../policy/presets.js';
 import { durationSchema as duration, policySchema } from '../../policy/schema.js';
 
 const probability = () => z.number().min(0, 'must be between 0 and 1').max(1, 'must be between 0 and 1');
@@ -68,16 +69,42 @@ const Dependency = z.strictObject({
   timeline: z.array(Phase).default([]),
 });
 
-const JobClass = z.strictObject({
-  /** The dependency every attempt calls; defaults to the class's own name (a task with no mapping is its own dependency). */
-  dependency: name().optional(),
-  /** The retry policy, exactly as `definePolicy` takes it (durations may be strings such as `2s`). */
-  policy: policySchema,
-  /** Share of attempts that fail permanently whatever the dependency's state (a malformed document). */
-  permanentErrorRate: probability().default(0),
-  /** Whether jobs carry an idempotency key (lets `key-required` policies retry). */
-  idempotencyKey: z.boolean().default(true),
-});
+const JobClass = z
+  .strictObject({
+    /** The dependency every attempt calls; defaults to the class's own name (a task with no mapping is its own dependency). */
+    dependency: name().optional(),
+    /** A preset to start from (`idempotent-internal`, `metered-api`, `email`, …); `policy` fields override it. */
+    preset: z.string().optional(),
+    /** The retry policy, exactly as `definePolicy` takes it (durations may be strings such as `2s`); with a preset, only what changes. */
+    policy: z.record(z.string(), z.unknown()).default({}),
+    /** Share of attempts that fail permanently whatever the dependency's state (a malformed document). */
+    permanentErrorRate: probability().default(0),
+    /** Whether jobs carry an idempotency key (lets `key-required` policies retry). */
+    idempotencyKey: z.boolean().default(true),
+  })
+  .transform((jobClass, ctx) => {
+    let base: object = {};
+    if (jobClass.preset !== undefined) {
+      try {
+        base = getPreset(jobClass.preset);
+      } catch {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['preset'],
+          message: `is not a preset; use one of: ${Object.keys(presets).join(', ')}`,
+        });
+        return z.NEVER;
+      }
+    }
+    // The merged policy is validated by definePolicy's own schema, so errors name policy.<field>.
+    const policy = policySchema.safeParse({ ...base, ...jobClass.policy });
+    if (!policy.success) {
+      for (const issue of policy.error.issues)
+        ctx.addIssue({ code: 'custom', path: ['policy', ...issue.path.map(String)], message: issue.message });
+      return z.NEVER;
+    }
+    return { ...jobClass, policy: policy.data };
+  });
 
 const Arrival = z
   .strictObject({
