@@ -2,26 +2,19 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
 import { replayOrigin } from '../../src/jobs/dead-letter-ids.js';
 import { type DeadLetterQueue, deadLetterQueue } from '../../src/jobs/dead-letter-queue.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
-import { freePort, TestRedis, waitFor } from '../helpers/redis-server.js';
-import { deadLetter, uniqueQueue } from './dlq-fixtures.js';
+import { freePort, waitFor } from '../helpers/redis-server.js';
+import { deadLetter, redisForFile, uniqueQueue } from './dlq-fixtures.js';
 
 const BIN = 'dist/cli/main.js';
-let redis: TestRedis;
-let connection: { host: string; port: number; maxRetriesPerRequest: null };
-
-beforeAll(async () => {
+beforeAll(() => {
   if (!existsSync(BIN)) throw new Error(`${BIN} is missing: build first (npm run build)`);
-  redis = await TestRedis.start();
-  connection = { ...redis.connection, maxRetriesPerRequest: null };
 });
-afterAll(async () => {
-  await redis.close();
-});
+const env = redisForFile();
 
 interface Result {
   code: number;
@@ -31,7 +24,7 @@ interface Result {
 
 function cli(...args: string[]): Promise<Result> {
   return new Promise((resolve) => {
-    execFile('node', [BIN, ...args, '--redis', redis.url], (error, stdout, stderr) =>
+    execFile('node', [BIN, ...args, '--redis', env.server.url], (error, stdout, stderr) =>
       resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
     );
   });
@@ -39,8 +32,8 @@ function cli(...args: string[]): Promise<Result> {
 
 async function withFilledDlq(records: number, run: (dlq: DeadLetterQueue, source: Queue) => Promise<void>) {
   const queue = uniqueQueue('cli');
-  const dlq = deadLetterQueue(queue, { connection });
-  const source = new Queue(queue, { connection });
+  const dlq = deadLetterQueue(queue, { connection: env.connection });
+  const source = new Queue(queue, { connection: env.connection });
   for (let i = 0; i < records; i++)
     await dlq.add(
       deadLetter(`job-${i}`, {
@@ -176,7 +169,7 @@ describe('stormguard dlq', () => {
 
   it('replay --when-healthy waits while the budget denies, and goes on once successes raise the allowance', async () => {
     await withFilledDlq(3, async (dlq, source) => {
-      const client = new Redis(redis.connection);
+      const client = new Redis(env.server.connection);
       const budget = new RetryBudget({
         store: new RedisBudgetStore({ redis: client, prefix: 'cli-budget' }),
         minAllowance: 1,
@@ -193,7 +186,7 @@ describe('stormguard dlq', () => {
             'replay',
             dlq.sourceQueue,
             '--redis',
-            redis.url,
+            env.server.url,
             '--when-healthy',
             '--budget-prefix',
             'cli-budget',
@@ -261,7 +254,7 @@ describe('stormguard dlq', () => {
 });
 
 function spawnReplay(queue: string, ...args: string[]): ChildProcess {
-  return spawn('node', [BIN, 'dlq', 'replay', queue, '--redis', redis.url, ...args], {
+  return spawn('node', [BIN, 'dlq', 'replay', queue, '--redis', env.server.url, ...args], {
     stdio: ['ignore', 'pipe', 'ignore'],
   });
 }

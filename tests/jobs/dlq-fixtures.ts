@@ -1,4 +1,35 @@
+import { afterAll, beforeAll } from 'vitest';
 import type { DeadLetterRecord } from '../../src/jobs/types.js';
+import { TestRedis } from '../helpers/redis-server.js';
+
+/** A redis-server for one test file and the BullMQ connection options for it. */
+export interface RedisForFile {
+  readonly server: TestRedis;
+  readonly connection: { host: string; port: number; maxRetriesPerRequest: null };
+}
+
+/** Starts a redis-server before the file's tests and stops it after them. */
+export function redisForFile(): RedisForFile {
+  let server: TestRedis | undefined;
+  beforeAll(async () => {
+    server = await TestRedis.start();
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+  const started = () => {
+    if (!server) throw new Error('redis-server is not started yet (use it inside a test)');
+    return server;
+  };
+  return {
+    get server() {
+      return started();
+    },
+    get connection() {
+      return { ...started().connection, maxRetriesPerRequest: null };
+    },
+  };
+}
 
 /** A dead-letter record as a worker files it; `overrides` change what a test cares about. */
 export function deadLetter(jobId: string, overrides: Partial<DeadLetterRecord> = {}): DeadLetterRecord {

@@ -1,22 +1,12 @@
 import { Worker } from 'bullmq';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/common/clock.js';
 import { isInvalidInputError } from '../../src/errors/invalid-input-error.js';
 import { isValidationError } from '../../src/errors/validation-error.js';
 import { deadLetterQueue } from '../../src/jobs/dead-letter-queue.js';
-import { TestRedis } from '../helpers/redis-server.js';
-import { deadLetter, uniqueQueue } from './dlq-fixtures.js';
+import { deadLetter, redisForFile, uniqueQueue } from './dlq-fixtures.js';
 
-let redis: TestRedis;
-let connection: { host: string; port: number; maxRetriesPerRequest: null };
-
-beforeAll(async () => {
-  redis = await TestRedis.start();
-  connection = { ...redis.connection, maxRetriesPerRequest: null };
-});
-afterAll(async () => {
-  await redis.close();
-});
+const env = redisForFile();
 
 /** A dead-letter queue for a fresh source queue, closed at the end of the test. */
 async function withDlq<T>(
@@ -25,7 +15,7 @@ async function withDlq<T>(
 ): Promise<T> {
   // The records' source queue is 'index' (as the fixture files them); each test gets its own dead-letter queue.
   const queue = 'index';
-  const dlq = deadLetterQueue(queue, { connection, clock, name: uniqueQueue('index-dlq') });
+  const dlq = deadLetterQueue(queue, { connection: env.connection, clock, name: uniqueQueue('index-dlq') });
   try {
     return await run(dlq, queue);
   } finally {
@@ -35,10 +25,10 @@ async function withDlq<T>(
 
 describe('deadLetterQueue', () => {
   it('is named <queue>-dlq unless told otherwise', async () => {
-    const byDefault = deadLetterQueue('index', { connection });
+    const byDefault = deadLetterQueue('index', { connection: env.connection });
     expect([byDefault.name, byDefault.prefix, byDefault.sourceQueue]).toEqual(['index-dlq', 'bull', 'index']);
     await byDefault.close();
-    const named = deadLetterQueue('index', { connection, name: 'graveyard', prefix: 'sg' });
+    const named = deadLetterQueue('index', { connection: env.connection, name: 'graveyard', prefix: 'sg' });
     expect([named.name, named.prefix]).toEqual(['graveyard', 'sg']);
     await named.close();
   });
@@ -127,7 +117,7 @@ describe('deadLetterQueue', () => {
       await dlq.add(deadLetter('a'));
       expect(await dlq.queue.isPaused()).toBe(true);
       // A manually fetching worker asks once, deterministically: an unpaused queue would hand it record a.
-      const worker = new Worker(dlq.name, null, { connection, autorun: false });
+      const worker = new Worker(dlq.name, null, { connection: env.connection, autorun: false });
       try {
         expect(await worker.getNextJob('token', { block: false })).toBeUndefined();
       } finally {
@@ -148,6 +138,6 @@ describe('deadLetterQueue', () => {
         /comes from queue "elsewhere"/,
       );
     });
-    expect(() => deadLetterQueue('a:b', { connection })).toThrow(/queue name/);
+    expect(() => deadLetterQueue('a:b', { connection: env.connection })).toThrow(/queue name/);
   });
 });

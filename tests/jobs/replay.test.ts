@@ -1,24 +1,14 @@
 import { Queue } from 'bullmq';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { BudgetSnapshot } from '../../src/budget/types.js';
 import { FakeClock } from '../../src/common/clock.js';
 import { isValidationError } from '../../src/errors/validation-error.js';
 import { replayJobOptions, replayOrigin } from '../../src/jobs/dead-letter-ids.js';
 import { type DeadLetterQueue, deadLetterQueue } from '../../src/jobs/dead-letter-queue.js';
 import type { Sleep } from '../../src/jobs/replay-pacing.js';
-import { TestRedis } from '../helpers/redis-server.js';
-import { deadLetter, uniqueQueue } from './dlq-fixtures.js';
+import { deadLetter, redisForFile, uniqueQueue } from './dlq-fixtures.js';
 
-let redis: TestRedis;
-let connection: { host: string; port: number; maxRetriesPerRequest: null };
-
-beforeAll(async () => {
-  redis = await TestRedis.start();
-  connection = { ...redis.connection, maxRetriesPerRequest: null };
-});
-afterAll(async () => {
-  await redis.close();
-});
+const env = redisForFile();
 
 interface Fixture {
   dlq: DeadLetterQueue;
@@ -29,8 +19,8 @@ interface Fixture {
 
 async function withQueues(records: number, run: (f: Fixture) => Promise<void>): Promise<void> {
   const queue = uniqueQueue('replay');
-  const dlq = deadLetterQueue(queue, { connection });
-  const source = new Queue(queue, { connection });
+  const dlq = deadLetterQueue(queue, { connection: env.connection });
+  const source = new Queue(queue, { connection: env.connection });
   for (let i = 0; i < records; i++)
     await dlq.add(deadLetter(`job-${i}`, { queue, deadLetteredAt: 10_000 + i }));
   const sourceJobs = async () =>
