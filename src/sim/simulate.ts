@@ -17,13 +17,15 @@ export interface SimulationProgress {
   expected: number;
 }
 
-/** Options of {@link simulate}. Defaults: the scenario's seed and strategies, no progress reports. */
+/** Options of {@link simulate}. Defaults: the scenario's seed and strategies, no progress reports, no signal. */
 export interface SimulateOptions {
   /** Overrides the scenario's seed. */
   seed?: number;
   /** Runs only these strategies, in this order (names from the scenario, or the built-in kinds). */
   strategies?: readonly string[];
   onProgress?: (progress: SimulationProgress) => void;
+  /** Aborting it stops the simulation, which then rejects ("simulation interrupted"). */
+  signal?: AbortSignal;
 }
 
 /**
@@ -54,6 +56,7 @@ export async function simulate(scenario: Scenario, options: SimulateOptions = {}
     const clock = new FakeClock(0);
     const runtime = createRuntime(strategy, scenario.workers.count, clock);
     const output = await runEngine(scenario, classes, names, runtime, clock, seeds, {
+      ...(options.signal ? { signal: options.signal } : {}),
       onProgress: (finished, expected) =>
         options.onProgress?.({
           strategy: strategy.name,

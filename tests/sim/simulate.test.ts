@@ -169,6 +169,19 @@ describe('determinism and the example scenario', () => {
     expect(sum(deferring.timeline.mail!.deferred)).toBeGreaterThan(0);
   });
 
+  it('stops when its signal is aborted (the CLI passes Ctrl-C)', async () => {
+    const controller = new AbortController();
+    let reports = 0;
+    const run = simulate(example, {
+      signal: controller.signal,
+      onProgress: () => {
+        if (++reports === 1) controller.abort();
+      },
+    });
+    await expect(run).rejects.toThrow('simulation interrupted');
+    expect(reports).toBe(1);
+  });
+
   it('summarize gives exactly the --json fields', () => {
     const summary = summarize(first);
     expect(Object.keys(summary)).toEqual(['scenario', 'seed', 'strategies']);

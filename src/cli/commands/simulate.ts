@@ -54,7 +54,11 @@ async function runSimulate(flags: SimulateFlags, io: CliIO): Promise<void> {
   const progress = progressBar(io);
   let result: Awaited<ReturnType<typeof simulate>>;
   try {
-    result = await simulate(scenario, { ...options, onProgress: progress.update });
+    result = await simulate(scenario, {
+      ...options,
+      onProgress: progress.update,
+      ...(io.signal ? { signal: io.signal } : {}),
+    });
   } finally {
     progress.stop();
   }

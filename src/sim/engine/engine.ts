@@ -86,6 +86,11 @@ export interface EngineOptions {
   onProgress?: (finished: number, expected: number) => void;
   /** Events between progress calls. Default 32 768. */
   progressEvery?: number;
+  /**
+   * Stops the run when aborted (the CLI's Ctrl-C). With a signal, the engine yields to the event loop at
+   * each progress call, so the abort can arrive; the run then rejects with an "interrupted" error.
+   */
+  signal?: AbortSignal;
 }
 
 /** One arrival source, flattened: a backlog (`backlog >= 0`) or a Poisson rate. */
@@ -485,7 +490,10 @@ export async function runEngine(
           pending = tick(t);
           break;
       }
-      if (++run.events % progressEvery === 0) options.onProgress?.(run.finished, expected);
+      if (++run.events % progressEvery === 0) {
+        options.onProgress?.(run.finished, expected);
+        if (options.signal && !pending) pending = new Promise((resolve) => setImmediate(resolve));
+      }
       if (pending) return pending;
       if (admissions.length > 0) return settleAdmissions();
     }
@@ -502,11 +510,15 @@ export async function runEngine(
     scheduleArrival(i, a.backlog >= 0 ? a.at : a.from);
   }
 
-  for (let pending = step(); pending; pending = step()) {
-    await pending;
-    await settleAdmissions();
+  try {
+    for (let pending = step(); pending; pending = step()) {
+      await pending;
+      await settleAdmissions();
+      if (options.signal?.aborted) throw new Error('simulation interrupted');
+    }
+  } finally {
+    for (const budget of runtime.budgets) await budget.close();
   }
-  for (const budget of runtime.budgets) await budget.close();
   options.onProgress?.(run.finished, Math.max(run.finished, expected));
 
   const inFlight = slotCount - idle.size;
