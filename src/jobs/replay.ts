@@ -131,8 +131,13 @@ export async function replayDeadLetters(
     since: defined.length > 0 ? Math.max(0, ...defined) : undefined,
   };
 
-  // A snapshot first: records dead-lettered again while this replay runs wait for the next one.
-  const records: DeadLetterRecord[] = await dlq.list({ ...filter, limit });
+  // A snapshot first: records dead-lettered again while this replay runs wait for the next one. Only what
+  // the loop needs is kept; the mover reads each record afresh when its turn comes.
+  const records: Pick<DeadLetterRecord, 'jobId' | 'name' | 'reason' | 'dependency' | 'replays'>[] = [];
+  for await (const { jobId, name, reason, dependency, replays } of dlq.scan(filter)) {
+    if (limit !== undefined && records.length >= limit) break;
+    records.push({ jobId, name, reason, dependency, replays });
+  }
   const report: ReplayReport = {
     queue: dlq.sourceQueue,
     deadLetterQueue: dlq.name,
@@ -206,7 +211,10 @@ export async function replayDeadLetters(
   return report;
 }
 
-function describe(record: DeadLetterRecord, replayJobId: string): ReplayedJob {
+function describe(
+  record: Pick<DeadLetterRecord, 'jobId' | 'name' | 'reason' | 'dependency'>,
+  replayJobId: string,
+): ReplayedJob {
   return {
     jobId: record.jobId,
     replayJobId,
