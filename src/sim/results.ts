@@ -30,7 +30,13 @@ export interface DependencyTimeline {
   denied: number[];
 }
 
-/** What one strategy did to the scenario. The first fields are the CLI's `--json` output. */
+/**
+ * What one strategy did to the scenario. The first fields are the CLI's `--json` output.
+ *
+ * @example
+ * const fleet = result.strategies.find((s) => s.name === 'fleet-budget');
+ * fleet?.requests.search?.retries; // retries the search cluster received
+ */
 export interface StrategyResult {
   name: string;
   label: string;
@@ -57,7 +63,13 @@ export interface StrategyResult {
   events: number;
 }
 
-/** The outcome of a simulation: every strategy on the same arrivals and the same outage. */
+/**
+ * The outcome of a simulation: every strategy on the same arrivals and the same outage.
+ *
+ * @example
+ * const result = await simulate(defaultScenario());
+ * result.strategies.map((s) => [s.label, s.peakRetriesPerSecond]);
+ */
 export interface SimulationResult {
   scenario: string;
   description?: string;

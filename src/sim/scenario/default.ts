@@ -7,6 +7,9 @@ import type { Scenario, ScenarioInput } from './schema.js';
  * jitter. Five seconds in, the search cluster goes down for ten minutes (calls time out after a second),
  * then limps for two minutes (30 % errors, slow) before it is healthy again. Sixteen workers of ten slots
  * each work the queue. The budget is design.md §3's: ratio 0.2 over a 60 s window, floor 10.
+ *
+ * @example
+ * const longer = parseScenario({ ...DEFAULT_SCENARIO, name: 'longer-outage', seed: 2 });
  */
 export const DEFAULT_SCENARIO: ScenarioInput = {
   name: 'search-cluster-outage',

@@ -6,7 +6,13 @@ const probability = () => z.number().min(0, 'must be between 0 and 1').max(1, 'm
 const name = () =>
   z.string().regex(/^[A-Za-z0-9][\w.-]*$/, 'must be a name of letters, digits, ".", "_" or "-" (no spaces)');
 
-/** The kinds of strategy the simulator knows. */
+/**
+ * The kinds of strategy the simulator knows: a per-job ceiling alone, plus a fleet budget, plus one budget
+ * per worker, or plus a fleet budget and a circuit breaker. A scenario that names none runs the first three.
+ *
+ * @example
+ * STRATEGY_KINDS.includes('fleet-budget'); // true
+ */
 export const STRATEGY_KINDS = [
   'ceiling-only',
   'fleet-budget',
@@ -132,7 +138,11 @@ export const MAX_JOBS = 50_000_000;
 /**
  * The scenario file's schema (JSON or YAML). Durations accept `250ms`, `90s`, `15m`, `1h30m` or milliseconds.
  * Cross-field rules (known classes and dependencies, phases that do not overlap, a bounded job count) are
- * checked here too, so every error names the field it is about.
+ * checked here too, so every error names the field it is about. `parseScenario` adds the checks that need
+ * the budget and breaker themselves.
+ *
+ * @example
+ * const result = ScenarioSchema.safeParse(yaml.parse(text));
  */
 export const ScenarioSchema = z
   .strictObject({
