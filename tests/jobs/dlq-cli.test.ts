@@ -219,7 +219,7 @@ describe('stormguard dlq', () => {
   it('a replay killed with SIGKILL half-way and run again replays every job exactly once', async () => {
     await withFilledDlq(40, async (dlq, source) => {
       const child = spawnReplay(dlq.sourceQueue, '--rate', '10/s');
-      await waitFor(async () => (await dlq.count()) <= 32, 30_000, 'the replay to move a few jobs');
+      await movedAFew(child, dlq);
       child.kill('SIGKILL');
       await exited(child);
       const left = await dlq.count();
@@ -239,7 +239,7 @@ describe('stormguard dlq', () => {
       child.stdout?.on('data', (chunk) => {
         stdout += String(chunk);
       });
-      await waitFor(async () => (await dlq.count()) <= 32, 30_000, 'the replay to move a few jobs');
+      await movedAFew(child, dlq);
       child.kill('SIGINT');
       expect(await exited(child)).toBe(1);
       const report = JSON.parse(stdout) as { interrupted: boolean; moved: unknown[]; stoppedBecause: string };
@@ -253,10 +253,30 @@ describe('stormguard dlq', () => {
   }, 90_000);
 });
 
-function spawnReplay(queue: string, ...args: string[]): ChildProcess {
-  return spawn('node', [BIN, 'dlq', 'replay', queue, '--redis', env.server.url, ...args], {
-    stdio: ['ignore', 'pipe', 'ignore'],
+function spawnReplay(queue: string, ...args: string[]): ChildProcess & { stderrText: () => string } {
+  const child = spawn('node', [BIN, 'dlq', 'replay', queue, '--redis', env.server.url, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  let stderr = '';
+  child.stderr.on('data', (chunk) => {
+    stderr += String(chunk);
+  });
+  return Object.assign(child, { stderrText: () => stderr });
+}
+
+/** Waits until the replay has moved a few of its 40 jobs; fails with its stderr if it ended first. */
+async function movedAFew(
+  child: ChildProcess & { stderrText: () => string },
+  dlq: DeadLetterQueue,
+): Promise<void> {
+  await waitFor(
+    async () => child.exitCode !== null || (await dlq.count()) <= 32,
+    30_000,
+    'the replay to move a few jobs',
+  ).catch((error: Error) => {
+    throw new Error(`${error.message}; replay stderr: ${child.stderrText()}`);
+  });
+  expect(child.exitCode, `the replay ended early: ${child.stderrText()}`).toBeNull();
 }
 
 function exited(child: ChildProcess): Promise<number | null> {
