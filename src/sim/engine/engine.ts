@@ -4,6 +4,7 @@ import { BrokenCircuitError } from '../../errors/broken-circuit-error.js';
 import { decide, decideSync } from '../../policy/decide.js';
 import type { DecideContext, Decision, RetryPolicy } from '../../policy/types.js';
 import { type DependencySpec, expectedJobs, type Scenario } from '../scenario/schema.js';
+import { ArrivalStreams } from './arrivals.js';
 import { CallOutcome, DependencyModel } from './dependency-model.js';
 import { EventQueue } from './event-queue.js';
 import { IntQueue } from './int-queue.js';
@@ -93,17 +94,6 @@ export interface EngineOptions {
   signal?: AbortSignal;
 }
 
-/** One arrival source, flattened: a backlog (`backlog >= 0`) or a Poisson rate. */
-interface ArrivalSource {
-  backlog: number;
-  at: number;
-  rate: number;
-  from: number;
-  until: number;
-  jobClass: number;
-  random: () => number;
-}
-
 /** A job class as the engine uses it. */
 export interface EngineJobClass {
   policy: RetryPolicy;
@@ -158,17 +148,7 @@ export async function runEngine(
 
   const behaviour = seededRandom(seeds.behaviour);
   const policyRandom = seededRandom(seeds.policy);
-  const classNames = Object.keys(scenario.jobClasses);
-  // Flat, fixed-shape descriptors: the hot path must not read the validated scenario's objects.
-  const arrivals: ArrivalSource[] = scenario.arrivals.map((a, i) => ({
-    backlog: a.backlog ?? -1,
-    at: a.at,
-    rate: a.rate ?? 0,
-    from: a.from,
-    until: a.until ?? 0,
-    jobClass: classNames.indexOf(a.class),
-    random: seededRandom(seeds.arrivals[i] ?? i),
-  }));
+  const arrivals = new ArrivalStreams(scenario.arrivals, Object.keys(scenario.jobClasses), seeds.arrivals);
 
   const queue = new EventQueue(Math.max(1024, slotCount * 2));
   const jobs = new JobTable(Math.max(4096, Math.min(expected + 16, 1 << 22)));
@@ -201,15 +181,10 @@ export async function runEngine(
     completed: 0,
     finished: 0,
     delayed: 0,
-    activeSources: arrivals.length,
     drainMs: 0,
     lastSampledBin: -1,
     events: 0,
-    /** The rate source due next and when (-1 and Infinity when none). */
-    soonest: -1,
-    soonestAt: Number.POSITIVE_INFINITY,
   };
-  const nextArrival = new Float64Array(arrivals.length).fill(Number.POSITIVE_INFINITY);
 
   const enqueue = (job: number, t: number): void => {
     const slot = idle.shift();
@@ -385,42 +360,15 @@ export async function runEngine(
   };
 
   const arrive = (source: number, t: number): void => {
-    const a = arrivals[source] as ArrivalSource;
-    if (a.backlog >= 0) {
-      for (let i = 0; i < a.backlog; i++) enqueue(jobs.add(a.jobClass, t), t);
-      run.activeSources--;
+    const jobClass = arrivals.jobClassOf(source);
+    const backlog = arrivals.backlogOf(source);
+    if (backlog >= 0) {
+      for (let i = 0; i < backlog; i++) enqueue(jobs.add(jobClass, t), t);
+      arrivals.delivered();
       return;
     }
-    enqueue(jobs.add(a.jobClass, t), t);
-    scheduleArrival(source, t);
-  };
-
-  /** Finds the rate source whose next arrival comes first (few sources: a scan is cheapest). */
-  const findSoonest = (): void => {
-    run.soonest = -1;
-    run.soonestAt = Number.POSITIVE_INFINITY;
-    for (let i = 0; i < nextArrival.length; i++)
-      if ((nextArrival[i] as number) < run.soonestAt) {
-        run.soonest = i;
-        run.soonestAt = nextArrival[i] as number;
-      }
-  };
-
-  const scheduleArrival = (source: number, from: number): void => {
-    const a = arrivals[source] as ArrivalSource;
-    if (a.backlog >= 0) {
-      queue.push(a.at, (source << KIND_BITS) | ARRIVAL);
-      return;
-    }
-    // Poisson arrivals: exponential gaps with the given rate. They come out sorted, so they bypass the
-    // heap: the loop merges each source's next arrival with the heap's earliest event.
-    const next = from + (-Math.log(1 - a.random()) * 1_000) / a.rate;
-    if (next < a.until) nextArrival[source] = next;
-    else {
-      nextArrival[source] = Number.POSITIVE_INFINITY;
-      run.activeSources--;
-    }
-    findSoonest();
+    enqueue(jobs.add(jobClass, t), t);
+    arrivals.advance(source, t);
   };
 
   const tick = (t: number): Promise<void> | undefined => {
@@ -428,7 +376,7 @@ export async function runEngine(
     const sample = bin !== run.lastSampledBin && runtime.budgets.length > 0;
     if (sample) run.lastSampledBin = bin;
     const pending = runtime.budgets.length > 0 ? flushAndSample(t, sample) : undefined;
-    if (run.activeSources > 0 || run.delayed > 0 || waiting.size > 0 || idle.size < slotCount)
+    if (arrivals.active > 0 || run.delayed > 0 || waiting.size > 0 || idle.size < slotCount)
       queue.push(t + TICK_MS, TICK);
     return pending;
   };
@@ -464,15 +412,15 @@ export async function runEngine(
    */
   const step = (): Promise<void> | undefined => {
     for (;;) {
-      const fromStream = run.soonestAt <= queue.peekTime();
-      const t = fromStream ? run.soonestAt : queue.peekTime();
+      const fromStream = arrivals.soonestAt <= queue.peekTime();
+      const t = fromStream ? arrivals.soonestAt : queue.peekTime();
       if (t === Number.POSITIVE_INFINITY) return undefined;
       if (t > horizon) {
         stoppedAtHorizon = true;
         return undefined;
       }
       if (t > clock.now()) clock.set(t);
-      const event = fromStream ? (run.soonest << KIND_BITS) | ARRIVAL : queue.pop();
+      const event = fromStream ? (arrivals.soonest << KIND_BITS) | ARRIVAL : queue.pop();
       const value = event >>> KIND_BITS;
       let pending: Promise<void> | undefined;
       switch (event & KIND_MASK) {
@@ -505,10 +453,8 @@ export async function runEngine(
   };
 
   queue.push(0, TICK);
-  for (let i = 0; i < arrivals.length; i++) {
-    const a = arrivals[i] as ArrivalSource;
-    scheduleArrival(i, a.backlog >= 0 ? a.at : a.from);
-  }
+  for (let i = 0; i < arrivals.size; i++)
+    if (arrivals.backlogOf(i) >= 0) queue.push(arrivals.atOf(i), (i << KIND_BITS) | ARRIVAL);
 
   try {
     for (let pending = step(); pending; pending = step()) {
