@@ -45,7 +45,13 @@ export interface WorkerEvents {
   /** A downstream call (or a whole job with no ctx.call) succeeded. */
   success: JobLabels;
   /** A retry was scheduled. `chargesAttempt` is false for breaker and budget deferrals. */
-  retry: JobLabels & { delayMs: number; retry: number; cause: string; chargesAttempt: boolean; errorClass: string };
+  retry: JobLabels & {
+    delayMs: number;
+    retry: number;
+    cause: string;
+    chargesAttempt: boolean;
+    errorClass: string;
+  };
   /** A job was dead-lettered. */
   'dead-letter': JobLabels & { reason: DeadLetterReason };
   /** A job ended completed. */

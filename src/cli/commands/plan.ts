@@ -1,12 +1,7 @@
 import type { Command } from 'commander';
 import { formatDuration, parseDuration } from '../../common/duration.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
-import {
-  DEFAULT_PLAN_BACKOFF,
-  LONG_WINDOW_MS,
-  planForWindow,
-  type WindowPlan,
-} from '../../policy/plan-window.js';
+import { LONG_WINDOW_MS, planForWindow, type WindowPlan } from '../../policy/plan-window.js';
 import type { Backoff } from '../../policy/types.js';
 import { type CliIO, printJson } from '../io.js';
 import { table } from './dlq-output.js';
