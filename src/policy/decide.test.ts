@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { seededRandom } from '../common/random.js';
+import { BrokenCircuitError } from '../errors/broken-circuit-error.js';
 import { PermanentError } from '../errors/permanent-error.js';
 import { TransientError } from '../errors/transient-error.js';
 import { decide, decideSync } from './decide.js';
@@ -143,6 +144,50 @@ describe('decide', () => {
     const d = await decide(ctx({ breaker: { check: async () => ({ state: 'half-open' }) }, budget: gate }));
     expect(d).toMatchObject({ action: 'retry', chargesAttempt: true });
     expect(gate.asked).toBe(1);
+  });
+
+  describe('a call the breaker refused', () => {
+    it('waits for half-open without charging an attempt or spending the budget, even on the last attempt', async () => {
+      const gate = budget(true);
+      const refused = new BrokenCircuitError('search', 30_000, 'open');
+      const d = await decide(ctx({ error: refused, attemptsMade: 5, budget: gate, random: () => 0.5 }));
+      expect(d).toMatchObject({
+        action: 'retry',
+        chargesAttempt: false,
+        cause: 'breaker-open',
+        delayMs: 31_000,
+      });
+      expect(gate.asked).toBe(0);
+    });
+
+    it('half-open with every probe slot taken waits the backoff delay, uncharged', async () => {
+      const gate = budget(false);
+      const refused = new Error('wrapped', {
+        cause: new BrokenCircuitError('search', undefined, 'half-open'),
+      });
+      const d = await decide(ctx({ error: refused, attemptsMade: 2, budget: gate }));
+      expect(d).toMatchObject({
+        action: 'retry',
+        chargesAttempt: false,
+        cause: 'breaker-open',
+        delayMs: 4_000,
+      });
+      expect(gate.asked).toBe(0);
+    });
+
+    it('still dead-letters past the max age or when the policy says so', async () => {
+      const late = new BrokenCircuitError('search', 3_600_000, 'open');
+      expect(await decide(ctx({ error: late }))).toMatchObject({
+        action: 'dead-letter',
+        reason: 'breaker-open',
+      });
+      const strict: RetryPolicy = { ...policy, whenBreakerOpen: 'dead-letter' };
+      const soon = new BrokenCircuitError('search', 1_000, 'open');
+      expect(await decide(ctx({ policy: strict, error: soon }))).toMatchObject({
+        action: 'dead-letter',
+        reason: 'breaker-open',
+      });
+    });
   });
 
   describe('Retry-After', () => {

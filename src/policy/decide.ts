@@ -1,4 +1,5 @@
 import { formatDuration } from '../common/duration.js';
+import { type BrokenCircuitError, isBrokenCircuitError } from '../errors/broken-circuit-error.js';
 import { backoffBase } from './backoff.js';
 import { classify } from './classify/classify.js';
 import { retryDelay, retryDelayBounds } from './retry-delay.js';
@@ -34,6 +35,11 @@ interface Retryable {
  * 5. **delay**: `retryDelay` (backoff, jitter, cap), never shorter than the server's `Retry-After`, and
  *    shortened if needed so the retry starts no later than the max-age deadline.
  *
+ * A call the breaker refused (`BrokenCircuitError`, from `ctx.call` or `CircuitBreaker.execute`) skips the
+ * ceiling and the budget: nothing reached the dependency, so it neither uses up an attempt nor spends a
+ * retry. It goes straight to the breaker step (delay to the half-open time, or dead-letter `breaker-open`);
+ * only the max age still applies.
+ *
  * Terminal decisions are `fail` instead of `dead-letter` when `ctx.hasDeadLetterTarget === false`.
  * Pure apart from the two optional gates; time and randomness come from `ctx`.
  *
@@ -45,6 +51,8 @@ interface Retryable {
  * if (decision.action === 'retry') await job.moveToDelayed(Date.now() + decision.delayMs, token);
  */
 export async function decide(ctx: DecideContext): Promise<Decision> {
+  const refusal = breakerRefusal(ctx.error);
+  if (refusal) return refusedByBreaker(ctx, refusal);
   const early = beforeGates(ctx);
   if ('action' in early) return early;
   if (ctx.breaker) {
@@ -103,6 +111,23 @@ function beforeGates(ctx: SyncDecideContext): Decision | Retryable {
       `the next retry could not start before the max age of ${formatDuration(policy.maxAgeMs ?? 0)}`,
     );
   return { classification, retry, deadlineMs };
+}
+
+/** The breaker refusal behind `error`, also when a caller wrapped it as a `cause`. */
+function breakerRefusal(error: unknown): BrokenCircuitError | undefined {
+  for (let e = error, depth = 0; e !== undefined && depth < 5; depth++) {
+    if (isBrokenCircuitError(e)) return e;
+    e = typeof e === 'object' && e !== null ? (e as { cause?: unknown }).cause : undefined;
+  }
+  return undefined;
+}
+
+function refusedByBreaker(ctx: SyncDecideContext, refusal: BrokenCircuitError): Decision {
+  const classification: Classification = { retryable: true, reason: 'breaker-open' };
+  const deadlineMs =
+    ctx.policy.maxAgeMs === undefined ? Number.POSITIVE_INFINITY : ctx.createdAtMs + ctx.policy.maxAgeMs;
+  // Half-open with every probe slot taken carries no half-open time: the backoff's own delay is used.
+  return breakerOpen(ctx, { classification, retry: ctx.attemptsMade, deadlineMs }, refusal.halfOpenAtMs);
 }
 
 function breakerOpen(ctx: SyncDecideContext, r: Retryable, halfOpenAtMs: number | undefined): Decision {
