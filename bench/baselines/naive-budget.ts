@@ -23,7 +23,7 @@ export interface NaiveBudgetOptions {
   now?: () => number;
 }
 
-/** The seed's `record_success` / `try_spend_retry` pair over ioredis. */
+/** The naive design's `record_success` / `try_spend_retry` pair over ioredis. */
 export class NaiveBudget {
   readonly #r: Redis;
   readonly #windowS: number;

@@ -1,5 +1,5 @@
 /**
- * The fleet-wide retry budget against the seed's naive design (bench/baselines/naive-budget.ts), both on
+ * The fleet-wide retry budget against the naive fixed-bucket design (bench/baselines/naive-budget.ts), both on
  * one redis-server this script spawns on a free port, measured in the same run:
  *
  * - trySpend decisions per second at concurrency 1, 16 and 64, over one connection and over four;

@@ -47,7 +47,7 @@ export interface ExecuteOptions {
 }
 
 /**
- * A fleet-wide circuit breaker per dependency (design.md §4): closed → open on a failure rate over a
+ * A fleet-wide circuit breaker per dependency: closed → open on a failure rate over a
  * sliding window (above a minimum volume) or on N failures in a row → half-open after a cool-down, where a
  * bounded number of probes is admitted across the whole fleet → closed after enough probe successes, or
  * open again on a probe failure.

@@ -18,7 +18,7 @@ export interface DeadLetterFacts {
 }
 
 /**
- * The full dead-letter record of a job (design.md §5): the original name, data, options and id (a replayed
+ * The full dead-letter record of a job : the original name, data, options and id (a replayed
  * job is filed under the id it was first enqueued with, its replays counted), the reason, the last error
  * and its classification, attempts made, the dependency and the timestamps. Plain JSON.
  *

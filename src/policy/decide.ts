@@ -17,7 +17,7 @@ interface Retryable {
 }
 
 /**
- * What happens after a failed attempt, in the order design.md §2 fixes:
+ * What happens after a failed attempt, in this fixed order:
  *
  * 1. **classify** the error (`classify`); not retryable → `dead-letter` `permanent`.
  * 2. **ceiling and age**: `attemptsMade >= maxAttempts` → `max-attempts`; a `key-required` policy without

@@ -4,7 +4,7 @@ import { isInvalidInputError } from '../errors/invalid-input-error.js';
 import { planForWindow } from './plan-window.js';
 
 describe('planForWindow', () => {
-  // base 2 s, factor 2, cap 600 s: the seed's algorithm, computed (its chart is wrong for 5 m, 1 h and 4 h)
+  // base 2 s, factor 2, cap 600 s: the classic doubling algorithm, computed (charts often quoted get 5 m, 1 h and 4 h wrong)
   it.each([
     [60_000, 5, 62_000],
     [300_000, 8, 510_000],

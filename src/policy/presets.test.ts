@@ -36,7 +36,7 @@ describe('presets', () => {
     expect(classify(new TransientError('gateway: retry'), presets.payment, 0).retryable).toBe(true);
   });
 
-  it('the seed 000 job classes keep their attempt ranges', () => {
+  it('the job classes keep their attempt ranges', () => {
     expect(presets.idempotentInternal.maxAttempts).toBeGreaterThanOrEqual(6);
     expect(presets.idempotentInternal.maxAttempts).toBeLessThanOrEqual(9);
     expect(presets.meteredApi.maxAttempts).toBeLessThanOrEqual(4);

@@ -96,7 +96,7 @@ const batchReconciliation = definePolicy({
 });
 
 /**
- * Sending email, as seed 004 sets it: 8 attempts, exponential from 5 s (factor 2) capped at 15 minutes,
+ * Sending email: 8 attempts, exponential from 5 s (factor 2) capped at 15 minutes,
  * full jitter, a 24-hour max age, retrying only network errors and the provider's 5xx (`retryOn: ['network',
  * 'http-5xx']`; a 4xx, 429 included, is not retried). Note what the numbers imply: the 7 retries wait at most
  * 5+10+…+320 s = 10 m 35 s in total, so neither the 15-minute cap nor the 24-hour age ever binds; the
@@ -115,7 +115,7 @@ const email = definePolicy({
 });
 
 /**
- * Payment, as seed 004 sets it: 4 attempts, exponential from 10 s capped at 5 minutes, full jitter, a 1-hour
+ * Payment: 4 attempts, exponential from 10 s capped at 5 minutes, full jitter, a 1-hour
  * max age, and an idempotency key required per operation. "Only explicitly retryable errors from the
  * gateway" means: only a `TransientError` the gateway client threw on purpose is retried (`retryOn: []`,
  * `retryUnknown: false`); a raw 5xx or socket error is dead-lettered for a person to check whether the
@@ -138,8 +138,8 @@ const payment = definePolicy({
 });
 
 /**
- * Complete, validated policies for the job classes of seed 000 and the email and payment settings of seed
- * 004. Each one's doc comment gives the reason for its numbers. Spread one into `definePolicy` to adjust it.
+ * Complete, validated policies for five job classes (by what an attempt costs) and for sending email and
+ * taking payments. Each one's doc comment gives the reason for its numbers. Spread one into `definePolicy` to adjust it.
  *
  * @example
  * const mine = definePolicy({ ...presets.email, name: 'newsletter', maxAttempts: 5 });

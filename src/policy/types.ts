@@ -1,6 +1,6 @@
 import type { RandomSource } from '../common/random.js';
 
-/** How a delay is spread: see design.md §2. `decorrelated` is AWS's `min(cap, uniform(base, prev × 3))`. */
+/** How a delay is spread: `decorrelated` is AWS's `min(cap, uniform(base, prev × 3))`. */
 export type JitterKind = 'none' | 'full' | 'equal' | 'decorrelated';
 
 /** The un-jittered delay curve. Every delay is capped by `maxDelayMs`. */

@@ -1,5 +1,5 @@
 /**
- * The four verifications of seed 000, end to end: real redis-server, real BullMQ, the Redis budget store,
+ * The four verifications of a retry budget, end to end: real redis-server, real BullMQ, the Redis budget store,
  * windows of one to two seconds.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -31,7 +31,7 @@ function budgetFor(windowMs: number, extra: { ratio?: number; minAllowance?: num
   return bed.track(budget);
 }
 
-describe('seed 000, verified end to end', () => {
+describe('retry budget and ceiling, verified end to end', () => {
   it('1. ceiling honours the window: a deterministic failure reaches the dead-letter queue within 10 % of the window', async () => {
     const plan = planForWindow(
       1_500,

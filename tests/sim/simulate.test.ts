@@ -27,7 +27,7 @@ function expectConservation(result: SimulationResult): void {
 
 /**
  * The most retries a budget of `copies` independent budgets (1 for the fleet, one per worker) can grant,
- * derived from design.md §3 and the run's own successes. Any stretch shorter than the window minus one
+ * derived from the budget's rules and the run's own successes. Any stretch shorter than the window minus one
  * sub-bucket lies inside the sliding window at its last grant, so its grants are at most that moment's
  * allowance (+1, the design's tolerance) per budget: max(floor, ratio × successes of the window), where the
  * window's successes are at most those of the stretch plus the window and one sub-bucket before it.
@@ -47,7 +47,7 @@ function budgetBound(s: StrategyResult, dependency: string, scenario: Scenario, 
   return bound;
 }
 
-describe('the default scenario (seed 000: 40 000 search-indexing jobs, the search cluster goes down)', () => {
+describe('the default scenario (40 000 search-indexing jobs, the search cluster goes down)', () => {
   let scenario: Scenario;
   let result: SimulationResult;
   beforeAll(async () => {

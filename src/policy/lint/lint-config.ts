@@ -34,7 +34,7 @@ export interface LintReport {
 const LONG_CAP_MS = 60 * 60_000;
 
 /**
- * Checks a config's policies against seed 004's design checklist: idempotency decided before retries
+ * Checks a config's policies against the retry design checklist: idempotency decided before retries
  * (declared; a key-required policy has a key TTL of at least its max age), errors classified (unknown errors
  * not blindly retried), finite limits (and a retry curve that ends within 15 minutes or hands over to a
  * dead-letter queue), jitter, a sane cap, a dead-letter target, and key TTL >= maxAge. An invalid policy is

@@ -14,7 +14,7 @@ import { BinnedSeries } from './series.js';
 
 /** Width of a time-series bin: one second, so a bin's count is a rate per second. */
 export const BIN_MS = 1_000;
-/** How often the engine flushes budgets and samples them, in virtual time (design.md §3's flush bound). */
+/** How often the engine flushes budgets and samples them, in virtual time (the retry budget's flush bound). */
 export const TICK_MS = 250;
 
 // An event is one int32: the low 3 bits say what happened, the rest carry a number (source, slot or job).

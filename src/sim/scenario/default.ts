@@ -6,7 +6,7 @@ import type { Scenario, ScenarioInput } from './schema.js';
  * 40 000 search-indexing jobs are queued; each has 5 attempts (4 retries) with exponential backoff and full
  * jitter. Five seconds in, the search cluster goes down for ten minutes (calls time out after a second),
  * then limps for two minutes (30 % errors, slow) before it is healthy again. Sixteen workers of ten slots
- * each work the queue. The budget is design.md §3's: ratio 0.2 over a 60 s window, floor 10.
+ * each work the queue. The budget is the default one: ratio 0.2 over a 60 s window, floor 10.
  *
  * @example
  * const longer = parseScenario({ ...DEFAULT_SCENARIO, name: 'longer-outage', seed: 2 });
