@@ -22,6 +22,8 @@ export function bounded<T>(value: MaybePromise<T>, ms: number, what: string): Ma
       () => reject(new StoreTimeoutError(`${what} did not answer within ${ms}ms`)),
       ms,
     );
+    // The caller waits on the promise, not on the timer: the timer alone must not keep a process alive.
+    timer.unref();
     value.then(
       (result) => {
         clearTimeout(timer);

@@ -13,7 +13,14 @@ export { MemoryBudgetStore } from './memory-store.js';
 export type { BudgetFallback, RetryBudgetOptions } from './options.js';
 export { RetryBudget } from './retry-budget.js';
 export { type BudgetStatus, budgetStatus } from './status.js';
-export type { BudgetMode, BudgetStore, MaybePromise, StoreRead, StoreSpend } from './store.js';
+export type {
+  BudgetMode,
+  BudgetStore,
+  ListOptions,
+  MaybePromise,
+  StoreRead,
+  StoreSpend,
+} from './store.js';
 export {
   allowanceFor,
   type BudgetWindow,

@@ -40,6 +40,11 @@ export interface RetryBudgetOptions {
   flushIntervalMs?: number;
   /** Bound on every call to a remote store, in ms; past it the budget degrades. Default 250. */
   timeoutMs?: number;
+  /**
+   * Bound on `dependencies()`, which scans the store's keys, in ms. A listing is a report, not a decision:
+   * past this bound (or on any failure) it rejects alone and the budget does not degrade. Default 5 000.
+   */
+  listTimeoutMs?: number;
   /** Behaviour while degraded. Default `local`. */
   fallback?: BudgetFallback;
   /** How often a degraded budget checks whether its store is back, in ms. Default 1 000. */
@@ -69,6 +74,7 @@ const Schema = z
     onExhausted: z.enum(['dead-letter', 'defer']).default('dead-letter'),
     flushIntervalMs: int(1, 'the interval').max(60_000, 'must be at most 60 000').default(250),
     timeoutMs: int(1, 'the timeout').max(60_000, 'must be at most 60 000').default(250),
+    listTimeoutMs: int(1, 'the timeout').max(600_000, 'must be at most 600 000').default(5_000),
     fallback: z.enum(['local', 'deny', 'allow']).default('local'),
     probeIntervalMs: int(1, 'the interval').max(600_000, 'must be at most 600 000').default(1_000),
     clock: z.custom<Clock>((v) => typeof (v as Clock)?.now === 'function', 'must have now()').optional(),

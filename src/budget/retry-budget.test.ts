@@ -6,6 +6,7 @@ import { TransientError } from '../errors/transient-error.js';
 import { isValidationError } from '../errors/validation-error.js';
 import { decide } from '../policy/decide.js';
 import { definePolicy } from '../policy/define-policy.js';
+import { StoreTimeoutError } from './bounded.js';
 import { MemoryBudgetStore } from './memory-store.js';
 import type { RetryBudgetOptions } from './options.js';
 import { RetryBudget } from './retry-budget.js';
@@ -33,7 +34,7 @@ class ControlledStore implements BudgetStore {
   trySpend: BudgetStore['trySpend'] = (...a) => this.#answer(() => this.inner.trySpend(...a));
   addSuccesses: BudgetStore['addSuccesses'] = (...a) => this.#answer(() => this.inner.addSuccesses(...a));
   read: BudgetStore['read'] = (...a) => this.#answer(() => this.inner.read(...a));
-  dependencies = () => this.#answer(() => this.inner.dependencies());
+  dependencies: BudgetStore['dependencies'] = () => this.#answer(() => this.inner.dependencies());
   ping = () => this.#answer(() => undefined);
 }
 
@@ -172,6 +173,31 @@ describe('RetryBudget with an unreachable store', () => {
     remote.behaviour = 'fail';
     await expect(budget.flush()).resolves.toBeUndefined();
     expect(budget.degraded).toBe(true);
+    await budget.close();
+  });
+
+  it('a failed or late listing rejects on its own, aborts its scan and leaves the budget on the store', async () => {
+    const remote = new ControlledStore();
+    const budget = new RetryBudget({ store: remote, timeoutMs: 20, listTimeoutMs: 20 });
+    const degraded: unknown[] = [];
+    budget.events.on('degraded', (e) => degraded.push(e));
+    const signals: AbortSignal[] = [];
+    let listing: 'hang' | 'fail' = 'fail';
+    remote.dependencies = (options) => {
+      if (options?.signal) signals.push(options.signal);
+      return listing === 'hang' ? new Promise(() => {}) : Promise.reject(new Error('connection reset'));
+    };
+    await expect(budget.dependencies()).rejects.toThrow('connection reset');
+    listing = 'hang';
+    const late = [budget.dependencies(), budget.dependencies()];
+    await expect(Promise.all(late)).rejects.toSatisfy(
+      (e: unknown) => e instanceof StoreTimeoutError && /listing did not answer within 20ms/.test(e.message),
+    );
+    expect(signals).toHaveLength(2); // the two concurrent calls shared one listing
+    expect(signals[1]?.aborted).toBe(true);
+    expect(budget.degraded).toBe(false);
+    expect(await budget.trySpend('search')).toMatchObject({ granted: true, degraded: false });
+    expect(degraded).toEqual([]);
     await budget.close();
   });
 });

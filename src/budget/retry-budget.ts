@@ -16,6 +16,7 @@ import type { BudgetEvents, BudgetSnapshot, SpendResult } from './types.js';
 import { type BudgetWindow, budgetWindow, type WindowCounts } from './window.js';
 
 const STORE = 'budget store';
+const LISTING = 'budget store listing';
 
 interface Batch {
   inFlight: boolean;
@@ -37,13 +38,17 @@ interface Batch {
  *   a store failure into a worker and never waits past the timeout. Successes recorded while degraded are
  *   not kept: they could only be stamped with the wrong time later, and dropping them errs on the side of
  *   caution.
+ * - `dependencies()` (a scan of the store's keys, slow on a Redis that also holds many BullMQ jobs) is a
+ *   report, not a decision: it has its own bound, `listTimeoutMs`, and when it fails or is late it rejects
+ *   on its own; the budget stays on the store.
  * - `mode: 'shadow'` grants every retry but counts (and emits, with `mode: 'shadow'`) the denials it would
  *   have made, so a budget can be sized on real traffic before it bites.
  *
  * Implements the policy's `BudgetGate`: pass it to `decide({ ..., budget })`.
  *
  * Defaults: ratio 0.2, windowMs 60 000, minAllowance 10, buckets 10, mode `enforce`, onExhausted
- * `dead-letter`, flushIntervalMs 250, timeoutMs 250, fallback `local`, probeIntervalMs 1 000.
+ * `dead-letter`, flushIntervalMs 250, timeoutMs 250, listTimeoutMs 5 000, fallback `local`, probeIntervalMs
+ * 1 000.
  *
  * @example
  * const budget = new RetryBudget({ store: new RedisBudgetStore({ redis }), ratio: 0.2 });
@@ -78,6 +83,8 @@ export class RetryBudget implements BudgetGate {
   /** Remote `trySpend` requests per dependency: the call in flight and those waiting for the next one. */
   readonly #batches = new Map<string, Batch>();
   readonly #timer: NodeJS.Timeout | undefined;
+  /** The listing in flight: concurrent `dependencies()` calls share one scan. */
+  #listing: Promise<string[]> | undefined;
   #degradedSince: number | undefined;
   #lastProbeAt = 0;
   #probing = false;
@@ -222,16 +229,33 @@ export class RetryBudget implements BudgetGate {
     return this.#snapshot(dependency, local ?? this.#empty(this.#floorWindow), true);
   }
 
-  /** Dependencies the store holds counts for (or, while it is unreachable, those this process has used). */
-  async dependencies(): Promise<string[]> {
-    if (this.#degradedSince === undefined) {
-      try {
-        return await bounded(this.#store.dependencies(), this.#options.timeoutMs, STORE);
-      } catch (error) {
-        this.#degrade(error);
-      }
+  /**
+   * Dependencies the store holds counts for (while the budget is degraded: those this process has used).
+   *
+   * Scanning a store's keys can be slow where `trySpend` is not, so a listing never degrades the budget: it
+   * is bounded by `listTimeoutMs`, and a listing that fails or is late rejects (a late one with a
+   * `StoreTimeoutError`) and stops scanning. Concurrent calls share one listing.
+   */
+  dependencies(): Promise<string[]> {
+    if (this.#degradedSince !== undefined) return Promise.resolve([...this.#checked].sort());
+    this.#listing ??= this.#list().finally(() => {
+      this.#listing = undefined;
+    });
+    return this.#listing;
+  }
+
+  async #list(): Promise<string[]> {
+    const abandon = new AbortController();
+    try {
+      return await bounded(
+        this.#store.dependencies({ signal: abandon.signal }),
+        this.#options.listTimeoutMs,
+        LISTING,
+      );
+    } catch (error) {
+      abandon.abort(error);
+      throw error;
     }
-    return [...this.#checked].sort();
   }
 
   /** Stops the flush timer and pushes what is batched. Idempotent. The store (your connection) stays open. */

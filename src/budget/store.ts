@@ -40,6 +40,17 @@ export interface StoreRead extends WindowCounts {
 }
 
 /**
+ * Options of `BudgetStore.dependencies`.
+ *
+ * @example
+ * await store.dependencies({ signal: AbortSignal.timeout(5_000) });
+ */
+export interface ListOptions {
+  /** Stops the listing when aborted. Default: none (the listing runs to its end). */
+  signal?: AbortSignal;
+}
+
+/**
  * Where budget counters live. `RetryBudget` owns the settings and passes them on every call; a store only
  * keeps counts per dependency and applies the window arithmetic of `window.ts` atomically.
  *
@@ -78,8 +89,11 @@ export interface BudgetStore {
    */
   read(dependency: string, window?: BudgetWindow): MaybePromise<StoreRead | undefined>;
 
-  /** Every dependency the store holds counts for, sorted. */
-  dependencies(): MaybePromise<string[]>;
+  /**
+   * Every dependency the store holds counts for, sorted. A remote store that walks its keys in steps stops
+   * (and rejects with `signal.reason`) once `signal` is aborted: `RetryBudget` aborts a listing it gave up on.
+   */
+  dependencies(options?: ListOptions): MaybePromise<string[]>;
 
   /** Resolves when the store answers; used to notice that a remote store is back. */
   ping(): MaybePromise<void>;

@@ -1,5 +1,5 @@
 import type { Cluster } from 'ioredis';
-import type { BudgetStore, StoreRead, StoreSpend } from '../budget/store.js';
+import type { BudgetStore, ListOptions, StoreRead, StoreSpend } from '../budget/store.js';
 import type { BudgetWindow } from '../budget/window.js';
 import type { Clock } from '../common/clock.js';
 import {
@@ -123,17 +123,23 @@ export class RedisBudgetStore implements BudgetStore {
     };
   }
 
-  /** Every dependency with a budget key under this prefix (SCAN; on a cluster, every master). */
-  async dependencies(): Promise<string[]> {
+  /**
+   * Every dependency with a budget key under this prefix: SCAN with a MATCH on the budget keys (on a
+   * cluster, every master), `SCAN_COUNT` keys a step. It walks the whole keyspace, so on a Redis that also
+   * holds many BullMQ jobs it takes many round trips; an aborted `signal` stops it between two steps.
+   */
+  async dependencies(options: ListOptions = {}): Promise<string[]> {
+    const { signal } = options;
     const nodes = isCluster(this.#redis) ? this.#redis.nodes('master') : [this.#redis];
     // ioredis adds its own keyPrefix to KEYS, but SCAN patterns and replies are raw.
     const clientPrefix = (nodes[0]?.options.keyPrefix as string | undefined) ?? '';
+    const pattern = escapeGlob(clientPrefix) + budgetKeyPattern(this.prefix);
     const names = new Set<string>();
     for (const node of nodes) {
       let cursor = '0';
       do {
-        const pattern = clientPrefix + budgetKeyPattern(this.prefix);
-        const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
+        signal?.throwIfAborted();
+        const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT);
         cursor = next;
         for (const key of keys) {
           const name = dependencyOfBudgetKey(this.prefix, key.slice(clientPrefix.length));
@@ -151,6 +157,18 @@ export class RedisBudgetStore implements BudgetStore {
   #now(): string {
     return this.#clock ? String(this.#clock.now()) : '';
   }
+}
+
+/**
+ * Keys SCAN examines per step. MATCH filters after the walk, so a step costs the server about this many
+ * key visits whatever matches: large enough that a keyspace of a million keys takes a thousand round trips,
+ * small enough that no step holds Redis up for long (well under a millisecond).
+ */
+const SCAN_COUNT = 1_000;
+
+/** `text` as a literal inside a Redis glob pattern (an ioredis `keyPrefix` may hold `*`, `?`, `[` or `\`). */
+function escapeGlob(text: string): string {
+  return text.replace(/[*?[\]\\]/g, '\\$&');
 }
 
 function isCluster(redis: RedisClient): redis is Cluster {
