@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
+import { type Clock, systemClock } from '../common/clock.js';
 import { parseWith } from '../common/validation.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
 import { TransientError } from '../errors/transient-error.js';
@@ -39,6 +40,11 @@ export interface IdempotencyGuardOptions {
   waitTimeoutMs?: number;
   /** First poll interval while waiting, ms; doubles up to 1 000. Default: 25. */
   pollMs?: number;
+  /**
+   * Where the guard reads the time it has waited for another caller (`waitTimeoutMs`). Claims and outcomes
+   * expire on the store's clock (Redis: `PEXPIRE`), never this one. Default: the system clock.
+   */
+  clock?: Clock;
 }
 
 /**
@@ -78,6 +84,7 @@ const MAX_POLL_MS = 1_000;
 export class IdempotencyGuard {
   readonly #store: IdempotencyStore;
   readonly #options: z.output<typeof OptionsSchema>;
+  readonly #clock: Clock;
 
   constructor(options: IdempotencyGuardOptions) {
     const store =
@@ -85,6 +92,9 @@ export class IdempotencyGuard {
       (options.redis ? new RedisIdempotencyStore(options.redis, { prefix: options.prefix }) : undefined);
     if (!store) throw new InvalidInputError('idempotency guard: give `redis` (an ioredis client) or `store`');
     this.#store = store;
+    if (options.clock !== undefined && typeof options.clock?.now !== 'function')
+      throw new InvalidInputError('idempotency guard: `clock` must have a now() method (or leave it unset)');
+    this.#clock = options.clock ?? systemClock;
     const inFlightTtlMs = options.inFlightTtlMs ?? 30_000;
     this.#options = parseWith(
       OptionsSchema,
@@ -119,13 +129,13 @@ export class IdempotencyGuard {
       throw new InvalidInputError('idempotency guard: the key must be a non-empty string');
     const { ttlMs, inFlightTtlMs, waitTimeoutMs } = this.#options;
     const token = randomUUID();
-    const started = Date.now();
+    const started = this.#clock.now();
     let pollMs = this.#options.pollMs;
     for (;;) {
       const claim = await this.#store.begin(key, token, inFlightTtlMs);
       if (claim.state === 'done') return { value: decode<T>(claim.value), ran: false };
       if (claim.state === 'run') return { value: await this.#runClaimed(key, token, fn, ttlMs), ran: true };
-      const waited = Date.now() - started;
+      const waited = this.#clock.now() - started;
       if (waited >= waitTimeoutMs)
         throw new TransientError(
           `idempotency key "${key}" is still being processed by another worker after ${waited}ms; retry later`,
@@ -161,7 +171,7 @@ export class IdempotencyGuard {
 
 /**
  * Builds an {@link IdempotencyGuard}. Defaults: prefix `stormguard`, ttlMs 24 h, inFlightTtlMs 30 s,
- * waitTimeoutMs 2 × inFlightTtlMs, pollMs 25.
+ * waitTimeoutMs 2 × inFlightTtlMs, pollMs 25, clock the system clock.
  *
  * @example
  * const guard = idempotencyGuard({ redis: new Redis(url), ttlMs: 86_400_000, inFlightTtlMs: 30_000 });

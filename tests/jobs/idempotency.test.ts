@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FakeClock } from '../../src/common/clock.js';
 import { isInvalidInputError } from '../../src/errors/invalid-input-error.js';
 import { isTransientError } from '../../src/errors/transient-error.js';
 import { isValidationError } from '../../src/errors/validation-error.js';
@@ -147,14 +148,34 @@ describe('idempotencyGuard.once', () => {
     expect(runs).toBe(1);
   });
 
-  it('gives up waiting with a TransientError after waitTimeoutMs', async () => {
+  it('gives up waiting with a TransientError once waitTimeoutMs has passed on its clock', async () => {
     const store = new RedisIdempotencyStore(redis);
     const key = freshKey();
     await store.begin(key, 'busy-worker', 30_000);
-    const guard = idempotencyGuard({ redis, ttlMs: 60_000, inFlightTtlMs: 30_000, waitTimeoutMs: 100 });
+    let waits = 0;
+    const begin = store.begin.bind(store);
+    store.begin = async (...args) => {
+      const claim = await begin(...args);
+      if (claim.state === 'wait') waits += 1;
+      return claim;
+    };
+    const clock = new FakeClock(0);
+    const guard = idempotencyGuard({
+      store,
+      clock,
+      ttlMs: 60_000,
+      inFlightTtlMs: 30_000,
+      waitTimeoutMs: 10_000,
+      pollMs: 5,
+    });
     let runs = 0;
-    await expect(guard.once(key, () => ++runs)).rejects.toSatisfy(
-      (e: unknown) => isTransientError(e) && /still being processed/.test((e as Error).message),
+    const attempt = guard.once(key, () => ++runs);
+    await waitFor(() => waits >= 1, 2_000, 'the guard to find the key busy');
+    clock.advance(10_000);
+    await expect(attempt).rejects.toSatisfy(
+      (e: unknown) =>
+        isTransientError(e) &&
+        /still being processed by another worker after 10000ms/.test((e as Error).message),
     );
     expect(runs).toBe(0);
   });
