@@ -68,12 +68,11 @@ export class TestBed {
   ) {}
 
   static async start(): Promise<TestBed> {
-    const server = await TestRedis.start();
-    const redis = new Redis(server.url, { maxRetriesPerRequest: null });
     // An idle Redis wakes its event loop `hz` times a second (10 by default) and only then times out
     // blocked clients, so each delayed job would start up to 100 ms late. Production Redis is never idle;
     // 100 Hz keeps the scheduling slack of this throw-away server at a few milliseconds per retry.
-    await redis.config('SET', 'hz', '100');
+    const server = await TestRedis.start({ args: ['--hz', '100'] });
+    const redis = new Redis(server.url, { maxRetriesPerRequest: null });
     return new TestBed(server, redis);
   }
 

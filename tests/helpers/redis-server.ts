@@ -6,6 +6,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 /**
+ * Options of {@link TestRedis.start}.
+ *
+ * @example
+ * await TestRedis.start({ args: ['--hz', '100'] });
+ */
+export interface TestRedisOptions {
+  /**
+   * Extra redis-server arguments, after the helper's own (port, bind, no persistence), so they may
+   * override them; kept across `restart()`. Default none.
+   */
+  args?: readonly string[];
+}
+
+/**
  * A throw-away redis-server for one test file: its own free port, nothing persisted, stoppable and
  * restartable on the same port so tests can take Redis away mid-run. Never touches the machine's
  * shared Redis on 6379.
@@ -14,10 +28,13 @@ export class TestRedis {
   #process: ChildProcess | undefined;
   readonly #dir = mkdtempSync(join(tmpdir(), 'stormguard-redis-'));
 
-  private constructor(readonly port: number) {}
+  private constructor(
+    readonly port: number,
+    readonly args: readonly string[],
+  ) {}
 
-  static async start(): Promise<TestRedis> {
-    const server = new TestRedis(await freePort());
+  static async start(options: TestRedisOptions = {}): Promise<TestRedis> {
+    const server = new TestRedis(await freePort(), [...(options.args ?? [])]);
     await server.restart();
     return server;
   }
@@ -51,6 +68,7 @@ export class TestRedis {
         'no',
         '--dir',
         this.#dir,
+        ...this.args,
       ],
       { stdio: 'ignore' },
     );

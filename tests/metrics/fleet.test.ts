@@ -28,10 +28,9 @@ let redis: Redis;
 const open: { close(): Promise<unknown> }[] = [];
 
 beforeAll(async () => {
-  server = await TestRedis.start();
-  redis = new Redis(server.url, { maxRetriesPerRequest: null });
   // Wake an idle Redis often so 50 ms retries are not held back by its 100 ms default tick.
-  await redis.config('SET', 'hz', '100');
+  server = await TestRedis.start({ args: ['--hz', '100'] });
+  redis = new Redis(server.url, { maxRetriesPerRequest: null });
 });
 afterAll(async () => {
   for (const thing of open.reverse()) await thing.close();
