@@ -1,10 +1,10 @@
 import type { Command } from 'commander';
 import { systemClock } from '../../common/clock.js';
 import { formatDuration } from '../../common/duration.js';
-import { type ListedBreaker, RedisBreakerStore } from '../../redis/breaker-store.js';
+import type { ListedBreaker } from '../../redis/breaker-store.js';
 import { assertPrefix, DEFAULT_PREFIX } from '../../redis/budget-keys.js';
+import { connectRedis } from '../connect-redis.js';
 import { type CliIO, printJson } from '../io.js';
-import { connectRedis } from './dlq-options.js';
 import { ago, table } from './dlq-output.js';
 
 interface StatusFlags {
@@ -34,6 +34,7 @@ export function register(program: Command, io: CliIO): void {
       assertPrefix(flags.prefix);
       const redis = await connectRedis(flags.redis);
       try {
+        const { RedisBreakerStore } = await import('../../redis/breaker-store.js');
         const breakers = await new RedisBreakerStore({ redis, prefix: flags.prefix }).list();
         // Redis's clock when there is a breaker to read it from, like every time the breaker itself uses.
         const nowMs = breakers[0]?.nowMs ?? systemClock.now();

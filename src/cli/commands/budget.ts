@@ -4,9 +4,8 @@ import { type BudgetStatus, budgetStatus } from '../../budget/status.js';
 import { formatDuration, parseDuration } from '../../common/duration.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
 import { assertPrefix, DEFAULT_PREFIX } from '../../redis/budget-keys.js';
-import { RedisBudgetStore } from '../../redis/budget-store.js';
+import { connectRedis } from '../connect-redis.js';
 import { type CliIO, printJson } from '../io.js';
-import { connectRedis } from './dlq-options.js';
 import { table } from './dlq-output.js';
 
 interface StatusFlags {
@@ -44,6 +43,7 @@ export function register(program: Command, io: CliIO): void {
       assertPrefix(flags.prefix);
       const redis = await connectRedis(flags.redis);
       try {
+        const { RedisBudgetStore } = await import('../../redis/budget-store.js');
         const rows = await budgetStatus(new RedisBudgetStore({ redis, prefix: flags.prefix }));
         if (flags.json) printJson(io, { prefix: flags.prefix, dependencies: rows });
         else io.stdout.write(`${formatStatus(flags.prefix, rows)}\n`);
@@ -61,17 +61,29 @@ export function register(program: Command, io: CliIO): void {
       const intervalMs = parseDuration(flags.interval, '--interval');
       if (intervalMs < 100) throw new InvalidInputError('--interval: must be at least 100ms');
       const count = flags.count === undefined ? Number.POSITIVE_INFINITY : parseCount(flags.count);
-      const redis = await connectRedis(flags.redis);
+      // Reconnects after a Redis blip: a frame that cannot be read shows the error and the next one retries.
+      const redis = await connectRedis(flags.redis, { longRunning: true });
       const stop = interruption(io);
       try {
+        const { RedisBudgetStore } = await import('../../redis/budget-store.js');
         const store = new RedisBudgetStore({ redis, prefix: flags.prefix });
         for (let frame = 0; frame < count && !stop.signal.aborted; frame++) {
-          const rows = await budgetStatus(store);
+          const read = await budgetStatus(store).then(
+            (rows) => ({ rows }),
+            (error: unknown) => ({ error: error instanceof Error ? error.message : String(error) }),
+          );
+          const at = new Date().toISOString();
           if (flags.json)
-            io.stdout.write(`${JSON.stringify({ at: new Date().toISOString(), dependencies: rows })}\n`);
+            io.stdout.write(
+              `${JSON.stringify('rows' in read ? { at, dependencies: read.rows } : { at, error: read.error })}\n`,
+            );
           else {
             const clear = io.stdout.isTTY ? '\x1b[H\x1b[2J' : frame > 0 ? '\n' : '';
-            io.stdout.write(`${clear}${formatWatch(flags.prefix, rows, intervalMs)}\n`);
+            const body =
+              'rows' in read
+                ? formatWatch(flags.prefix, read.rows, intervalMs)
+                : formatWatchError(flags.prefix, read.error, intervalMs);
+            io.stdout.write(`${clear}${body}\n`);
           }
           if (frame + 1 < count) await sleep(intervalMs, undefined, { signal: stop.signal }).catch(() => {});
         }
@@ -129,7 +141,7 @@ export function formatStatus(prefix: string, rows: BudgetStatus[]): string {
 
 /** One `budget watch` frame: a bar of spend against allowance per dependency. */
 export function formatWatch(prefix: string, rows: BudgetStatus[], intervalMs: number): string {
-  const header = `retry budgets under "${prefix}" (every ${formatDuration(intervalMs)}, Ctrl-C to stop)`;
+  const header = watchHeader(prefix, intervalMs);
   if (rows.length === 0) return `${header}\n(no dependencies yet)`;
   const width = Math.max(...rows.map((r) => r.dependency.length));
   const lines = rows.map((r) => {
@@ -140,4 +152,13 @@ export function formatWatch(prefix: string, rows: BudgetStatus[], intervalMs: nu
     return `${r.dependency.padEnd(width)}  [${bar}] ${r.spent}/${r.allowance} spent, headroom ${r.headroom}${denied}`;
   });
   return [header, ...lines].join('\n');
+}
+
+/** A `budget watch` frame while Redis cannot be read: the error, and that the next frame tries again. */
+export function formatWatchError(prefix: string, error: string, intervalMs: number): string {
+  return `${watchHeader(prefix, intervalMs)}\ncannot read the budgets from Redis: ${error}; trying again in ${formatDuration(intervalMs)}`;
+}
+
+function watchHeader(prefix: string, intervalMs: number): string {
+  return `retry budgets under "${prefix}" (every ${formatDuration(intervalMs)}, Ctrl-C to stop)`;
 }

@@ -1,13 +1,11 @@
-import { Presets, SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
 import type { Redis } from 'ioredis';
-import { RetryBudget } from '../../budget/retry-budget.js';
+import type { RetryBudget } from '../../budget/retry-budget.js';
 import { systemClock } from '../../common/clock.js';
 import { parseDuration } from '../../common/duration.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
-import { type DeadLetterQueue, deadLetterQueue } from '../../jobs/dead-letter-queue.js';
+import type { DeadLetterQueue } from '../../jobs/dead-letter-queue.js';
 import type { ReplayOptions, ReplayProgress } from '../../jobs/replay.js';
-import { RedisBudgetStore } from '../../redis/budget-store.js';
 import { connectRedis } from '../connect-redis.js';
 import { type CliIO, printJson } from '../io.js';
 import {
@@ -95,9 +93,9 @@ export function register(program: Command, io: CliIO): void {
       if (flags.limit !== undefined) options.limit = parseWholeNumber(flags.limit, '--limit', 1);
       const budgetSettings = flags.whenHealthy ? parseBudgetFlags(flags) : undefined;
       return withDlq(queue, flags, async (dlq, redis) => {
-        const budget = budgetSettings ? budgetReader(redis, budgetSettings) : undefined;
+        const budget = budgetSettings ? await budgetReader(redis, budgetSettings) : undefined;
         if (budget && budgetSettings) options.whenHealthy = { budget, pollMs: budgetSettings.pollMs };
-        const progress = progressBar(io);
+        const progress = await progressBar(io);
         options.onProgress = progress.update;
         try {
           const report = await dlq.replay(options);
@@ -140,6 +138,7 @@ async function withDlq(
   if (!queue || queue.includes(':'))
     throw new InvalidInputError(`<queue>: "${queue}" is not a BullMQ queue name (non-empty, no ':')`);
   const redis = await connectRedis(flags.redis);
+  const { deadLetterQueue } = await import('../../jobs/dead-letter-queue.js');
   const dlq = deadLetterQueue(queue, { connection: redis, prefix: flags.prefix, name: flags.dlq });
   try {
     await work(dlq, redis);
@@ -174,7 +173,11 @@ function parseBudgetFlags(flags: ReplayFlags): BudgetSettings {
 }
 
 /** A read-only view of the workers' retry budget, for `--when-healthy`. */
-function budgetReader(redis: Redis, settings: BudgetSettings): RetryBudget {
+async function budgetReader(redis: Redis, settings: BudgetSettings): Promise<RetryBudget> {
+  const [{ RetryBudget }, { RedisBudgetStore }] = await Promise.all([
+    import('../../budget/retry-budget.js'),
+    import('../../redis/budget-store.js'),
+  ]);
   return new RetryBudget({
     store: new RedisBudgetStore({ redis, prefix: settings.prefix }),
     ratio: settings.ratio,
@@ -197,8 +200,9 @@ function waitingNotices(io: CliIO): { update: (p: ReplayProgress) => void; stop:
 }
 
 /** A progress bar on stderr when it is a terminal; otherwise only the waiting notices. */
-function progressBar(io: CliIO): { update: (p: ReplayProgress) => void; stop: () => void } {
+async function progressBar(io: CliIO): Promise<{ update: (p: ReplayProgress) => void; stop: () => void }> {
   if (!io.stderr.isTTY) return waitingNotices(io);
+  const { Presets, SingleBar } = await import('cli-progress');
   const bar = new SingleBar(
     {
       stream: io.stderr as NodeJS.WritableStream,

@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
-import { readConfigFile } from '../../policy/config/read-config-file.js';
-import { type LintReport, lintConfig } from '../../policy/lint/lint-config.js';
+import type { LintReport } from '../../policy/lint/lint-config.js';
 import { type CliIO, printJson } from '../io.js';
 import { table } from './dlq-output.js';
 
@@ -20,6 +19,10 @@ export function register(program: Command, io: CliIO): void {
     .argument('<config>', 'config file: .json, .yaml/.yml, .js/.mjs or .ts (with tsx)')
     .option('--json', 'print JSON')
     .action(async (path: string, flags: { json?: boolean }) => {
+      const [{ readConfigFile }, { lintConfig }] = await Promise.all([
+        import('../../policy/config/read-config-file.js'),
+        import('../../policy/lint/lint-config.js'),
+      ]);
       const report = lintConfig(await readConfigFile(path), path);
       if (flags.json) printJson(io, { file: path, ...report });
       else io.stdout.write(`${formatReport(path, report)}\n`);

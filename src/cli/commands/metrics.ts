@@ -1,15 +1,9 @@
 import type { Command } from 'commander';
-import { Redis } from 'ioredis';
-import { Registry } from 'prom-client';
 import { parseDuration } from '../../common/duration.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
-import { type DeadLetterQueue, deadLetterQueue } from '../../jobs/dead-letter-queue.js';
-import { createMetrics } from '../../metrics/create-metrics.js';
-import { serveMetrics } from '../../metrics/http.js';
-import { readOnlyBreaker, readOnlyBudget } from '../../metrics/store-views.js';
-import { RedisBreakerStore } from '../../redis/breaker-store.js';
+import type { DeadLetterQueue } from '../../jobs/dead-letter-queue.js';
 import { assertPrefix, DEFAULT_PREFIX } from '../../redis/budget-keys.js';
-import { RedisBudgetStore } from '../../redis/budget-store.js';
+import { connectRedis } from '../connect-redis.js';
 import { type CliIO, printJson } from '../io.js';
 
 interface ServeFlags {
@@ -54,9 +48,28 @@ export function register(program: Command, io: CliIO): void {
       if (readTimeoutMs <= 0)
         throw new InvalidInputError('--timeout: must be longer than 0, like 500ms or 2s');
       const listIntervalMs = parseDuration(flags.listInterval, '--list-interval');
-      const redis = await connect(flags.redis);
+      // A Redis restart shows as degraded readings on the next scrapes, not as a dead exporter; no Redis
+      // command outlives the scrape that needed it.
+      const redis = await connectRedis(flags.redis, { longRunning: true, commandTimeoutMs: readTimeoutMs });
       const queues: DeadLetterQueue[] = [];
       try {
+        const [
+          { Registry },
+          { deadLetterQueue },
+          { createMetrics },
+          { serveMetrics },
+          { readOnlyBreaker, readOnlyBudget },
+          { RedisBreakerStore },
+          { RedisBudgetStore },
+        ] = await Promise.all([
+          import('prom-client'),
+          import('../../jobs/dead-letter-queue.js'),
+          import('../../metrics/create-metrics.js'),
+          import('../../metrics/http.js'),
+          import('../../metrics/store-views.js'),
+          import('../../redis/breaker-store.js'),
+          import('../../redis/budget-store.js'),
+        ]);
         const registry = new Registry();
         const exporter = createMetrics({ registry, readTimeoutMs });
         exporter.observeBudget(readOnlyBudget(new RedisBudgetStore({ redis, prefix: flags.prefix })), {
@@ -98,36 +111,6 @@ function parsePort(text: string): number {
   if (!/^\d+$/.test(text) || port > 65_535)
     throw new InvalidInputError(`--port: "${text}" is not a port; use a whole number from 0 to 65535`);
   return port;
-}
-
-/**
- * Connects to Redis, failing fast with the URL when it is unreachable; afterwards the connection retries
- * on its own, so a Redis restart shows as a degraded budget on the next scrapes, not as a dead exporter.
- */
-async function connect(url: string): Promise<Redis> {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new InvalidInputError(`--redis: "${url}" is not a URL; write it like redis://127.0.0.1:6379`);
-  }
-  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:')
-    throw new InvalidInputError(`--redis: "${url}" must start with redis:// or rediss://`);
-  const redis = new Redis(url, {
-    lazyConnect: true,
-    maxRetriesPerRequest: 1,
-    retryStrategy: (times) => Math.min(times * 200, 2_000),
-  });
-  redis.on('error', () => {});
-  try {
-    await redis.connect();
-  } catch (error) {
-    redis.disconnect();
-    throw new Error(
-      `cannot reach Redis at ${url}: ${error instanceof Error ? error.message : String(error)}`,
-    );
-  }
-  return redis;
 }
 
 /** Resolves on SIGINT or SIGTERM (or when the CLI's abort signal fires). */

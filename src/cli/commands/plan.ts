@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { formatDuration, parseDuration } from '../../common/duration.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
-import { LONG_WINDOW_MS, planForWindow, type WindowPlan } from '../../policy/plan-window.js';
+import type { WindowPlan } from '../../policy/plan-window.js';
 import type { Backoff } from '../../policy/types.js';
 import { type CliIO, printJson } from '../io.js';
 import { table } from './dlq-output.js';
@@ -39,13 +39,14 @@ export function register(program: Command, io: CliIO): void {
     .option('--fit', 'scale the base so the schedule ends on the window (within 1 %)')
     .option('--table', `print the chart for ${CHART_WINDOWS.join(', ')}`)
     .option('--json', 'print JSON')
-    .action((flags: PlanFlags) => {
+    .action(async (flags: PlanFlags) => {
+      const { LONG_WINDOW_MS, planForWindow } = await import('../../policy/plan-window.js');
       const backoff = backoffFromFlags(flags);
       const fit = flags.fit === true;
       if (flags.table) {
         const plans = CHART_WINDOWS.map((w) => planForWindow(w, backoff, { fit }));
         if (flags.json) printJson(io, plans);
-        else io.stdout.write(`${formatChart(plans, backoff, fit)}\n`);
+        else io.stdout.write(`${formatChart(plans, backoff, fit, LONG_WINDOW_MS)}\n`);
         return;
       }
       if (flags.window === undefined)
@@ -97,13 +98,21 @@ export function formatPlan(plan: WindowPlan): string {
   return lines.join('\n');
 }
 
-/** The human `plan --table` chart: seed 000's windows, computed, with a bar per window. */
-export function formatChart(plans: WindowPlan[], backoff: Backoff, fit: boolean): string {
+/**
+ * The human `plan --table` chart: seed 000's windows, computed, with a bar per window; windows longer than
+ * `longWindowMs` get a note to use a dead-letter queue instead.
+ */
+export function formatChart(
+  plans: WindowPlan[],
+  backoff: Backoff,
+  fit: boolean,
+  longWindowMs: number,
+): string {
   const widest = Math.max(...plans.map((p) => p.maxAttempts));
   const rows = [['WINDOW', 'RETRIES', 'MAX ATTEMPTS', 'SPAN', 'ATTEMPTS']];
   for (const p of plans) {
     const bar = '█'.repeat(Math.max(1, Math.round((p.maxAttempts / widest) * 32)));
-    const note = p.windowMs > LONG_WINDOW_MS ? '  past 15m: use a DLQ and replay' : '';
+    const note = p.windowMs > longWindowMs ? '  past 15m: use a DLQ and replay' : '';
     rows.push([
       formatDuration(p.windowMs),
       String(p.retries),

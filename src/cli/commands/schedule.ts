@@ -1,9 +1,7 @@
 import type { Command } from 'commander';
 import { formatDuration } from '../../common/duration.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
-import { loadPolicies } from '../../policy/config/load-policies.js';
-import { getPreset } from '../../policy/presets.js';
-import { type SampledSchedule, sampleSchedule } from '../../policy/sample-schedule.js';
+import type { SampledSchedule } from '../../policy/sample-schedule.js';
 import type { RetryPolicy } from '../../policy/types.js';
 import { type CliIO, printJson } from '../io.js';
 import { table } from './dlq-output.js';
@@ -45,6 +43,7 @@ export function register(program: Command, io: CliIO): void {
       const seed = Number(flags.seed);
       if (!/^-?\d+$/.test(flags.seed.trim()) || !Number.isSafeInteger(seed))
         throw new InvalidInputError(`--seed: "${flags.seed}" is not an integer`);
+      const { sampleSchedule } = await import('../../policy/sample-schedule.js');
       const schedule = sampleSchedule(policy, { samples, seed });
       if (flags.json) printJson(io, schedule);
       else io.stdout.write(`${formatSchedule(schedule, policy)}\n`);
@@ -54,11 +53,15 @@ export function register(program: Command, io: CliIO): void {
 async function choosePolicy(flags: ScheduleFlags): Promise<RetryPolicy> {
   if (flags.preset !== undefined && flags.config !== undefined)
     throw new InvalidInputError('schedule: give either --preset or --config with --policy, not both');
-  if (flags.preset !== undefined) return getPreset(flags.preset);
+  if (flags.preset !== undefined) {
+    const { getPreset } = await import('../../policy/presets.js');
+    return getPreset(flags.preset);
+  }
   if (flags.config === undefined)
     throw new InvalidInputError(
       'schedule: give --preset <name> (e.g. --preset email) or --config <file> --policy <name>',
     );
+  const { loadPolicies } = await import('../../policy/config/load-policies.js');
   const { policies } = await loadPolicies(flags.config);
   const names = Object.keys(policies);
   const name = flags.policy ?? (names.length === 1 ? names[0] : undefined);

@@ -1,15 +1,7 @@
 import { writeFile } from 'node:fs/promises';
-import { Presets, SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
-import { formatRetryChart } from '../../sim/format/chart.js';
-import { formatSummary } from '../../sim/format/summary.js';
-import { renderReport } from '../../sim/report/html.js';
-import { summarize } from '../../sim/results.js';
-import { defaultScenario } from '../../sim/scenario/default.js';
-import { exampleScenarioText } from '../../sim/scenario/example.js';
-import { loadScenarioFile } from '../../sim/scenario/load.js';
-import { type SimulationProgress, simulate } from '../../sim/simulate.js';
+import type { SimulationProgress } from '../../sim/simulate.js';
 import { type CliIO, printJson } from '../io.js';
 
 interface SimulateFlags {
@@ -43,15 +35,21 @@ export function register(program: Command, io: CliIO): void {
 
 async function runSimulate(flags: SimulateFlags, io: CliIO): Promise<void> {
   if (flags.example) {
+    const { exampleScenarioText } = await import('../../sim/scenario/example.js');
     io.stdout.write(await exampleScenarioText());
     return;
   }
-  const scenario = flags.scenario ? await loadScenarioFile(flags.scenario) : defaultScenario();
   const options = {
     ...(flags.seed !== undefined ? { seed: parseSeed(flags.seed) } : {}),
     ...(flags.strategies !== undefined ? { strategies: parseList(flags.strategies) } : {}),
   };
-  const progress = progressBar(io);
+  const [{ simulate }, { defaultScenario }, { loadScenarioFile }] = await Promise.all([
+    import('../../sim/simulate.js'),
+    import('../../sim/scenario/default.js'),
+    import('../../sim/scenario/load.js'),
+  ]);
+  const scenario = flags.scenario ? await loadScenarioFile(flags.scenario) : defaultScenario();
+  const progress = await progressBar(io);
   let result: Awaited<ReturnType<typeof simulate>>;
   try {
     result = await simulate(scenario, {
@@ -64,11 +62,18 @@ async function runSimulate(flags: SimulateFlags, io: CliIO): Promise<void> {
   }
 
   if (flags.report) {
+    const { renderReport } = await import('../../sim/report/html.js');
     await writeFile(flags.report, await renderReport(result));
     io.stderr.write(`report written to ${flags.report}\n`);
   }
-  if (flags.json) printJson(io, summarize(result));
-  else {
+  if (flags.json) {
+    const { summarize } = await import('../../sim/results.js');
+    printJson(io, summarize(result));
+  } else {
+    const [{ formatSummary }, { formatRetryChart }] = await Promise.all([
+      import('../../sim/format/summary.js'),
+      import('../../sim/format/chart.js'),
+    ]);
     io.stdout.write(formatSummary(result));
     if (flags.chart) io.stdout.write(`\n${formatRetryChart(result, { color: io.stdout.isTTY === true })}`);
   }
@@ -103,8 +108,11 @@ function parseList(text: string): string[] {
 }
 
 /** A progress bar on stderr, only when stderr is a terminal (never in pipes, files or CI logs). */
-function progressBar(io: CliIO): { update: (p: SimulationProgress) => void; stop: () => void } {
+async function progressBar(
+  io: CliIO,
+): Promise<{ update: (p: SimulationProgress) => void; stop: () => void }> {
   if (!io.stderr.isTTY) return { update: () => {}, stop: () => {} };
+  const { Presets, SingleBar } = await import('cli-progress');
   const bar = new SingleBar(
     {
       format: 'simulating {strategy} |{bar}| {percentage}% | strategy {n} of {count}',
