@@ -1,4 +1,3 @@
-import type { Cluster, Redis } from 'ioredis';
 import { z } from 'zod';
 import type { BreakerOp } from '../breaker/machine.js';
 import { MemoryBreakerStore } from '../breaker/memory-store.js';
@@ -14,6 +13,7 @@ import { type Clock, systemClock } from '../common/clock.js';
 import { EventBus } from '../common/events.js';
 import { parseWith } from '../common/validation.js';
 import { assertPrefix, DEFAULT_PREFIX } from './budget-keys.js';
+import { scanKeys } from './scan.js';
 import { defineScript, type RedisClient } from './scripts.js';
 
 const SCRIPT = {
@@ -205,21 +205,12 @@ export class RedisBreakerStore implements BreakerStore {
    * for (const b of await store.list()) console.log(b.dependency, b.state);
    */
   async list(): Promise<ListedBreaker[]> {
-    const dependencies = new Set<string>();
     const head = `{${this.#prefix}:breaker:`;
-    const match = `${head}*${KEY_TAIL}`; // the prefix holds no glob characters (assertPrefix)
-    // A cluster spreads keys over its masters; each is scanned.
-    const nodes = this.#redis.isCluster ? (this.#redis as Cluster).nodes('master') : [this.#redis as Redis];
-    for (const node of nodes) {
-      let cursor = '0';
-      do {
-        const [next, keys] = await node.scan(cursor, 'MATCH', match, 'COUNT', 200);
-        for (const key of keys) dependencies.add(key.slice(head.length, key.length - KEY_TAIL.length));
-        cursor = next;
-      } while (cursor !== '0');
-    }
+    // The prefix holds no glob characters (assertPrefix).
+    const keys = await scanKeys(this.#redis, `${head}*${KEY_TAIL}`);
+    const dependencies = keys.map((key) => key.slice(head.length, key.length - KEY_TAIL.length));
     const listed: ListedBreaker[] = [];
-    for (const dependency of [...dependencies].sort()) {
+    for (const dependency of dependencies.sort()) {
       const raw = await this.#script([this.keyOf(dependency)], ['peek', this.#now(), '']);
       const result = JSON.parse(String(raw)) as ScriptResult;
       const entry: ListedBreaker = { dependency, ...result.view, degraded: false };
@@ -302,6 +293,8 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`Redis did not answer within ${ms}ms`)), ms);
+    // The caller waits on the race, not on the timer: the timer alone must not keep a process alive.
+    timer.unref();
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

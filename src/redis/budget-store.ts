@@ -1,4 +1,3 @@
-import type { Cluster } from 'ioredis';
 import type { BudgetStore, ListOptions, StoreRead, StoreSpend } from '../budget/store.js';
 import type { BudgetWindow } from '../budget/window.js';
 import type { Clock } from '../common/clock.js';
@@ -9,6 +8,7 @@ import {
   DEFAULT_PREFIX,
   dependencyOfBudgetKey,
 } from './budget-keys.js';
+import { scanKeys } from './scan.js';
 import { defineScript, type RedisClient } from './scripts.js';
 
 /**
@@ -124,30 +124,17 @@ export class RedisBudgetStore implements BudgetStore {
   }
 
   /**
-   * Every dependency with a budget key under this prefix: SCAN with a MATCH on the budget keys (on a
-   * cluster, every master), `SCAN_COUNT` keys a step. It walks the whole keyspace, so on a Redis that also
-   * holds many BullMQ jobs it takes many round trips; an aborted `signal` stops it between two steps.
+   * Every dependency with a budget key under this prefix: a SCAN with a MATCH on the budget keys (on a
+   * cluster, every master). It walks the whole keyspace, so on a Redis that also holds many BullMQ jobs it
+   * takes many round trips; an aborted `signal` stops it between two steps.
    */
   async dependencies(options: ListOptions = {}): Promise<string[]> {
-    const { signal } = options;
-    const nodes = isCluster(this.#redis) ? this.#redis.nodes('master') : [this.#redis];
-    // ioredis adds its own keyPrefix to KEYS, but SCAN patterns and replies are raw.
-    const clientPrefix = (nodes[0]?.options.keyPrefix as string | undefined) ?? '';
-    const pattern = escapeGlob(clientPrefix) + budgetKeyPattern(this.prefix);
-    const names = new Set<string>();
-    for (const node of nodes) {
-      let cursor = '0';
-      do {
-        signal?.throwIfAborted();
-        const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT);
-        cursor = next;
-        for (const key of keys) {
-          const name = dependencyOfBudgetKey(this.prefix, key.slice(clientPrefix.length));
-          if (name !== undefined) names.add(name);
-        }
-      } while (cursor !== '0');
+    const names: string[] = [];
+    for (const key of await scanKeys(this.#redis, budgetKeyPattern(this.prefix), options)) {
+      const name = dependencyOfBudgetKey(this.prefix, key);
+      if (name !== undefined) names.push(name);
     }
-    return [...names].sort();
+    return names.sort();
   }
 
   async ping(): Promise<void> {
@@ -157,22 +144,6 @@ export class RedisBudgetStore implements BudgetStore {
   #now(): string {
     return this.#clock ? String(this.#clock.now()) : '';
   }
-}
-
-/**
- * Keys SCAN examines per step. MATCH filters after the walk, so a step costs the server about this many
- * key visits whatever matches: large enough that a keyspace of a million keys takes a thousand round trips,
- * small enough that no step holds Redis up for long (well under a millisecond).
- */
-const SCAN_COUNT = 1_000;
-
-/** `text` as a literal inside a Redis glob pattern (an ioredis `keyPrefix` may hold `*`, `?`, `[` or `\`). */
-function escapeGlob(text: string): string {
-  return text.replace(/[*?[\]\\]/g, '\\$&');
-}
-
-function isCluster(redis: RedisClient): redis is Cluster {
-  return (redis as Cluster).isCluster === true;
 }
 
 /** Time to live of a dependency's key: two windows, so the oldest sub-bucket outlives its last use. */

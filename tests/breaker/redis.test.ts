@@ -81,6 +81,21 @@ describe('RedisBreakerStore specifics', () => {
     }
   });
 
+  it('lists the dependencies of a client with an ioredis keyPrefix, and only its own', async () => {
+    const prefixed = new Redis({ ...server.connection, keyPrefix: 'tenant[a]:' });
+    const other = new Redis({ ...server.connection, keyPrefix: 'tenant-b:' });
+    try {
+      const options = resolveBreakerOptions({});
+      await new RedisBreakerStore({ redis: prefixed, prefix: 'list.p' }).record('search', 'success', options);
+      await new RedisBreakerStore({ redis: other, prefix: 'list.p' }).record('crm', 'success', options);
+      const listed = await new RedisBreakerStore({ redis: prefixed, prefix: 'list.p' }).list();
+      expect(listed.map((b) => [b.dependency, b.state, b.volume])).toEqual([['search', 'closed', 1]]);
+    } finally {
+      prefixed.disconnect();
+      other.disconnect();
+    }
+  });
+
   it('the Lua script and the TypeScript machine agree on any sequence of operations', async () => {
     const redis = new Redis(server.connection);
     const options = resolveBreakerOptions({

@@ -99,7 +99,8 @@ describe('RedisBudgetStore on the Redis server clock', () => {
   });
 
   it('lists dependencies behind an ioredis keyPrefix', async () => {
-    const prefixed = new Redis({ ...server.connection, keyPrefix: 'app:' });
+    // Glob characters in the client's prefix are matched literally.
+    const prefixed = new Redis({ ...server.connection, keyPrefix: 'app[1]*:' });
     try {
       const store = new RedisBudgetStore({ redis: prefixed, prefix: freshPrefix() });
       const budget = new RetryBudget({ store });
