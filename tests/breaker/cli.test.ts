@@ -1,16 +1,14 @@
-import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveBreakerOptions } from '../../src/breaker/options.js';
 import { RedisBreakerStore } from '../../src/redis/breaker-store.js';
+import { cli, ensureCliBuilt } from '../helpers/cli.js';
 import { freePort, TestRedis } from '../helpers/redis-server.js';
 
-const BIN = 'dist/cli/main.js';
 let server: TestRedis;
 
 beforeAll(async () => {
-  if (!existsSync(BIN)) throw new Error(`${BIN} is missing: build first (npm run build)`);
+  await ensureCliBuilt('breaker');
   server = await TestRedis.start();
   const redis = new Redis(server.connection);
   try {
@@ -27,14 +25,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await server.close();
 });
-
-function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile('node', [BIN, ...args], (error, stdout, stderr) =>
-      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-}
 
 describe('stormguard breaker status', () => {
   it('--json lists every dependency with its state, window counts and open/half-open times', async () => {

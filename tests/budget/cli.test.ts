@@ -1,17 +1,15 @@
-import { execFile, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
+import { cli, ensureCliBuilt, spawnCli } from '../helpers/cli.js';
 import { freePort, TestRedis, waitFor } from '../helpers/redis-server.js';
 
-const BIN = 'dist/cli/main.js';
 let server: TestRedis;
 
 beforeAll(async () => {
-  if (!existsSync(`dist/cli/commands/budget.js`))
-    throw new Error(`${BIN} is missing the budget command: npm run build`);
+  await ensureCliBuilt('budget');
   server = await TestRedis.start();
   const redis = new Redis(server.connection);
   const budget = new RetryBudget({ store: new RedisBudgetStore({ redis, prefix: 'cli' }), minAllowance: 5 });
@@ -28,14 +26,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.close();
 });
-
-function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile('node', [BIN, ...args], (error, stdout, stderr) =>
-      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-}
 
 describe('stormguard budget status', () => {
   it('--json lists every dependency with allowance, spent, denied, successes and headroom', async () => {
@@ -125,16 +115,62 @@ describe('stormguard budget watch', () => {
   });
 
   it('runs until interrupted, then exits 0', async () => {
-    const child = spawn('node', [BIN, 'budget', 'watch', '--redis', server.url, '--prefix', 'cli', '--json']);
-    let stdout = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    await waitFor(() => stdout.includes('\n'), 10_000, 'the first frame');
-    child.kill('SIGINT');
-    expect(await exited).toBe(0);
-    const frame = JSON.parse(stdout.split('\n')[0]!) as { dependencies: { dependency: string }[] };
-    expect(frame.dependencies.map((d) => d.dependency)).toEqual(['mail', 'search']);
+    const watch = startWatch(server.url, '1s');
+    await waitFor(() => watch.frames().length > 0, 10_000, 'the first frame');
+    watch.child.kill('SIGINT');
+    expect(await watch.exited).toBe(0);
+    expect(watch.frames()[0]?.dependencies?.map((d) => d.dependency)).toEqual(['mail', 'search']);
+  });
+
+  it('keeps going through a Redis restart: a frame with the error, then budgets again', async () => {
+    const blip = await TestRedis.start();
+    const watch = startWatch(blip.url, '100ms');
+    try {
+      await waitFor(() => watch.frames().some((f) => f.dependencies), 10_000, 'a frame read from Redis');
+      await blip.stop();
+      await waitFor(() => watch.frames().some((f) => f.error), 10_000, 'a frame showing the Redis error');
+      await blip.restart();
+      const errorAt = watch.frames().findIndex((f) => f.error);
+      await waitFor(
+        () => watch.frames().some((f, i) => i > errorAt && f.dependencies),
+        10_000,
+        'a frame read from Redis after it came back',
+      );
+      watch.child.kill('SIGINT');
+      expect(await watch.exited).toBe(0);
+      expect(watch.stderr()).toBe('');
+    } finally {
+      watch.child.kill('SIGKILL');
+      await blip.close();
+    }
   });
 });
+
+interface WatchFrame {
+  at: string;
+  dependencies?: { dependency: string }[];
+  error?: string;
+}
+
+/** Starts `budget watch --json` on `url`; frames are parsed as they arrive. */
+function startWatch(url: string, interval: string) {
+  const child: ChildProcess = spawnCli(
+    ['budget', 'watch', '--redis', url, '--prefix', 'cli', '--json', '--interval', interval],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const frames = (): WatchFrame[] =>
+    stdout
+      .split('\n')
+      .slice(0, -1)
+      .map((line) => JSON.parse(line) as WatchFrame);
+  return { child, exited, frames, stderr: () => stderr };
+}
