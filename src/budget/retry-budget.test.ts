@@ -166,6 +166,32 @@ describe('RetryBudget with an unreachable store', () => {
     await budget.close();
   });
 
+  it('close waits for a batch of successes already on its way to the store', async () => {
+    const remote = new ControlledStore();
+    const budget = new RetryBudget({ store: remote, timeoutMs: 1_000 });
+    let land!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      land = resolve;
+    });
+    const addSuccesses = remote.addSuccesses;
+    remote.addSuccesses = async (...a) => {
+      await gate;
+      return addSuccesses(...a);
+    };
+    budget.recordSuccess('search', 7);
+    void budget.flush(); // as the flush timer would
+    let closed = false;
+    const closing = budget.close().then(() => {
+      closed = true;
+    });
+    // Every microtask has run: a close that did not wait for the batch would have resolved by now.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(closed).toBe(false);
+    land();
+    await closing;
+    expect(remote.inner.read('search')?.successes).toBe(7);
+  });
+
   it('a failed flush degrades instead of throwing', async () => {
     const remote = new ControlledStore();
     const budget = new RetryBudget({ store: remote, timeoutMs: 20 });

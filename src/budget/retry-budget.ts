@@ -83,6 +83,8 @@ export class RetryBudget implements BudgetGate {
   /** Remote `trySpend` requests per dependency: the call in flight and those waiting for the next one. */
   readonly #batches = new Map<string, Batch>();
   readonly #timer: NodeJS.Timeout | undefined;
+  /** Success batches on their way to the store: `close()` waits for them. */
+  readonly #flushing = new Set<Promise<void>>();
   /** The listing in flight: concurrent `dependencies()` calls share one scan. */
   #listing: Promise<string[]> | undefined;
   #degradedSince: number | undefined;
@@ -142,7 +144,11 @@ export class RetryBudget implements BudgetGate {
     }
     const batch = [...this.#pending];
     this.#pending.clear();
-    await Promise.all(batch.map(([dependency, count]) => this.#push(dependency, count)));
+    const pushing = Promise.all(batch.map(([dependency, count]) => this.#push(dependency, count))).then(
+      () => {},
+    );
+    this.#flushing.add(pushing);
+    await pushing.finally(() => this.#flushing.delete(pushing));
   }
 
   /**
@@ -258,12 +264,15 @@ export class RetryBudget implements BudgetGate {
     }
   }
 
-  /** Stops the flush timer and pushes what is batched. Idempotent. The store (your connection) stays open. */
+  /**
+   * Stops the flush timer, pushes what is batched and waits for batches already on their way (each still
+   * bounded by `timeoutMs`). Idempotent. The store (your connection) stays open.
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     clearInterval(this.#timer);
-    await this.flush();
+    await Promise.all([...this.#flushing, this.flush()]);
   }
 
   #check(dependency: string): void {
