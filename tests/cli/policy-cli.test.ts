@@ -1,32 +1,9 @@
-import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { cli, ensureCliBuilt } from '../helpers/cli.js';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
-const bin = `${root}dist/cli/main.js`;
 const fixture = (name: string) => fileURLToPath(new URL(`fixtures/${name}`, import.meta.url));
-const run = promisify(execFile);
-
-/** Runs the built CLI as a user would; never throws, returns the exit code and both streams. */
-async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [bin, ...args], { cwd: root });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
-
-beforeAll(async () => {
-  // `npm test` builds first; a lone run of this file builds when the commands are missing.
-  if (!existsSync(`${root}dist/cli/commands/plan.js`)) {
-    await run('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: root }).catch(() => undefined);
-    await run(process.execPath, ['scripts/copy-assets.mjs'], { cwd: root });
-  }
-}, 120_000);
+beforeAll(() => ensureCliBuilt('plan'), 120_000);
 
 describe('stormguard plan', () => {
   it('plans a 15-minute window: 9 retries, 10 attempts, the schedule', async () => {

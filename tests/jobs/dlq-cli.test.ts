@@ -1,5 +1,4 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -7,27 +6,16 @@ import { RetryBudget } from '../../src/budget/retry-budget.js';
 import { replayOrigin } from '../../src/jobs/dead-letter-ids.js';
 import { type DeadLetterQueue, deadLetterQueue } from '../../src/jobs/dead-letter-queue.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
+import { type CliResult, ensureCliBuilt, cli as runCli, spawnCli } from '../helpers/cli.js';
 import { freePort, waitFor } from '../helpers/redis-server.js';
 import { deadLetter, redisForFile, uniqueQueue } from './dlq-fixtures.js';
 
-const BIN = 'dist/cli/main.js';
-beforeAll(() => {
-  if (!existsSync(BIN)) throw new Error(`${BIN} is missing: build first (npm run build)`);
-});
+beforeAll(() => ensureCliBuilt('dlq'), 120_000);
 const env = redisForFile();
 
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(...args: string[]): Promise<Result> {
-  return new Promise((resolve) => {
-    execFile('node', [BIN, ...args, '--redis', env.server.url], (error, stdout, stderr) =>
-      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-    );
-  });
+/** Runs the CLI against this file's Redis. */
+function cli(...args: string[]): Promise<CliResult> {
+  return runCli(...args, '--redis', env.server.url);
 }
 
 async function withFilledDlq(records: number, run: (dlq: DeadLetterQueue, source: Queue) => Promise<void>) {
@@ -156,13 +144,7 @@ describe('stormguard dlq', () => {
 
   it('an unreachable Redis is a failure (exit 1) with a readable message, not a hang', async () => {
     const port = await freePort();
-    const result = await new Promise<Result>((resolve) =>
-      execFile(
-        'node',
-        [BIN, 'dlq', 'list', 'index', '--redis', `redis://127.0.0.1:${port}`],
-        (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-      ),
-    );
+    const result = await runCli('dlq', 'list', 'index', '--redis', `redis://127.0.0.1:${port}`);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/cannot reach Redis at redis:\/\/127\.0\.0\.1/);
   });
@@ -178,10 +160,8 @@ describe('stormguard dlq', () => {
         // The floor allows one retry: spend it, then be denied once. The budget for search is now denying.
         expect((await budget.trySpend('search')).granted).toBe(true);
         expect((await budget.trySpend('search')).granted).toBe(false);
-        const child = spawn(
-          'node',
+        const child = spawnCli(
           [
-            BIN,
             'dlq',
             'replay',
             dlq.sourceQueue,
@@ -254,11 +234,11 @@ describe('stormguard dlq', () => {
 });
 
 function spawnReplay(queue: string, ...args: string[]): ChildProcess & { stderrText: () => string } {
-  const child = spawn('node', [BIN, 'dlq', 'replay', queue, '--redis', env.server.url, ...args], {
+  const child = spawnCli(['dlq', 'replay', queue, '--redis', env.server.url, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
-  child.stderr.on('data', (chunk) => {
+  child.stderr?.on('data', (chunk) => {
     stderr += String(chunk);
   });
   return Object.assign(child, { stderrText: () => stderr });

@@ -1,7 +1,4 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
+import type { ChildProcess } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CircuitBreaker } from '../../src/breaker/circuit-breaker.js';
@@ -10,12 +7,11 @@ import { deadLetterQueue } from '../../src/jobs/dead-letter-queue.js';
 import type { DeadLetterRecord } from '../../src/jobs/types.js';
 import { RedisBreakerStore } from '../../src/redis/breaker-store.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
+import { cli, ensureCliBuilt, spawnCli } from '../helpers/cli.js';
 import { freePort, TestRedis, waitFor } from '../helpers/redis-server.js';
 import { parseExposition, type Sample, sampleValue } from './exposition.js';
 
-const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 const PREFIX = 'cli-metrics';
-const run = promisify(execFile);
 
 function record(jobId: string): DeadLetterRecord {
   return {
@@ -38,10 +34,8 @@ function record(jobId: string): DeadLetterRecord {
 /** Starts `stormguard metrics serve` and resolves with the child and the URL it printed. */
 async function serve(redisUrl: string): Promise<{ child: ChildProcess; url: string; stderr: () => string }> {
   const port = await freePort();
-  const child = spawn(
-    process.execPath,
+  const child = spawnCli(
     [
-      CLI,
       'metrics',
       'serve',
       '--redis',
@@ -90,7 +84,7 @@ describe('stormguard metrics serve (built binary)', () => {
   let redis: Redis;
 
   beforeAll(async () => {
-    if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run "npm run build" first`);
+    await ensureCliBuilt('metrics');
     server = await TestRedis.start();
     redis = new Redis(server.url, { maxRetriesPerRequest: 1 });
     redis.on('error', () => {});
@@ -172,12 +166,12 @@ describe('stormguard metrics serve (built binary)', () => {
   });
 
   it('rejects bad input with exit code 2 and a one-line message', async () => {
-    const bad = await run(process.execPath, [CLI, 'metrics', 'serve', '--port', '99999']).catch((e) => e);
+    const bad = await cli('metrics', 'serve', '--port', '99999');
     expect(bad.code).toBe(2);
     expect(bad.stderr).toBe(
       'stormguard: --port: "99999" is not a port; use a whole number from 0 to 65535\n',
     );
-    const url = await run(process.execPath, [CLI, 'metrics', 'serve', '--redis', 'http://x']).catch((e) => e);
+    const url = await cli('metrics', 'serve', '--redis', 'http://x');
     expect(url.code).toBe(2);
     expect(url.stderr).toContain('--redis: "http://x" must start with redis://');
   });

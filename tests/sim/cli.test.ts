@@ -1,38 +1,14 @@
-import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cli, ensureCliBuilt } from '../helpers/cli.js';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
-const bin = `${root}dist/cli/main.js`;
 const fixture = (name: string) => fileURLToPath(new URL(`fixtures/${name}`, import.meta.url));
-const run = promisify(execFile);
 const dir = mkdtempSync(join(tmpdir(), 'stormguard-sim-cli-'));
 
-/** Runs the built CLI as a user would; never throws, returns the exit code and both streams. */
-async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [bin, ...args], {
-      cwd: root,
-      maxBuffer: 16 << 20,
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
-
-beforeAll(async () => {
-  // `npm test` builds first; a lone run of this file builds when the command is missing.
-  if (!existsSync(`${root}dist/cli/commands/simulate.js`)) {
-    await run('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: root }).catch(() => undefined);
-    await run(process.execPath, ['scripts/copy-assets.mjs'], { cwd: root });
-  }
-}, 120_000);
+beforeAll(() => ensureCliBuilt('simulate'), 120_000);
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
