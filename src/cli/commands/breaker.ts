@@ -2,9 +2,10 @@ import type { Command } from 'commander';
 import { systemClock } from '../../common/clock.js';
 import { formatDuration } from '../../common/duration.js';
 import type { ListedBreaker } from '../../redis/breaker-store.js';
-import { assertPrefix, DEFAULT_PREFIX } from '../../redis/budget-keys.js';
-import { connectRedis } from '../connect-redis.js';
+import { assertPrefix } from '../../redis/budget-keys.js';
+import { withRedis } from '../connect-redis.js';
 import { type CliIO, printJson } from '../io.js';
+import { withFleetStateOptions } from '../options.js';
 import { ago, table } from './dlq-output.js';
 
 interface StatusFlags {
@@ -22,27 +23,20 @@ interface StatusFlags {
  */
 export function register(program: Command, io: CliIO): void {
   const breaker = program.command('breaker').description('inspect the fleet-wide circuit breakers');
-  breaker
-    .command('status')
+  withFleetStateOptions(breaker.command('status'))
     .description(
       "show every dependency's breaker: state, failures/volume in the window, open and half-open times",
     )
-    .option('--redis <url>', 'Redis URL', 'redis://127.0.0.1:6379')
-    .option('--prefix <prefix>', 'stormguard key prefix', DEFAULT_PREFIX)
-    .option('--json', 'print JSON')
     .action(async (flags: StatusFlags) => {
       assertPrefix(flags.prefix);
-      const redis = await connectRedis(flags.redis);
-      try {
-        const { RedisBreakerStore } = await import('../../redis/breaker-store.js');
+      const { RedisBreakerStore } = await import('../../redis/breaker-store.js');
+      await withRedis(flags.redis, async (redis) => {
         const breakers = await new RedisBreakerStore({ redis, prefix: flags.prefix }).list();
         // Redis's clock when there is a breaker to read it from, like every time the breaker itself uses.
         const nowMs = breakers[0]?.nowMs ?? systemClock.now();
         if (flags.json) printJson(io, { prefix: flags.prefix, nowMs, breakers });
         else io.stdout.write(`${formatStatus(flags.prefix, breakers, nowMs)}\n`);
-      } finally {
-        redis.disconnect();
-      }
+      });
     });
 }
 

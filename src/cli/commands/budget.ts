@@ -3,9 +3,11 @@ import type { Command } from 'commander';
 import { type BudgetStatus, budgetStatus } from '../../budget/status.js';
 import { formatDuration, parseDuration } from '../../common/duration.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
-import { assertPrefix, DEFAULT_PREFIX } from '../../redis/budget-keys.js';
-import { connectRedis } from '../connect-redis.js';
+import { assertPrefix } from '../../redis/budget-keys.js';
+import { connectRedis, withRedis } from '../connect-redis.js';
+import { interruption } from '../interruption.js';
 import { type CliIO, printJson } from '../io.js';
+import { withFleetStateOptions } from '../options.js';
 import { table } from './dlq-output.js';
 
 interface StatusFlags {
@@ -31,28 +33,19 @@ const BAR_WIDTH = 30;
  */
 export function register(program: Command, io: CliIO): void {
   const budget = program.command('budget').description('inspect the fleet-wide retry budgets');
-  const common = (command: Command) =>
-    command
-      .option('--redis <url>', 'Redis URL', 'redis://127.0.0.1:6379')
-      .option('--prefix <prefix>', 'stormguard key prefix', DEFAULT_PREFIX)
-      .option('--json', 'print JSON (watch: one JSON document per line and frame)');
-
-  common(budget.command('status'))
+  withFleetStateOptions(budget.command('status'))
     .description("show every dependency's budget: allowance, spent, denied, successes, headroom")
     .action(async (flags: StatusFlags) => {
       assertPrefix(flags.prefix);
-      const redis = await connectRedis(flags.redis);
-      try {
-        const { RedisBudgetStore } = await import('../../redis/budget-store.js');
-        const rows = await budgetStatus(new RedisBudgetStore({ redis, prefix: flags.prefix }));
-        if (flags.json) printJson(io, { prefix: flags.prefix, dependencies: rows });
-        else io.stdout.write(`${formatStatus(flags.prefix, rows)}\n`);
-      } finally {
-        redis.disconnect();
-      }
+      const { RedisBudgetStore } = await import('../../redis/budget-store.js');
+      const rows = await withRedis(flags.redis, (redis) =>
+        budgetStatus(new RedisBudgetStore({ redis, prefix: flags.prefix })),
+      );
+      if (flags.json) printJson(io, { prefix: flags.prefix, dependencies: rows });
+      else io.stdout.write(`${formatStatus(flags.prefix, rows)}\n`);
     });
 
-  common(budget.command('watch'))
+  withFleetStateOptions(budget.command('watch'), 'print one JSON document per line and frame')
     .description('redraw the budgets with a bar of spend against allowance until interrupted (Ctrl-C)')
     .option('--interval <duration>', 'time between redraws', '1s')
     .option('--count <n>', 'stop after this many redraws (default: until interrupted)')
@@ -99,23 +92,6 @@ function parseCount(text: string): number {
   if (!Number.isSafeInteger(n) || n < 1)
     throw new InvalidInputError(`--count: "${text}" must be a whole number >= 1`);
   return n;
-}
-
-/** Aborts on `io.signal` (when the caller provides one) or on SIGINT/SIGTERM, whichever comes first. */
-function interruption(io: CliIO): { signal: AbortSignal; dispose(): void } {
-  const controller = new AbortController();
-  const abort = () => controller.abort();
-  io.signal?.addEventListener('abort', abort, { once: true });
-  process.once('SIGINT', abort);
-  process.once('SIGTERM', abort);
-  return {
-    signal: controller.signal,
-    dispose: () => {
-      io.signal?.removeEventListener('abort', abort);
-      process.off('SIGINT', abort);
-      process.off('SIGTERM', abort);
-    },
-  };
 }
 
 /** The human `budget status` table. */

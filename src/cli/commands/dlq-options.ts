@@ -3,6 +3,7 @@ import { parseDuration } from '../../common/duration.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
 import type { DeadLetterFilter } from '../../jobs/dead-letter-filter.js';
 import type { DeadLetterReason } from '../../policy/types.js';
+import { withRedisOption } from '../options.js';
 
 // The reasons as the help text lists them. Not DEAD_LETTER_REASONS: that module loads zod, which every
 // command would then pay for at start-up. The Record type makes the compiler flag a reason added or removed.
@@ -35,8 +36,7 @@ export interface FilterFlags {
 
 /** Adds `--redis`, `--prefix`, `--dlq` and `--json` to a subcommand. */
 export function withCommonOptions(command: Command): Command {
-  return command
-    .option('--redis <url>', 'Redis URL', 'redis://127.0.0.1:6379')
+  return withRedisOption(command)
     .option('--prefix <prefix>', 'BullMQ key prefix', 'bull')
     .option('--dlq <name>', 'dead-letter queue name (default: <queue>-dlq)')
     .option('--json', 'print JSON');

@@ -8,6 +8,7 @@ import type { DeadLetterQueue } from '../../jobs/dead-letter-queue.js';
 import type { ReplayOptions, ReplayProgress } from '../../jobs/replay.js';
 import { connectRedis } from '../connect-redis.js';
 import { type CliIO, printJson } from '../io.js';
+import { terminalProgress } from '../progress.js';
 import {
   type CommonDlqOptions,
   type FilterFlags,
@@ -201,34 +202,17 @@ function waitingNotices(io: CliIO): { update: (p: ReplayProgress) => void; stop:
 
 /** A progress bar on stderr when it is a terminal; otherwise only the waiting notices. */
 async function progressBar(io: CliIO): Promise<{ update: (p: ReplayProgress) => void; stop: () => void }> {
-  if (!io.stderr.isTTY) return waitingNotices(io);
-  const { Presets, SingleBar } = await import('cli-progress');
-  const bar = new SingleBar(
-    {
-      stream: io.stderr as NodeJS.WritableStream,
-      format: 'replay |{bar}| {value}/{total}  moved {moved}  failed {failed}  {status}',
-      hideCursor: true,
-    },
-    Presets.shades_classic,
-  );
-  let started = false;
-  let stopped = false;
+  const bar = await terminalProgress(io, {
+    format: 'replay |{bar}| {value}/{total}  moved {moved}  failed {failed}  {status}',
+  });
+  if (!bar) return waitingNotices(io);
   return {
-    update: (p) => {
-      const payload = {
+    update: (p) =>
+      bar.update(p.total, p.moved + p.skipped + p.failed, {
         moved: p.moved,
         failed: p.failed,
         status: p.waitingFor ? `waiting for ${p.waitingFor}` : '',
-      };
-      const done = p.moved + p.skipped + p.failed;
-      if (!started) {
-        bar.start(p.total, done, payload);
-        started = true;
-      } else bar.update(done, payload);
-    },
-    stop: () => {
-      if (started && !stopped) bar.stop();
-      stopped = true;
-    },
+      }),
+    stop: bar.stop,
   };
 }

@@ -4,7 +4,9 @@ import { InvalidInputError } from '../../errors/invalid-input-error.js';
 import type { DeadLetterQueue } from '../../jobs/dead-letter-queue.js';
 import { assertPrefix, DEFAULT_PREFIX } from '../../redis/budget-keys.js';
 import { connectRedis } from '../connect-redis.js';
+import { interruption } from '../interruption.js';
 import { type CliIO, printJson } from '../io.js';
+import { withRedisOption } from '../options.js';
 
 interface ServeFlags {
   redis: string;
@@ -29,10 +31,8 @@ interface ServeFlags {
  */
 export function register(program: Command, io: CliIO): void {
   const metrics = program.command('metrics').description('export stormguard metrics for Prometheus');
-  metrics
-    .command('serve')
+  withRedisOption(metrics.command('serve'))
     .description("serve the fleet's budgets, breakers and dead-letter depths on /metrics until stopped")
-    .option('--redis <url>', 'Redis URL', 'redis://127.0.0.1:6379')
     .option('--prefix <prefix>', 'stormguard key prefix (budgets and breakers)', DEFAULT_PREFIX)
     .option('--bull-prefix <prefix>', 'BullMQ key prefix (dead-letter queues)', 'bull')
     .option('--queue <name>', 'export the dead-letter depth of this queue (repeatable)', collect, [])
@@ -92,7 +92,9 @@ export function register(program: Command, io: CliIO): void {
               flags.queue.length > 0 ? `, dead letters of ${flags.queue.join(', ')}` : ''
             }); stop with Ctrl-C\n`,
           );
-        await stopRequested(io.signal);
+        const stop = interruption(io);
+        await stop.requested();
+        stop.dispose();
         await server.close();
         exporter.dispose();
       } finally {
@@ -111,20 +113,4 @@ function parsePort(text: string): number {
   if (!/^\d+$/.test(text) || port > 65_535)
     throw new InvalidInputError(`--port: "${text}" is not a port; use a whole number from 0 to 65535`);
   return port;
-}
-
-/** Resolves on SIGINT or SIGTERM (or when the CLI's abort signal fires). */
-function stopRequested(signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const stop = () => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      signal?.removeEventListener('abort', stop);
-      resolve();
-    };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-    if (signal?.aborted) stop();
-    else signal?.addEventListener('abort', stop, { once: true });
-  });
 }

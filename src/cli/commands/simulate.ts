@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
 import type { SimulationProgress } from '../../sim/simulate.js';
 import { type CliIO, printJson } from '../io.js';
+import { terminalProgress } from '../progress.js';
 
 interface SimulateFlags {
   scenario?: string;
@@ -111,30 +112,19 @@ function parseList(text: string): string[] {
 async function progressBar(
   io: CliIO,
 ): Promise<{ update: (p: SimulationProgress) => void; stop: () => void }> {
-  if (!io.stderr.isTTY) return { update: () => {}, stop: () => {} };
-  const { Presets, SingleBar } = await import('cli-progress');
-  const bar = new SingleBar(
-    {
-      format: 'simulating {strategy} |{bar}| {percentage}% | strategy {n} of {count}',
-      stream: io.stderr as NodeJS.WritableStream,
-      hideCursor: true,
-      clearOnComplete: true,
-    },
-    Presets.shades_classic,
-  );
-  let started = false;
+  const bar = await terminalProgress(io, {
+    format: 'simulating {strategy} |{bar}| {percentage}% | strategy {n} of {count}',
+    clearOnComplete: true,
+  });
+  if (!bar) return { update: () => {}, stop: () => {} };
   return {
-    update: (p) => {
-      const done =
-        p.index * 1_000 + Math.min(1_000, Math.round((p.finished / Math.max(1, p.expected)) * 1_000));
-      const payload = { strategy: p.strategy, n: p.index + 1, count: p.count };
-      if (!started) {
-        bar.start(p.count * 1_000, done, payload);
-        started = true;
-      } else bar.update(done, payload);
-    },
-    stop: () => {
-      if (started) bar.stop();
-    },
+    // A thousand steps per strategy, so the bar moves smoothly across all of them.
+    update: (p) =>
+      bar.update(
+        p.count * 1_000,
+        p.index * 1_000 + Math.min(1_000, Math.round((p.finished / Math.max(1, p.expected)) * 1_000)),
+        { strategy: p.strategy, n: p.index + 1, count: p.count },
+      ),
+    stop: bar.stop,
   };
 }
