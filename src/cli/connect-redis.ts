@@ -36,12 +36,16 @@ export async function connectRedis(url: string, options: ConnectRedisOptions = {
         }
       : { retryStrategy: () => null }),
   });
-  redis.on('error', () => {});
+  // The 'error' event says why (ECONNREFUSED, ENOTFOUND); connect() itself only says the connection closed.
+  let lastError: unknown;
+  redis.on('error', (error) => {
+    lastError = error;
+  });
   try {
     await redis.connect();
   } catch (error) {
     redis.disconnect();
-    throw new Error(`cannot reach Redis at ${url}: ${errorMessage(error)}`);
+    throw new Error(`cannot reach Redis at ${url}: ${errorMessage(lastError ?? error)}`);
   }
   return redis;
 }

@@ -12,7 +12,7 @@ interface ServeFlags {
   redis: string;
   prefix: string;
   bullPrefix: string;
-  queue: string[];
+  queue?: string[];
   port: string;
   host: string;
   timeout: string;
@@ -35,7 +35,7 @@ export function register(program: Command, io: CliIO): void {
     .description("serve the fleet's budgets, breakers and dead-letter depths on /metrics until stopped")
     .option('--prefix <prefix>', 'stormguard key prefix (budgets and breakers)', DEFAULT_PREFIX)
     .option('--bull-prefix <prefix>', 'BullMQ key prefix (dead-letter queues)', 'bull')
-    .option('--queue <name>', 'export the dead-letter depth of this queue (repeatable)', collect, [])
+    .option('--queue <name>', 'export the dead-letter depth of this queue (repeatable)', collect)
     .option('--port <port>', 'TCP port (0: any free port)', '9464')
     .option('--host <host>', 'interface to listen on', '0.0.0.0')
     .option('--timeout <duration>', 'longest a scrape waits for Redis', '1s')
@@ -43,6 +43,7 @@ export function register(program: Command, io: CliIO): void {
     .option('--json', 'print where it serves as JSON')
     .action(async (flags: ServeFlags) => {
       assertPrefix(flags.prefix);
+      const queueNames = flags.queue ?? [];
       const port = parsePort(flags.port);
       const readTimeoutMs = parseDuration(flags.timeout, '--timeout');
       if (readTimeoutMs <= 0)
@@ -78,18 +79,18 @@ export function register(program: Command, io: CliIO): void {
         exporter.observeBreaker(
           readOnlyBreaker(new RedisBreakerStore({ redis, prefix: flags.prefix }), { listIntervalMs }),
         );
-        for (const queue of flags.queue) {
+        for (const queue of queueNames) {
           const dlq = deadLetterQueue(queue, { connection: redis, prefix: flags.bullPrefix });
           queues.push(dlq);
           exporter.observeDeadLetters(dlq);
         }
         const server = await serveMetrics({ port, host: flags.host, registry });
         if (flags.json)
-          printJson(io, { url: server.url, port: server.port, prefix: flags.prefix, queues: flags.queue });
+          printJson(io, { url: server.url, port: server.port, prefix: flags.prefix, queues: queueNames });
         else
           io.stdout.write(
             `serving stormguard metrics on ${server.url} (budgets and breakers under "${flags.prefix}"${
-              flags.queue.length > 0 ? `, dead letters of ${flags.queue.join(', ')}` : ''
+              queueNames.length > 0 ? `, dead letters of ${queueNames.join(', ')}` : ''
             }); stop with Ctrl-C\n`,
           );
         const stop = interruption(io);
@@ -104,8 +105,8 @@ export function register(program: Command, io: CliIO): void {
     });
 }
 
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
+function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
 }
 
 function parsePort(text: string): number {

@@ -1,4 +1,5 @@
-import { writeFile } from 'node:fs/promises';
+import { access, constants, stat, writeFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
 import type { SimulationProgress } from '../../sim/simulate.js';
@@ -40,6 +41,7 @@ async function runSimulate(flags: SimulateFlags, io: CliIO): Promise<void> {
     io.stdout.write(await exampleScenarioText());
     return;
   }
+  if (flags.report !== undefined) await assertWritable(flags.report);
   const options = {
     ...(flags.seed !== undefined ? { seed: parseSeed(flags.seed) } : {}),
     ...(flags.strategies !== undefined ? { strategies: parseList(flags.strategies) } : {}),
@@ -88,6 +90,20 @@ async function runSimulate(flags: SimulateFlags, io: CliIO): Promise<void> {
       `stormguard: ${s.name}: ${s.unfinished} jobs still pending at the horizon; raise "horizon" or give the policy a maxAgeMs\n`,
     );
   if (lost.length > 0 || unfinished.length > 0) io.exitCode = 1;
+}
+
+/** Checks `--report` before the run, so a typo in its path does not cost a whole simulation. */
+async function assertWritable(path: string): Promise<void> {
+  const isDirectory = await stat(path).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
+  if (isDirectory)
+    throw new InvalidInputError(`--report: ${path} is a directory; give a file name such as report.html`);
+  const dir = dirname(resolve(path));
+  await access(dir, constants.W_OK).catch(() => {
+    throw new InvalidInputError(`--report: cannot write ${path}: ${dir} does not exist or is not writable`);
+  });
 }
 
 function parseSeed(text: string): number {

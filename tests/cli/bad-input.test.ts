@@ -1,0 +1,62 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { cli, ensureCliBuilt } from '../helpers/cli.js';
+import { freePort } from '../helpers/redis-server.js';
+
+beforeAll(() => ensureCliBuilt('plan'), 120_000);
+
+/** Every command a user can run, as its words on the command line. */
+const COMMANDS = [
+  ['breaker', 'status'],
+  ['budget', 'status'],
+  ['budget', 'watch'],
+  ['dlq', 'list'],
+  ['dlq', 'show'],
+  ['dlq', 'replay'],
+  ['dlq', 'purge'],
+  ['lint'],
+  ['metrics', 'serve'],
+  ['plan'],
+  ['schedule'],
+  ['simulate'],
+];
+
+describe('every stormguard command', () => {
+  it.each(COMMANDS.map((words) => words.join(' ')))('%s --help offers --json', async (command) => {
+    const { code, stdout } = await cli(...command.split(' '), '--help');
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^ {2}--json\b/m);
+    expect(stdout).not.toContain('(default: [])');
+  });
+});
+
+describe('bad input: exit 2, one line naming the flag, no stack trace', () => {
+  it.each([
+    [['plan', '--window', '15x'], /^stormguard: --window: "15x" is not a duration/],
+    [['schedule', '--preset', 'nope'], /^stormguard: unknown preset "nope"; use one of /],
+    [['schedule', '--config', 'missing.yaml'], /^stormguard: missing\.yaml: config file does not exist/],
+    [['lint', 'missing.yaml'], /^stormguard: missing\.yaml: config file does not exist/],
+    [['simulate', '--scenario', 'missing.yaml'], /^stormguard: --scenario: cannot read missing\.yaml/],
+    [['simulate', '--report', 'no-such-dir/report.html'], /^stormguard: --report: cannot write no-such-dir/],
+    [['budget', 'watch', '--interval', 'soon'], /^stormguard: --interval: "soon" is not a duration/],
+    [
+      ['budget', 'status', '--redis', 'localhost:6379'],
+      /^stormguard: --redis: "localhost:6379" must start with redis:/,
+    ],
+    [['breaker', 'status', '--redis', 'not a url'], /^stormguard: --redis: "not a url" is not a URL/],
+    [['dlq', 'list', 'index', '--redis', 'http://x'], /^stormguard: --redis: "http:\/\/x" must start with/],
+    [['metrics', 'serve', '--redis', '::'], /^stormguard: --redis: "::" is not a URL/],
+  ])('%j', async (args, message) => {
+    const { code, stdout, stderr } = await cli(...args);
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr).toMatch(message);
+    expect(stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('an unreachable Redis is a failure (exit 1) that says why, in one line', async () => {
+    const url = `redis://127.0.0.1:${await freePort()}`;
+    const { code, stderr } = await cli('budget', 'status', '--redis', url);
+    expect(code).toBe(1);
+    expect(stderr).toBe(`stormguard: cannot reach Redis at ${url}: connect ECONNREFUSED ${url.slice(8)}\n`);
+  });
+});
