@@ -26,3 +26,13 @@ export function withFleetStateOptions(command: Command, jsonHelp = 'print JSON')
     .option('--prefix <prefix>', 'stormguard key prefix', DEFAULT_PREFIX)
     .option('--json', jsonHelp);
 }
+
+/**
+ * Ends a command's `--help` with example invocations, one a line.
+ *
+ * @example
+ * withExamples(program.command('plan'), ['stormguard plan --window 15m']);
+ */
+export function withExamples(command: Command, examples: string[]): Command {
+  return command.addHelpText('after', `\nExamples:\n${examples.map((e) => `  $ ${e}`).join('\n')}\n`);
+}

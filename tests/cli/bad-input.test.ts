@@ -21,12 +21,16 @@ const COMMANDS = [
 ];
 
 describe('every stormguard command', () => {
-  it.each(COMMANDS.map((words) => words.join(' ')))('%s --help offers --json', async (command) => {
-    const { code, stdout } = await cli(...command.split(' '), '--help');
-    expect(code).toBe(0);
-    expect(stdout).toMatch(/^ {2}--json\b/m);
-    expect(stdout).not.toContain('(default: [])');
-  });
+  it.each(COMMANDS.map((words) => words.join(' ')))(
+    '%s --help offers --json and ends with examples',
+    async (command) => {
+      const { code, stdout } = await cli(...command.split(' '), '--help');
+      expect(code).toBe(0);
+      expect(stdout).toMatch(/^ {2}--json\b/m);
+      expect(stdout).not.toContain('(default: [])');
+      expect(stdout).toMatch(/\nExamples:\n {2}\$ stormguard /);
+    },
+  );
 });
 
 describe('bad input: exit 2, one line naming the flag, no stack trace', () => {

@@ -5,7 +5,7 @@ import type { ListedBreaker } from '../../redis/breaker-store.js';
 import { assertPrefix } from '../../redis/budget-keys.js';
 import { withRedis } from '../connect-redis.js';
 import { type CliIO, printJson } from '../io.js';
-import { withFleetStateOptions } from '../options.js';
+import { withExamples, withFleetStateOptions } from '../options.js';
 import { ago, table } from './dlq-output.js';
 
 interface StatusFlags {
@@ -23,7 +23,10 @@ interface StatusFlags {
  */
 export function register(program: Command, io: CliIO): void {
   const breaker = program.command('breaker').description('inspect the fleet-wide circuit breakers');
-  withFleetStateOptions(breaker.command('status'))
+  withExamples(withFleetStateOptions(breaker.command('status')), [
+    'stormguard breaker status',
+    'stormguard breaker status --redis redis://10.0.0.5:6379 --prefix shop --json',
+  ])
     .description(
       "show every dependency's breaker: state, failures/volume in the window, open and half-open times",
     )

@@ -7,7 +7,7 @@ import { assertPrefix } from '../../redis/budget-keys.js';
 import { connectRedis, withRedis } from '../connect-redis.js';
 import { interruption } from '../interruption.js';
 import { type CliIO, printJson } from '../io.js';
-import { withFleetStateOptions } from '../options.js';
+import { withExamples, withFleetStateOptions } from '../options.js';
 import { table } from './dlq-output.js';
 
 interface StatusFlags {
@@ -33,7 +33,9 @@ const BAR_WIDTH = 30;
  */
 export function register(program: Command, io: CliIO): void {
   const budget = program.command('budget').description('inspect the fleet-wide retry budgets');
-  withFleetStateOptions(budget.command('status'))
+  withExamples(withFleetStateOptions(budget.command('status')), [
+    'stormguard budget status --redis redis://10.0.0.5:6379 --prefix shop --json',
+  ])
     .description("show every dependency's budget: allowance, spent, denied, successes, headroom")
     .action(async (flags: StatusFlags) => {
       assertPrefix(flags.prefix);
@@ -45,7 +47,10 @@ export function register(program: Command, io: CliIO): void {
       else io.stdout.write(`${formatStatus(flags.prefix, rows)}\n`);
     });
 
-  withFleetStateOptions(budget.command('watch'), 'print one JSON document per line and frame')
+  withExamples(withFleetStateOptions(budget.command('watch'), 'print one JSON document per line and frame'), [
+    'stormguard budget watch --interval 1s',
+    'stormguard budget watch --json --count 10 > budgets.jsonl',
+  ])
     .description('redraw the budgets with a bar of spend against allowance until interrupted (Ctrl-C)')
     .option('--interval <duration>', 'time between redraws', '1s')
     .option('--count <n>', 'stop after this many redraws (default: until interrupted)')

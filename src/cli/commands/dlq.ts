@@ -8,6 +8,7 @@ import type { DeadLetterQueue } from '../../jobs/dead-letter-queue.js';
 import type { ReplayOptions, ReplayProgress } from '../../jobs/replay.js';
 import { connectRedis } from '../connect-redis.js';
 import { type CliIO, printJson } from '../io.js';
+import { withExamples } from '../options.js';
 import { terminalProgress } from '../progress.js';
 import {
   type CommonDlqOptions,
@@ -43,7 +44,9 @@ export function register(program: Command, io: CliIO): void {
   const dlq = program.command('dlq').description("read, replay and purge a queue's dead-letter queue");
 
   // Every action parses its flags before it connects, so bad input reads the same whether Redis is up or not.
-  withFilterOptions(withCommonOptions(dlq.command('list <queue>')))
+  withExamples(withFilterOptions(withCommonOptions(dlq.command('list <queue>'))), [
+    'stormguard dlq list search-index --reason budget-exhausted --since 1h',
+  ])
     .description('list dead-lettered jobs, oldest first')
     .option('--limit <n>', 'at most this many records', '50')
     .option('--offset <n>', 'skip this many matching records first', '0')
@@ -62,7 +65,9 @@ export function register(program: Command, io: CliIO): void {
       });
     });
 
-  withCommonOptions(dlq.command('show <queue> <id>'))
+  withExamples(withCommonOptions(dlq.command('show <queue> <id>')), [
+    'stormguard dlq show search-index 4242 --json',
+  ])
     .description('show one dead-lettered job by its original job id')
     .action((queue: string, id: string, flags: CommonDlqOptions) =>
       withDlq(queue, flags, async (dlq) => {
@@ -77,7 +82,10 @@ export function register(program: Command, io: CliIO): void {
       }),
     );
 
-  withFilterOptions(withCommonOptions(dlq.command('replay <queue>')))
+  withExamples(withFilterOptions(withCommonOptions(dlq.command('replay <queue>'))), [
+    'stormguard dlq replay search-index --dependency search --rate 50/s --when-healthy',
+    'stormguard dlq replay search-index --since 1h --dry-run',
+  ])
     .description('put dead-lettered jobs back on their queue (safe to interrupt and run again)')
     .option('--rate <rate>', 'at most this many jobs per second: 50/s, 600/m')
     .option('--when-healthy', "wait while the dependency's retry budget is denying retries")
@@ -111,7 +119,9 @@ export function register(program: Command, io: CliIO): void {
       });
     });
 
-  withFilterOptions(withCommonOptions(dlq.command('purge <queue>')))
+  withExamples(withFilterOptions(withCommonOptions(dlq.command('purge <queue>'))), [
+    'stormguard dlq purge search-index --reason permanent --yes',
+  ])
     .description('delete dead-lettered jobs for good (needs --yes)')
     .option('--yes', 'really delete them')
     .action((queue: string, flags: PurgeFlags) => {

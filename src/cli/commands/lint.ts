@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { LintReport } from '../../policy/lint/lint-config.js';
 import { type CliIO, printJson } from '../io.js';
+import { withExamples } from '../options.js';
 import { table } from './dlq-output.js';
 
 /**
@@ -13,8 +14,10 @@ import { table } from './dlq-output.js';
  * stormguard lint policies.ts --json
  */
 export function register(program: Command, io: CliIO): void {
-  program
-    .command('lint')
+  withExamples(program.command('lint'), [
+    'stormguard lint stormguard.config.yaml',
+    'stormguard lint policies.ts --json',
+  ])
     .description('check the policies of a config file against the retry design checklist; exit 1 on errors')
     .argument('<config>', 'config file: .json, .yaml/.yml, .js/.mjs or .ts (with tsx)')
     .option('--json', 'print JSON')

@@ -6,7 +6,7 @@ import { assertPrefix, DEFAULT_PREFIX } from '../../redis/budget-keys.js';
 import { connectRedis } from '../connect-redis.js';
 import { interruption } from '../interruption.js';
 import { type CliIO, printJson } from '../io.js';
-import { withRedisOption } from '../options.js';
+import { withExamples, withRedisOption } from '../options.js';
 
 interface ServeFlags {
   redis: string;
@@ -31,7 +31,9 @@ interface ServeFlags {
  */
 export function register(program: Command, io: CliIO): void {
   const metrics = program.command('metrics').description('export stormguard metrics for Prometheus');
-  withRedisOption(metrics.command('serve'))
+  withExamples(withRedisOption(metrics.command('serve')), [
+    'stormguard metrics serve --redis redis://10.0.0.5:6379 --queue search-index --port 9464',
+  ])
     .description("serve the fleet's budgets, breakers and dead-letter depths on /metrics until stopped")
     .option('--prefix <prefix>', 'stormguard key prefix (budgets and breakers)', DEFAULT_PREFIX)
     .option('--bull-prefix <prefix>', 'BullMQ key prefix (dead-letter queues)', 'bull')

@@ -4,6 +4,7 @@ import { InvalidInputError } from '../../errors/invalid-input-error.js';
 import type { WindowPlan } from '../../policy/plan-window.js';
 import type { Backoff } from '../../policy/types.js';
 import { type CliIO, printJson } from '../io.js';
+import { withExamples } from '../options.js';
 import { table } from './dlq-output.js';
 
 /** The windows of seed 000's chart, which `plan --table` computes. */
@@ -29,8 +30,11 @@ interface PlanFlags {
  * stormguard plan --table
  */
 export function register(program: Command, io: CliIO): void {
-  program
-    .command('plan')
+  withExamples(program.command('plan'), [
+    'stormguard plan --window 15m',
+    'stormguard plan --window 4h --base 5s --cap 30m --fit',
+    'stormguard plan --table',
+  ])
     .description('derive maxAttempts from a recovery window: the fewest retries whose delays cover it')
     .option('--window <duration>', 'the recovery window to cover, e.g. 90s, 15m, 4h')
     .option('--base <duration>', 'first retry delay', '2s')

@@ -4,6 +4,7 @@ import { InvalidInputError } from '../../errors/invalid-input-error.js';
 import type { SampledSchedule } from '../../policy/sample-schedule.js';
 import type { RetryPolicy } from '../../policy/types.js';
 import { type CliIO, printJson } from '../io.js';
+import { withExamples } from '../options.js';
 import { table } from './dlq-output.js';
 
 interface ScheduleFlags {
@@ -24,8 +25,10 @@ interface ScheduleFlags {
  * stormguard schedule --config stormguard.config.yaml --policy search --samples 5000 --json
  */
 export function register(program: Command, io: CliIO): void {
-  program
-    .command('schedule')
+  withExamples(program.command('schedule'), [
+    'stormguard schedule --preset email',
+    'stormguard schedule --config stormguard.config.yaml --policy search --samples 5000 --json',
+  ])
     .description(
       "show a policy's retry delays under its jitter (min, median, max), cumulative span and max age",
     )

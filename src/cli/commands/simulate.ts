@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
 import type { SimulationProgress } from '../../sim/simulate.js';
 import { type CliIO, printJson } from '../io.js';
+import { withExamples } from '../options.js';
 import { terminalProgress } from '../progress.js';
 
 interface SimulateFlags {
@@ -22,8 +23,11 @@ interface SimulateFlags {
  * dependency received, the peak retry rate while it was down, completions, dead letters and drain time.
  */
 export function register(program: Command, io: CliIO): void {
-  program
-    .command('simulate')
+  withExamples(program.command('simulate'), [
+    'stormguard simulate',
+    'stormguard simulate --example > outage.yaml',
+    'stormguard simulate --scenario outage.yaml --seed 42 --report report.html',
+  ])
     .description('simulate an outage: per-job ceilings vs fleet and per-worker retry budgets, side by side')
     .option('--scenario <file>', 'a YAML or JSON scenario (default: the built-in search-cluster outage)')
     .option('--seed <n>', "random seed (default: the scenario's)")
