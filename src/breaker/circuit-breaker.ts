@@ -6,9 +6,12 @@ import { isPermanentError } from '../errors/permanent-error.js';
 import type { BreakerGate, BreakerVerdict } from '../policy/types.js';
 import { MemoryBreakerStore } from './memory-store.js';
 import { type BreakerOptions, type ResolvedBreakerOptions, resolveBreakerOptions } from './options.js';
+import { BreakerStateCache } from './state-cache.js';
 import type {
   BreakerAdmission,
+  BreakerBatch,
   BreakerEvents,
+  BreakerRecordResult,
   BreakerSnapshot,
   BreakerStore,
   BreakerTransition,
@@ -23,8 +26,21 @@ import type {
 export interface CircuitBreakerOptions extends Partial<BreakerOptions> {
   /** Where state lives. Default: a MemoryBreakerStore on `clock` (one process). Share it fleet-wide with RedisBreakerStore. */
   store?: BreakerStore;
-  /** The clock of the default memory store. Default: the system clock. Ignored when `store` is given (the store owns time). */
+  /**
+   * The clock of the default memory store and of the state cache's deadlines. Default: the system clock.
+   * Breaker time itself comes from the store when `store` is given.
+   */
   clock?: Clock;
+  /**
+   * With a shared store (RedisBreakerStore), how long a closed breaker's state is reused without asking
+   * the store, in ms (whole number >= 0; 0 asks every time). Default 250. Within it, `acquire` on a
+   * closed breaker answers locally and successes are counted locally and sent as one batch per
+   * dependency at most every `stateCacheMs` (and on `flush()` / `close()`); failures and half-open probe
+   * outcomes still go to the store at once. An open breaker is answered locally until it half-opens;
+   * half-open always asks the store. The price: a breaker a peer opens may admit this process's calls for
+   * up to `stateCacheMs` more. An in-process store (MemoryBreakerStore) is never cached.
+   */
+  stateCacheMs?: number;
   /** Per-dependency overrides of the breaker options, e.g. `{ payments: { coolDownMs: 120_000 } }`. Default none. */
   dependencies?: Record<string, Partial<BreakerOptions>>;
   /** Called when an event listener throws (the breaker itself never fails because of a listener). Default: ignore. */
@@ -81,9 +97,17 @@ export class CircuitBreaker implements BreakerGate {
   readonly #overrides: Map<string, ResolvedBreakerOptions>;
   readonly #degraded = new Map<string, boolean>();
   readonly #seen = new Set<string>();
+  /** Set when the store is shared and `stateCacheMs` > 0: closed / open states are reused locally. */
+  readonly #cache: BreakerStateCache | undefined;
+  /** Successes on a closed breaker not yet sent to the store, per dependency. */
+  readonly #pending = new Map<string, number>();
+  /** Batches on their way to the store: `flush()` waits for them. */
+  readonly #flushing = new Set<Promise<unknown>>();
+  #flushTimer: NodeJS.Timeout | undefined;
+  #closed = false;
 
   constructor(options: CircuitBreakerOptions = {}) {
-    const { store, clock, dependencies, onListenerError, ...breakerOptions } = options;
+    const { store, clock, dependencies, onListenerError, stateCacheMs, ...breakerOptions } = options;
     this.#defaults = resolveBreakerOptions(breakerOptions);
     this.#overrides = new Map(
       Object.entries(dependencies ?? {}).map(([dependency, override]) => [
@@ -96,6 +120,9 @@ export class CircuitBreaker implements BreakerGate {
     );
     this.#store = store ?? new MemoryBreakerStore({ clock: clock ?? systemClock });
     this.events = new EventBus<BreakerEvents>(onListenerError);
+    const cacheMs = checkStateCacheMs(stateCacheMs ?? DEFAULT_STATE_CACHE_MS);
+    if (cacheMs > 0 && this.#store.shared === true && this.#store.recordBatch)
+      this.#cache = new BreakerStateCache(cacheMs, clock ?? systemClock);
   }
 
   /**
@@ -155,9 +182,17 @@ export class CircuitBreaker implements BreakerGate {
    * if (!allowed) throw new BrokenCircuitError('search', snapshot.halfOpenAtMs, 'open'); // or 'half-open'
    */
   async acquire(dependency: string): Promise<BreakerAdmission> {
-    const admission = await this.#store.acquire(checkDependency(dependency), this.optionsFor(dependency));
-    this.#noteDegraded(admission.snapshot);
-    this.#emitTransitions(dependency, admission.transitions);
+    checkDependency(dependency);
+    const known = this.#cache?.trusted(dependency);
+    let admission: BreakerAdmission;
+    if (known) {
+      admission = { allowed: known.state === 'closed', probe: false, transitions: [], snapshot: known };
+    } else {
+      admission = await this.#store.acquire(dependency, this.optionsFor(dependency));
+      this.#cache?.learn(admission.snapshot);
+      this.#noteDegraded(admission.snapshot);
+      this.#emitTransitions(dependency, admission.transitions);
+    }
     const { state, halfOpenAtMs } = admission.snapshot;
     if (!admission.allowed && this.events.has('rejected'))
       this.events.emit('rejected', {
@@ -169,13 +204,15 @@ export class CircuitBreaker implements BreakerGate {
   }
 
   /**
-   * Records that an admitted call succeeded (a half-open probe success counts towards closing).
+   * Records that an admitted call succeeded (a half-open probe success counts towards closing). With the
+   * state cache on and the breaker last known closed, the success is only counted here and sent with the
+   * next batch; the snapshot returned is then the last known one plus this process's unsent successes.
    *
    * @example
    * await breaker.recordSuccess('search');
    */
   recordSuccess(dependency: string): Promise<BreakerSnapshot> {
-    return this.#record(dependency, 'success');
+    return this.#record(dependency, 'success', false);
   }
 
   /**
@@ -185,7 +222,38 @@ export class CircuitBreaker implements BreakerGate {
    * await breaker.recordFailure('search');
    */
   recordFailure(dependency: string): Promise<BreakerSnapshot> {
-    return this.#record(dependency, 'failure');
+    return this.#record(dependency, 'failure', false);
+  }
+
+  /**
+   * Sends every batched success to the store now (one round trip per dependency) and waits for batches
+   * already on their way. Call it before reading state that must include this process's latest successes.
+   * A no-op without a state cache.
+   *
+   * @example
+   * await breaker.flush();
+   * const { successes } = await breaker.state('search');
+   */
+  async flush(): Promise<void> {
+    clearTimeout(this.#flushTimer);
+    this.#flushTimer = undefined;
+    const sends = [...this.#pending].map(([dependency, successes]) => {
+      this.#pending.delete(dependency);
+      return this.#send(dependency, { successes });
+    });
+    await Promise.all([...this.#flushing, ...sends]);
+  }
+
+  /**
+   * Flushes batched successes; later successes are recorded one by one, at once. Does not close the store
+   * (its Redis client is the caller's). Safe to call twice.
+   *
+   * @example
+   * process.on('SIGTERM', async () => { await worker.close(); await breaker.close(); });
+   */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.flush();
   }
 
   /**
@@ -207,19 +275,55 @@ export class CircuitBreaker implements BreakerGate {
     try {
       result = await fn();
     } catch (error) {
-      await this.#record(dependency, isFailure(error) ? 'failure' : 'success');
+      await this.#record(dependency, isFailure(error) ? 'failure' : 'success', admission.probe);
       throw error;
     }
-    await this.#record(dependency, 'success');
+    await this.#record(dependency, 'success', admission.probe);
     return result;
   }
 
-  async #record(dependency: string, outcome: 'success' | 'failure'): Promise<BreakerSnapshot> {
-    const result = await this.#store.record(
-      checkDependency(dependency),
-      outcome,
-      this.optionsFor(dependency),
-    );
+  async #record(
+    dependency: string,
+    outcome: 'success' | 'failure',
+    probe: boolean,
+  ): Promise<BreakerSnapshot> {
+    checkDependency(dependency);
+    if (!this.#cache) {
+      const result = await this.#store.record(dependency, outcome, this.optionsFor(dependency));
+      return this.#learn(dependency, result);
+    }
+    const closed = this.#cache.lastKnownClosed(dependency);
+    if (outcome === 'success' && !probe && !this.#closed && closed) {
+      const pending = (this.#pending.get(dependency) ?? 0) + 1;
+      this.#pending.set(dependency, pending);
+      // Unref'd: a pending batch alone must not keep a process alive (close() sends it). The store never
+      // rejects (it degrades instead), so the catch only keeps a broken custom store from crashing.
+      this.#flushTimer ??= setTimeout(() => void this.flush().catch(() => {}), this.#cache.ttlMs).unref();
+      return {
+        ...closed,
+        successes: closed.successes + pending,
+        volume: closed.volume + pending,
+        consecutiveFailures: 0,
+      };
+    }
+    // Successes counted before this outcome go first, in the same round trip, so the order holds.
+    const successes = this.#pending.get(dependency) ?? 0;
+    this.#pending.delete(dependency);
+    return this.#send(dependency, { successes, outcome });
+  }
+
+  /** One batch to the store (which has `recordBatch`: the cache is only built for such a store). */
+  #send(dependency: string, batch: BreakerBatch): Promise<BreakerSnapshot> {
+    const store = this.#store as Required<Pick<BreakerStore, 'recordBatch'>>;
+    const sending = store
+      .recordBatch(dependency, batch, this.optionsFor(dependency))
+      .then((result) => this.#learn(dependency, result));
+    this.#flushing.add(sending);
+    return sending.finally(() => this.#flushing.delete(sending));
+  }
+
+  #learn(dependency: string, result: BreakerRecordResult): BreakerSnapshot {
+    this.#cache?.learn(result.snapshot);
     this.#noteDegraded(result.snapshot);
     this.#emitTransitions(dependency, result.transitions);
     return result.snapshot;
@@ -236,6 +340,16 @@ export class CircuitBreaker implements BreakerGate {
     this.#degraded.set(snapshot.dependency, snapshot.degraded);
     this.events.emit(snapshot.degraded ? 'degraded' : 'recovered', { dependency: snapshot.dependency });
   }
+}
+
+const DEFAULT_STATE_CACHE_MS = 250;
+
+function checkStateCacheMs(value: number): number {
+  if (!Number.isInteger(value) || value < 0)
+    throw new InvalidInputError(
+      `stateCacheMs: ${JSON.stringify(value)} is invalid; use a whole number of ms >= 0 (default 250, 0 turns the cache off)`,
+    );
+  return value;
 }
 
 function checkDependency(dependency: string): string {

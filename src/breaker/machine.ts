@@ -39,12 +39,13 @@ export interface BreakerRecord {
 }
 
 /**
- * What a store is asked to do. `peek` changes nothing.
+ * What a store is asked to do. `peek` changes nothing. `successes` only counts a batch of successes (see
+ * `batchedSuccesses` of {@link stepBreaker}).
  *
  * @example
  * stepBreaker(record, 'peek', now, options).view.state;
  */
-export type BreakerOp = 'acquire' | 'success' | 'failure' | 'peek';
+export type BreakerOp = 'acquire' | 'success' | 'failure' | 'peek' | 'successes';
 
 /**
  * The outcome of one {@link stepBreaker}.
@@ -86,6 +87,10 @@ export function initialBreakerRecord(): BreakerRecord {
  * - A failure streak older than the window (no call left in it) is forgotten, like everything else.
  * - Outcomes that arrive while open (calls admitted before it opened) are counted in the window but
  *   neither extend the cool-down nor change the state.
+ * - `batchedSuccesses` (default 0) are successes of calls admitted while closed that a caller counted
+ *   locally and reports late, in one step: before `op` is applied they are counted in the current bucket
+ *   and end the failure streak, but never count as probe successes (they were not probes). They ride on
+ *   `success` and `failure`; op `successes` applies only them (`acquire` and `peek` ignore them).
  *
  * @example
  * const options = resolveBreakerOptions({ consecutiveFailures: 2 });
@@ -98,6 +103,7 @@ export function stepBreaker(
   op: BreakerOp,
   nowMs: number,
   options: ResolvedBreakerOptions,
+  batchedSuccesses = 0,
 ): BreakerStep {
   const record: BreakerRecord = { ...input, buckets: liveBuckets(input.buckets, nowMs, options) };
   // A failure streak is only as old as the window: with no call left in it, the streak is forgotten.
@@ -130,6 +136,10 @@ export function stepBreaker(
     delete record.probeRoundAtMs;
   };
 
+  if (batchedSuccesses > 0 && (op === 'success' || op === 'failure' || op === 'successes')) {
+    addToBucket(record, nowMs, options, 'success', batchedSuccesses);
+    record.consecutiveFailures = 0;
+  }
   if (op === 'acquire') {
     if (record.state === 'closed') allowed = true;
     else if (
@@ -183,12 +193,13 @@ function addToBucket(
   nowMs: number,
   options: ResolvedBreakerOptions,
   outcome: 'success' | 'failure',
+  count = 1,
 ): void {
   const index = Math.floor(nowMs / options.bucketMs);
   const current = record.buckets.find((b) => b.index === index);
   const bucket = current ? { ...current } : { index, successes: 0, failures: 0 };
-  if (outcome === 'success') bucket.successes += 1;
-  else bucket.failures += 1;
+  if (outcome === 'success') bucket.successes += count;
+  else bucket.failures += count;
   record.buckets = [...record.buckets.filter((b) => b.index !== index), bucket];
 }
 

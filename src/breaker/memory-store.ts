@@ -1,7 +1,13 @@
 import { type Clock, systemClock } from '../common/clock.js';
 import { type BreakerOp, type BreakerRecord, initialBreakerRecord, stepBreaker } from './machine.js';
 import type { ResolvedBreakerOptions } from './options.js';
-import type { BreakerAdmission, BreakerRecordResult, BreakerSnapshot, BreakerStore } from './types.js';
+import type {
+  BreakerAdmission,
+  BreakerBatch,
+  BreakerRecordResult,
+  BreakerSnapshot,
+  BreakerStore,
+} from './types.js';
 
 /**
  * Options of {@link MemoryBreakerStore}.
@@ -53,6 +59,15 @@ export class MemoryBreakerStore implements BreakerStore {
     return { transitions: step.transitions, snapshot: this.#snapshot(dependency, step.view) };
   }
 
+  async recordBatch(
+    dependency: string,
+    batch: BreakerBatch,
+    options: ResolvedBreakerOptions,
+  ): Promise<BreakerRecordResult> {
+    const step = this.#apply(dependency, batch.outcome ?? 'successes', options, batch.successes);
+    return { transitions: step.transitions, snapshot: this.#snapshot(dependency, step.view) };
+  }
+
   async read(dependency: string, options: ResolvedBreakerOptions): Promise<BreakerSnapshot> {
     const record = this.#records.get(dependency) ?? initialBreakerRecord();
     return this.#snapshot(dependency, stepBreaker(record, 'peek', this.#clock.now(), options).view);
@@ -63,12 +78,13 @@ export class MemoryBreakerStore implements BreakerStore {
     return [...this.#records.keys()].sort();
   }
 
-  #apply(dependency: string, op: BreakerOp, options: ResolvedBreakerOptions) {
+  #apply(dependency: string, op: BreakerOp, options: ResolvedBreakerOptions, batchedSuccesses = 0) {
     const step = stepBreaker(
       this.#records.get(dependency) ?? initialBreakerRecord(),
       op,
       this.#clock.now(),
       options,
+      batchedSuccesses,
     );
     if (op !== 'peek') this.#records.set(dependency, step.record);
     return step;

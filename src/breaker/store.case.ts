@@ -224,6 +224,36 @@ export function breakerStoreCases(name: string, open: OpenBreakerStores): void {
       expect((await feed(store!, 'f'))?.snapshot).toMatchObject({ state: 'closed', consecutiveFailures: 1 });
     });
 
+    it('a batch of successes counts in the window and ends a streak before its outcome, never as probes', async () => {
+      const [store] = await setup();
+      const recordBatch = store!.recordBatch!.bind(store);
+      await feed(store!, 'ffff');
+      // Without the batch first, this would be the fifth failure in a row.
+      const after = await recordBatch(DEP, { successes: 6, outcome: 'failure' }, options);
+      expect(after).toMatchObject({ transitions: [] });
+      expect(after.snapshot).toMatchObject({
+        state: 'closed',
+        successes: 6,
+        failures: 5,
+        consecutiveFailures: 1,
+      });
+      const only = await recordBatch(DEP, { successes: 3 }, options);
+      expect(only.snapshot).toMatchObject({
+        state: 'closed',
+        successes: 9,
+        volume: 14,
+        consecutiveFailures: 0,
+      });
+      await tripOpen(store!);
+      clock.advance(5_000);
+      expect((await store!.acquire(DEP, options)).probe).toBe(true);
+      // Late successes of calls admitted while closed are not probe successes: still half-open.
+      const late = await recordBatch(DEP, { successes: 4 }, options);
+      expect(late.snapshot).toMatchObject({ state: 'half-open', probeSuccesses: 0 });
+      const probe = await recordBatch(DEP, { successes: 1, outcome: 'success' }, options);
+      expect(probe.snapshot).toMatchObject({ state: 'half-open', probeSuccesses: 1 });
+    });
+
     it('keeps dependencies apart', async () => {
       const [store] = await setup();
       await tripOpen(store!);

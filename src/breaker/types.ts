@@ -98,6 +98,20 @@ export interface BreakerRecordResult {
 }
 
 /**
+ * Successes a caller counted locally while the breaker was closed, reported in one step, optionally
+ * followed by one more outcome (a failure, or a half-open probe's result) applied after them.
+ *
+ * @example
+ * await store.recordBatch?.('search', { successes: 120, outcome: 'failure' }, resolveBreakerOptions());
+ */
+export interface BreakerBatch {
+  /** Successes of calls admitted while closed (>= 0): counted in the window, never as probe successes. */
+  successes: number;
+  /** An outcome recorded right after them, as `record` would. Default none. */
+  outcome?: 'success' | 'failure';
+}
+
+/**
  * Where breaker state lives. The memory store serves one process (and tests, on a fake clock); the Redis
  * store shares state across the fleet. Every operation is atomic: two workers can never both take the
  * last probe slot. Time comes from the store (the Redis server's clock), never from a worker.
@@ -119,6 +133,20 @@ export interface BreakerStore {
   ): Promise<BreakerRecordResult>;
   /** The current snapshot, without changing anything. */
   read(dependency: string, options: ResolvedBreakerOptions): Promise<BreakerSnapshot>;
+  /**
+   * Optional: records a batch of successes (and the outcome after it) atomically, in one round trip.
+   * A CircuitBreaker batches successes on a closed breaker only when the store has this and is `shared`.
+   */
+  recordBatch?(
+    dependency: string,
+    batch: BreakerBatch,
+    options: ResolvedBreakerOptions,
+  ): Promise<BreakerRecordResult>;
+  /**
+   * True when the state lives outside this process (each operation is a round trip), so a CircuitBreaker
+   * may cache a closed or open state for `stateCacheMs`. Default false (in-process: nothing to save).
+   */
+  readonly shared?: boolean;
 }
 
 /**

@@ -19,13 +19,14 @@ export interface WorkerBudget extends BudgetGate {
 }
 
 /**
- * The circuit breaker as a worker uses it: `check` in `decide`, `execute` around each `ctx.call`.
- * `CircuitBreaker` is one.
+ * The circuit breaker as a worker uses it: `check` in `decide`, `execute` around each `ctx.call`, and
+ * `flush` (when it has one) at `close()` to send batched successes. `CircuitBreaker` is one.
  *
  * @example
  * const breaker: WorkerBreaker = new CircuitBreaker({ consecutiveFailures: 5 });
  */
-export type WorkerBreaker = Pick<CircuitBreaker, 'check' | 'execute'>;
+export type WorkerBreaker = Pick<CircuitBreaker, 'check' | 'execute'> &
+  Partial<Pick<CircuitBreaker, 'flush'>>;
 
 /**
  * Options of `createWorker`. Only `connection` and `policy` are required; the defaults are listed on each.

@@ -8,7 +8,7 @@ import type { RetryPolicy } from '../policy/types.js';
 import { ATTEMPT_STATE_FIELD } from './attempts.js';
 import { DeadLetterQueue } from './dead-letter-queue.js';
 import type { WorkerEvents } from './types.js';
-import type { StormguardWorkerOptions, WorkerBudget } from './worker-options.js';
+import type { StormguardWorkerOptions, WorkerBreaker, WorkerBudget } from './worker-options.js';
 import { resolveWorkerPolicy } from './worker-policy.js';
 import { JobRunner, type StormguardProcessor } from './worker-runner.js';
 
@@ -35,6 +35,7 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
   readonly deadLetterQueueName: string | undefined;
   readonly #runner: JobRunner<Data, Result, Name>;
   readonly #budget: WorkerBudget | undefined;
+  readonly #breaker: WorkerBreaker | undefined;
   #deadLetters: DeadLetterQueue | undefined;
   #closed: Promise<void> | undefined;
 
@@ -56,6 +57,7 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
     });
     this.policy = policy;
     this.#budget = options.budget;
+    this.#breaker = options.breaker;
     // A throwing listener (a broken metrics hook) is reported, and never fails a job.
     this.events = new EventBus<WorkerEvents>((error) => this.#report(error));
     const deadLetter = options.deadLetter ?? {};
@@ -117,12 +119,14 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
 
   /**
    * Graceful shutdown: stops taking jobs, lets in-flight jobs finish (BullMQ's `close`; `force` skips the
-   * wait), then flushes the budget's batched successes and closes the dead-letter queue. Safe to call twice.
+   * wait), then flushes the budget's and the breaker's batched successes and closes the dead-letter
+   * queue. Safe to call twice.
    */
   override close(force = false): Promise<void> {
     this.#closed ??= (async () => {
       await super.close(force);
       await this.#budget?.flush();
+      await this.#breaker?.flush?.();
       await this.#deadLetters?.close();
     })();
     return this.#closed;

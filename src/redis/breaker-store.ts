@@ -4,6 +4,7 @@ import { MemoryBreakerStore } from '../breaker/memory-store.js';
 import type { ResolvedBreakerOptions } from '../breaker/options.js';
 import type {
   BreakerAdmission,
+  BreakerBatch,
   BreakerRecordResult,
   BreakerSnapshot,
   BreakerStore,
@@ -103,7 +104,8 @@ interface ScriptResult {
 
 /**
  * Circuit-breaker state shared by the whole fleet through Redis. Each operation is one round trip (one
- * Lua script, `lua/breaker-update-1.lua`), so admitting a half-open probe is atomic fleet-wide; time is
+ * Lua script, `lua/breaker-update-1.lua`; a CircuitBreaker saves most of them by caching a closed state
+ * and batching successes, see its `stateCacheMs`), so admitting a half-open probe is atomic fleet-wide; time is
  * the Redis server's; a dependency's state is one hash in one hash slot (Redis Cluster works) that
  * expires on its own when idle.
  *
@@ -119,6 +121,8 @@ interface ScriptResult {
  */
 export class RedisBreakerStore implements BreakerStore {
   readonly events = new EventBus<BreakerStoreEvents>();
+  /** State lives in Redis: a CircuitBreaker caches it for `stateCacheMs` and batches successes. */
+  readonly shared = true;
   readonly #redis: RedisClient;
   readonly #script: (keys: readonly string[], args: readonly (string | number)[]) => Promise<unknown>;
   readonly #prefix: string;
@@ -189,6 +193,21 @@ export class RedisBreakerStore implements BreakerStore {
     return { transitions: [], snapshot: this.#fallbackSnapshot(dependency) };
   }
 
+  async recordBatch(
+    dependency: string,
+    batch: BreakerBatch,
+    options: ResolvedBreakerOptions,
+  ): Promise<BreakerRecordResult> {
+    const result = await this.#run(dependency, batch.outcome ?? 'successes', options, batch.successes);
+    if (result)
+      return {
+        transitions: transitionsOf(result),
+        snapshot: { dependency, ...result.view, degraded: false },
+      };
+    if (this.#fallback === 'local') return this.#local.recordBatch(dependency, batch, options);
+    return { transitions: [], snapshot: this.#fallbackSnapshot(dependency) };
+  }
+
   async read(dependency: string, options: ResolvedBreakerOptions): Promise<BreakerSnapshot> {
     const result = await this.#run(dependency, 'peek', options);
     if (result) return { dependency, ...result.view, degraded: false };
@@ -225,6 +244,7 @@ export class RedisBreakerStore implements BreakerStore {
     dependency: string,
     op: BreakerOp,
     options: ResolvedBreakerOptions,
+    batchedSuccesses = 0,
   ): Promise<ScriptResult | undefined> {
     const nowMs = this.#clock.now();
     if (nowMs < this.#retryAtMs || isDisconnected(this.#redis)) {
@@ -232,7 +252,8 @@ export class RedisBreakerStore implements BreakerStore {
       return undefined;
     }
     try {
-      const pending = this.#script([this.keyOf(dependency)], [op, this.#now(), JSON.stringify(options)]);
+      const args = [op, this.#now(), JSON.stringify(options), batchedSuccesses];
+      const pending = this.#script([this.keyOf(dependency)], args);
       const raw = await withTimeout(pending, this.#timeoutMs);
       const result = JSON.parse(String(raw)) as ScriptResult;
       if (this.#downSinceMs !== undefined) {

@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CircuitBreaker } from '../../src/breaker/circuit-breaker.js';
+import { FakeClock } from '../../src/common/clock.js';
 import { RedisBreakerStore } from '../../src/redis/breaker-store.js';
 import { TestRedis, waitFor } from '../helpers/redis-server.js';
 
@@ -29,7 +30,9 @@ function bounded<T>(promise: Promise<T>, what: string): Promise<T> {
 describe('RedisBreakerStore when Redis goes away', () => {
   it('degrades to a local breaker without throwing or hanging, and shares state again once Redis is back', async () => {
     const store = new RedisBreakerStore({ redis, prefix: 'down', timeoutMs: 300, retryIntervalMs: 100 });
-    const breaker = new CircuitBreaker({ store, consecutiveFailures: 3 });
+    // The breaker's state cache runs on this clock, so the test decides when a cached answer expires.
+    const cacheClock = new FakeClock();
+    const breaker = new CircuitBreaker({ store, consecutiveFailures: 3, clock: cacheClock });
     const events: string[] = [];
     breaker.events.on('degraded', (e) => events.push(`degraded:${e.dependency}`));
     breaker.events.on('recovered', (e) => events.push(`recovered:${e.dependency}`));
@@ -40,6 +43,9 @@ describe('RedisBreakerStore when Redis goes away', () => {
     expect(await breaker.recordFailure('search')).toMatchObject({ degraded: false, failures: 1 });
 
     await server.stop();
+    // Within stateCacheMs the closed state is answered from the cache; past it, the store is asked again.
+    expect(await breaker.acquire('search')).toMatchObject({ allowed: true, snapshot: { degraded: false } });
+    cacheClock.advance(250);
     const admission = await bounded(breaker.acquire('search'), 'acquire while Redis is down');
     expect(admission).toMatchObject({ allowed: true, snapshot: { degraded: true, state: 'closed' } });
     // The local breaker still protects: three local failures open it.

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryBreakerStore } from '../../src/breaker/memory-store.js';
 import { resolveBreakerOptions } from '../../src/breaker/options.js';
 import { breakerStoreCases } from '../../src/breaker/store.case.js';
+import type { BreakerBatch } from '../../src/breaker/types.js';
 import { FakeClock } from '../../src/common/clock.js';
 import { RedisBreakerStore } from '../../src/redis/breaker-store.js';
 import { TestRedis } from '../helpers/redis-server.js';
@@ -29,6 +30,10 @@ breakerStoreCases('RedisBreakerStore', async (clock, connections) => {
     },
   };
 });
+
+function batchOf(op: 'success' | 'failure' | 'successes', successes: number): BreakerBatch {
+  return op === 'successes' ? { successes } : { successes, outcome: op };
+}
 
 describe('RedisBreakerStore specifics', () => {
   it('keeps a dependency in one hash-tagged key that expires on its own, on the server clock', async () => {
@@ -106,14 +111,17 @@ describe('RedisBreakerStore specifics', () => {
       halfOpenProbes: 2,
       successesToClose: 2,
     });
-    type Op = 'acquire' | 'success' | 'failure' | 'peek';
+    type Op = 'acquire' | 'success' | 'failure' | 'peek' | 'successes';
     const step = fc.record({
       op: fc.oneof(
         { arbitrary: fc.constant<Op>('acquire'), weight: 3 },
         { arbitrary: fc.constant<Op>('success'), weight: 3 },
         { arbitrary: fc.constant<Op>('failure'), weight: 3 },
         { arbitrary: fc.constant<Op>('peek'), weight: 1 },
+        { arbitrary: fc.constant<Op>('successes'), weight: 1 },
       ),
+      // Successes batched ahead of a recorded outcome (0 mostly: a plain record).
+      batched: fc.oneof({ arbitrary: fc.constant(0), weight: 3 }, fc.integer({ min: 1, max: 5 })),
       // Mostly bursts at one instant, sometimes a step past a bucket, a cool-down or the window.
       advanceMs: fc.oneof(
         { arbitrary: fc.constant(0), weight: 3 },
@@ -127,14 +135,19 @@ describe('RedisBreakerStore specifics', () => {
           const clock = new FakeClock(1_700_000_000_000);
           const memory = new MemoryBreakerStore({ clock });
           const lua = new RedisBreakerStore({ redis, prefix: `agree-${++run}`, timeOverride: clock });
-          for (const { op, advanceMs } of steps) {
+          for (const { op, advanceMs, batched } of steps) {
             clock.advance(advanceMs);
             const [a, b] =
               op === 'acquire'
                 ? await Promise.all([memory.acquire('d', options), lua.acquire('d', options)])
                 : op === 'peek'
                   ? await Promise.all([memory.read('d', options), lua.read('d', options)])
-                  : await Promise.all([memory.record('d', op, options), lua.record('d', op, options)]);
+                  : op === 'successes' || batched > 0
+                    ? await Promise.all([
+                        memory.recordBatch('d', batchOf(op, batched), options),
+                        lua.recordBatch('d', batchOf(op, batched), options),
+                      ])
+                    : await Promise.all([memory.record('d', op, options), lua.record('d', op, options)]);
             expect(b).toEqual(a);
           }
         }),

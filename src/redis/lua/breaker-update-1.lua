@@ -7,7 +7,7 @@
 
   KEYS[1]  the dependency's state hash, "{<prefix>:breaker:<dependency>}:state" (one key, one hash slot)
 
-  ARGV[1]  op: "acquire" | "success" | "failure" | "peek"
+  ARGV[1]  op: "acquire" | "success" | "failure" | "peek" | "successes"
   ARGV[2]  TEST ONLY: the time to use, in epoch ms. "" (always, in production) uses the server's TIME,
            so every worker sees the same clock. Tests pass a fake clock's time so one conformance suite
            can drive the memory and the Redis store alike.
@@ -15,6 +15,10 @@
            consecutiveFailures, coolDownMs, halfOpenProbes, successesToClose, ... }.
            "" is allowed for "peek" only: the options stored by the last write are used (the CLI reads
            breakers this way without knowing their options).
+  ARGV[4]  optional, default "0": batched successes, a whole number >= 0: successes of calls admitted while
+           closed that a worker counted locally. Before "success" / "failure" / "successes" is applied they
+           are added to the current bucket and reset the failure streak; they never count as probe
+           successes. "successes" applies only them; "acquire" and "peek" ignore them.
 
   Returns  a JSON string:
            { allowed: bool,        -- acquire: the call may go downstream (false for other ops)
@@ -23,7 +27,8 @@
              view: { state, successes, failures, volume, consecutiveFailures, probesAdmitted,
                      probeSuccesses, nowMs, openedAtMs?, halfOpenAtMs? },
              options: <the options used> | absent when peeking a breaker that has no state }
-  Errors   "stormguard-breaker: unknown op <op>", "stormguard-breaker: options are required for <op>".
+  Errors   "stormguard-breaker: unknown op <op>", "stormguard-breaker: options are required for <op>",
+           "stormguard-breaker: batched successes must be a whole number >= 0".
 
   Hash fields: st state, cf consecutive failures, oa opened at, ha half-opens at, pa probes admitted,
   ps probe successes, pr last probe admitted at, cfg options JSON, "s:<bucket>" / "f:<bucket>" successes
@@ -34,10 +39,15 @@
 
 local BUCKETS = 10
 local key, op, timeOverride, optionsJson = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
+local batched = tonumber(ARGV[4] or '0')
 
-if op ~= 'acquire' and op ~= 'success' and op ~= 'failure' and op ~= 'peek' then
+if op ~= 'acquire' and op ~= 'success' and op ~= 'failure' and op ~= 'peek' and op ~= 'successes' then
   return redis.error_reply('stormguard-breaker: unknown op ' .. tostring(op))
 end
+if batched == nil or batched < 0 or batched ~= math.floor(batched) then
+  return redis.error_reply('stormguard-breaker: batched successes must be a whole number >= 0')
+end
+local records = op == 'success' or op == 'failure' or op == 'successes'
 
 local now
 if timeOverride ~= '' then
@@ -99,6 +109,14 @@ if state == 'half-open' and now >= (roundAt or 0) + o.coolDownMs then
   admitted = probeOk -- probes admitted a whole cool-down ago that never reported are presumed lost
 end
 
+if batched > 0 and records then
+  local idx = tostring(math.floor(now / o.bucketMs))
+  local b = buckets[idx] or { s = 0, f = 0 }
+  b.s = b.s + batched
+  buckets[idx] = b
+  cf = 0
+end
+
 local allowed, probe = false, false
 if op == 'acquire' then
   if state == 'closed' then
@@ -142,7 +160,7 @@ for _, bk in pairs(buckets) do successes, failures = successes + bk.s, failures 
 
 -- The hot path, acquire on a closed breaker, changes nothing worth storing: it stays a pure read (the
 -- stale buckets it would prune are pruned by every read anyway).
-if op == 'success' or op == 'failure' or (op == 'acquire' and (probe or #transitions > 0)) then
+if records or (op == 'acquire' and (probe or #transitions > 0)) then
   local fields = { 'st', state, 'cf', cf, 'pa', admitted, 'ps', probeOk, 'cfg', optionsJson }
   local function put(name, value)
     if value ~= nil then fields[#fields + 1] = name; fields[#fields + 1] = value end
