@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from './clock.js';
+import { firstLineOf } from './error-text.js';
 import { EventBus } from './events.js';
 import { seededRandom, uniform } from './random.js';
 
@@ -80,5 +81,12 @@ describe('EventBus', () => {
     expect(() => bus.emit('denied', { n: 7 })).not.toThrow();
     expect(seen).toEqual([7]);
     expect(errors).toHaveLength(1);
+  });
+});
+
+describe('firstLineOf', () => {
+  it('keeps the first line of a message and drops a trailing colon', () => {
+    expect(firstLineOf(new Error('bad at line 2, column 1:\n\na: [1\n^'))).toBe('bad at line 2, column 1');
+    expect(firstLineOf('plain')).toBe('plain');
   });
 });

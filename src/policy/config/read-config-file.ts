@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { extname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parse as parseYaml } from 'yaml';
+import { firstLineOf } from '../../common/error-text.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
 
 const SUPPORTED = '.json, .yaml, .yml, .js, .mjs, .cjs or .ts';
@@ -24,7 +25,7 @@ export async function readConfigFile(path: string): Promise<unknown> {
       return ext === '.json' ? JSON.parse(text) : parseYaml(text);
     } catch (error) {
       throw new InvalidInputError(
-        `${path}: not valid ${ext === '.json' ? 'JSON' : 'YAML'}: ${firstLine(error)}`,
+        `${path}: not valid ${ext === '.json' ? 'JSON' : 'YAML'}: ${firstLineOf(error)}`,
       );
     }
   }
@@ -46,7 +47,7 @@ async function readText(path: string, absolute: string): Promise<string> {
   } catch (error) {
     const code = (error as { code?: string }).code;
     if (code === 'ENOENT') throw new InvalidInputError(`${path}: config file does not exist`);
-    throw new InvalidInputError(`${path}: cannot read the config file (${code ?? firstLine(error)})`);
+    throw new InvalidInputError(`${path}: cannot read the config file (${code ?? firstLineOf(error)})`);
   }
 }
 
@@ -68,15 +69,11 @@ async function importModule(path: string, load: () => Promise<unknown>): Promise
   try {
     return await load();
   } catch (error) {
-    throw new InvalidInputError(`${path}: the config module failed to load: ${firstLine(error)}`);
+    throw new InvalidInputError(`${path}: the config module failed to load: ${firstLineOf(error)}`);
   }
 }
 
 function exported(mod: unknown): unknown {
   const m = mod as { default?: unknown };
   return m.default !== undefined ? m.default : mod;
-}
-
-function firstLine(error: unknown): string {
-  return (error instanceof Error ? error.message : String(error)).split('\n')[0] ?? '';
 }

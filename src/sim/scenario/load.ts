@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { FakeClock } from '../../common/clock.js';
+import { firstLineOf } from '../../common/error-text.js';
 import { parseWith } from '../../common/validation.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
 import { definePolicy } from '../../policy/define-policy.js';
@@ -37,7 +38,7 @@ export function parseScenarioText(text: string, origin = 'scenario'): Scenario {
     data = parseYaml(text);
   } catch (error) {
     const where = error instanceof YAMLParseError && error.linePos ? ` at line ${error.linePos[0].line}` : '';
-    const why = error instanceof Error ? error.message.split('\n')[0] : String(error);
+    const why = firstLineOf(error);
     throw new InvalidInputError(`${origin}: not valid YAML or JSON${where}: ${why}`);
   }
   if (data === null || typeof data !== 'object' || Array.isArray(data))
