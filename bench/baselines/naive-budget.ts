@@ -1,5 +1,5 @@
 /**
- * The retry budget as the seed document sketches it, ported to TypeScript as faithfully as possible so the
+ * The retry budget as the widely copied fixed-bucket sketch has it, ported to TypeScript as faithfully as possible so the
  * benchmark can measure stormguard against it on the same Redis. Its known defects are kept on purpose:
  *
  * - a decision takes three sequential round trips (GET the success counter, INCR the retry counter,

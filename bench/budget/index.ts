@@ -340,7 +340,7 @@ if (values.json) {
 }
 
 function report(): string {
-  const rows: string[][] = [['', 'stormguard', 'naive (seed)', 'exact / goal']];
+  const rows: string[][] = [['', 'stormguard', 'naive', 'exact / goal']];
   const pick = (design: Decider, connectionCount: number, concurrency: number) =>
     results.throughput.find(
       (t) => t.design === design && t.connections === connectionCount && t.concurrency === concurrency,
