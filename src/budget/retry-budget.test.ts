@@ -192,6 +192,33 @@ describe('RetryBudget with an unreachable store', () => {
     expect(remote.inner.read('search')?.successes).toBe(7);
   });
 
+  it('flush waits for a batch of successes the flush timer already sent', async () => {
+    const remote = new ControlledStore();
+    const budget = new RetryBudget({ store: remote, timeoutMs: 1_000 });
+    let land!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      land = resolve;
+    });
+    const addSuccesses = remote.addSuccesses;
+    remote.addSuccesses = async (...a) => {
+      await gate;
+      return addSuccesses(...a);
+    };
+    budget.recordSuccess('search', 4);
+    void budget.flush(); // as the flush timer would
+    let flushed = false;
+    const flushing = budget.flush().then(() => {
+      flushed = true;
+    });
+    // Every microtask has run: a flush that did not wait for the batch would have resolved by now.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(flushed).toBe(false);
+    land();
+    await flushing;
+    expect(remote.inner.read('search')?.successes).toBe(4);
+    await budget.close();
+  });
+
   it('a failed flush degrades instead of throwing', async () => {
     const remote = new ControlledStore();
     const budget = new RetryBudget({ store: remote, timeoutMs: 20 });

@@ -135,20 +135,25 @@ export class RetryBudget implements BudgetGate {
     this.#pending.set(dependency, (this.#pending.get(dependency) ?? 0) + count);
   }
 
-  /** Pushes batched successes to the store now: one call per dependency, all in parallel. */
+  /**
+   * Pushes batched successes to the store now (one call per dependency, all in parallel) and waits for
+   * batches the flush timer already sent: when it resolves, every success recorded before the call has
+   * reached the store or been given up on (each push is bounded by `timeoutMs`). A worker's `close()`
+   * relies on that, since it flushes a budget it may share rather than closing it.
+   */
   async flush(): Promise<void> {
-    if (this.#pending.size === 0) return;
-    if (this.#degradedSince !== undefined) {
+    const earlier = [...this.#flushing];
+    if (this.#pending.size > 0 && this.#degradedSince !== undefined) this.#pending.clear();
+    if (this.#pending.size > 0) {
+      const batch = [...this.#pending];
       this.#pending.clear();
-      return;
+      const pushing = Promise.all(batch.map(([dependency, count]) => this.#push(dependency, count))).then(
+        () => {},
+      );
+      this.#flushing.add(pushing);
+      earlier.push(pushing.finally(() => this.#flushing.delete(pushing)));
     }
-    const batch = [...this.#pending];
-    this.#pending.clear();
-    const pushing = Promise.all(batch.map(([dependency, count]) => this.#push(dependency, count))).then(
-      () => {},
-    );
-    this.#flushing.add(pushing);
-    await pushing.finally(() => this.#flushing.delete(pushing));
+    await Promise.all(earlier);
   }
 
   /**
@@ -272,7 +277,7 @@ export class RetryBudget implements BudgetGate {
     if (this.#closed) return;
     this.#closed = true;
     clearInterval(this.#timer);
-    await Promise.all([...this.#flushing, this.flush()]);
+    await this.flush();
   }
 
   #check(dependency: string): void {
