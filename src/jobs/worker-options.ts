@@ -62,10 +62,12 @@ export interface StormguardWorkerOptions<Data = unknown, Result = unknown, Name 
   /**
    * Runs each job that has a key through the guard's `once`, so a retry or a replay of work that already
    * finished returns the stored outcome instead of repeating it; and tells the policy the job has a key
-   * (a `key-required` policy retries only then). Default: none.
+   * (a `key-required` policy retries only then). A guard that says how long it keeps outcomes (`ttlMs`, as
+   * `IdempotencyGuard` does) must keep them at least the policy's `maxAge`, or `createWorker` throws: a key
+   * that expires before the last retry lets that retry repeat the side effect. Default: none.
    */
   idempotency?: {
-    guard: Pick<IdempotencyGuard, 'once'>;
+    guard: Pick<IdempotencyGuard, 'once'> & { readonly ttlMs?: number };
     key: (job: Job<Data, Result, Name>) => string | undefined;
   };
   /** Where `decide` gets "now" (max age, first failure time, dead-letter time). Default: the system clock. */

@@ -1,6 +1,7 @@
 import { type JobJsonRaw, Worker } from 'bullmq';
 import { dependencyNameProblem } from '../budget/dependency-name.js';
 import { systemClock } from '../common/clock.js';
+import { formatDuration } from '../common/duration.js';
 import { EventBus } from '../common/events.js';
 import { systemRandom } from '../common/random.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
@@ -46,6 +47,7 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
   ) {
     checkOptions(queueName, processor, options);
     const policy = resolveWorkerPolicy(options.policy);
+    checkKeyLifetime(policy, options.idempotency?.guard.ttlMs);
     const { connection, concurrency, workerOptions = {} } = options;
     // The processor is bound after super(): BullMQ takes it in its constructor, the runner needs `this`.
     const bound: { runner?: JobRunner<Data, Result, Name> } = {};
@@ -199,6 +201,14 @@ function checkOptions<D, R, N extends string>(
     throw new InvalidInputError(
       'createWorker: idempotency.key must be a function (job) => string | undefined',
     );
+}
+
+/** An idempotency key must outlive every retry: the guard keeps outcomes at least the policy's max age. */
+function checkKeyLifetime(policy: RetryPolicy, guardTtlMs: number | undefined): void {
+  if (guardTtlMs === undefined || policy.maxAgeMs === undefined || guardTtlMs >= policy.maxAgeMs) return;
+  throw new InvalidInputError(
+    `createWorker: the idempotency guard keeps outcomes for ${formatDuration(guardTtlMs)} (ttlMs) but policy "${policy.name}" retries for up to ${formatDuration(policy.maxAgeMs)} (maxAge); give the guard ttlMs >= ${policy.maxAgeMs} or lower the policy's maxAge, so a late retry cannot repeat the side effect`,
+  );
 }
 
 function asError(error: unknown): Error {

@@ -489,7 +489,7 @@ describe('createWorker', () => {
     expect(errors.map((e) => e.message)).toEqual(['broken metrics hook']);
   });
 
-  it('rejects bad options with a one-line message naming the option', () => {
+  it('rejects bad options with a one-line message naming the option', async () => {
     const make = (options: Record<string, unknown>) => () =>
       createWorker('q', async () => {}, { connection: bed.connection, policy: fast, ...options } as never);
     expect(make({ policy: { maxAttempts: 'x' } })).toThrow(/policy must be/);
@@ -498,6 +498,17 @@ describe('createWorker', () => {
       /dependencies\.index must not contain braces/,
     );
     expect(make({ concurrency: 0 })).toThrow(/concurrency must be an integer >= 1/);
+    const guard = (ttlMs: number) => ({ guard: { once: async () => undefined, ttlMs }, key: () => 'k' });
+    const aged = definePolicy({ name: 'aged', maxAttempts: 3, maxAgeMs: '4h' });
+    expect(make({ policy: aged, idempotency: guard(3_600_000) })).toThrow(
+      /guard keeps outcomes for 1h \(ttlMs\) but policy "aged" retries for up to 4h \(maxAge\)/,
+    );
+    const lasting = make({
+      policy: aged,
+      idempotency: guard(4 * 3_600_000),
+      workerOptions: { autorun: false },
+    });
+    await (lasting() as unknown as { close(): Promise<void> }).close();
     expect(() => createWorker('a:b', async () => {}, { connection: bed.connection, policy: fast })).toThrow(
       /queue name/,
     );
