@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../common/clock.js';
 import { seededRandom } from '../common/random.js';
@@ -132,6 +133,14 @@ describe('retry', () => {
       signal: controller.signal,
     });
     await expect(run).rejects.toBe('stop');
+  });
+
+  it('leaves no listener on a long-lived signal after its waits', async () => {
+    const controller = new AbortController();
+    const quick = definePolicy({ maxAttempts: 3, jitter: 'none', backoff: { type: 'fixed', delayMs: 1 } });
+    // The default sleep: a real 1 ms timer per retry.
+    expect(await retry(flaky(reset(), reset()), quick, { signal: controller.signal })).toBe('ok');
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
   });
 
   it('does not start when the signal is already aborted', async () => {

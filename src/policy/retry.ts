@@ -102,8 +102,13 @@ export async function retry<T>(
 
 function sleepFor(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => clearTimeout(timer), { once: true });
+    const onAbort = () => clearTimeout(timer);
+    // A caller's signal often outlives many calls (a shutdown signal): leave no listener behind on it.
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
   });
 }
 
