@@ -111,9 +111,10 @@ export class JobRunner<Data, Result, Name extends string> {
   }
 
   /**
-   * Takes over a job BullMQ would fail without running it (it stalled more than `maxStalledCount` times:
-   * its worker kept crashing or blocking while running it). Instead of vanishing into BullMQ's failed set,
-   * it is dead-lettered with reason `max-attempts`, without running it again.
+   * Takes over a job BullMQ would fail without running it: it stalled more than `maxStalledCount` times (its
+   * worker kept crashing or blocking while running it), or it is a parent added with `failParentOnFailure`
+   * whose child failed. Instead of vanishing into BullMQ's failed set, it is dead-lettered without running
+   * again, with reason `max-attempts` or `permanent` respectively.
    */
   condemned(job: Job, why: string): void {
     this.#condemned.set(job, why);
@@ -164,13 +165,7 @@ export class JobRunner<Data, Result, Name extends string> {
 
     const condemned = this.#condemned.get(job);
     if (condemned !== undefined) {
-      const error = Object.assign(new Error(`${condemned} (maxStalledCount)`), { name: 'StalledJobError' });
-      const decision: Decision = {
-        action: settings.deadLetters ? 'dead-letter' : 'fail',
-        reason: 'max-attempts',
-        detail: `stalled more times than maxStalledCount allows: its worker crashed or blocked while running it`,
-        classification: { retryable: false, reason: 'stalled' },
-      };
+      const { error, decision } = condemnation(condemned, settings.deadLetters !== undefined);
       const outcome = await this.#afterFailure(job, token, error, ctx, state, decision);
       if (outcome instanceof Error) throw outcome;
       return outcome as Result;
@@ -364,6 +359,36 @@ function parentWouldWaitForever(job: Job): boolean {
     opts.ignoreDependencyOnFailure ||
     opts.removeDependencyOnFailure
   );
+}
+
+/**
+ * Why BullMQ condemned a job, as an error and a terminal decision. BullMQ leaves the same mark for two
+ * causes: the job stalled more than `maxStalledCount` times, or (for a parent added with
+ * `failParentOnFailure`) one of its children failed, in which case the mark reads `child <key> failed`.
+ */
+function condemnation(why: string, hasDeadLetterTarget: boolean): { error: Error; decision: Decision } {
+  const action = hasDeadLetterTarget ? 'dead-letter' : 'fail';
+  if (why.startsWith('child ')) {
+    return {
+      error: Object.assign(new Error(why), { name: 'ChildJobFailedError' }),
+      decision: {
+        action,
+        reason: 'permanent',
+        detail: `${why} and the job was added with failParentOnFailure: the child's own dead letter says why`,
+        classification: { retryable: false, reason: 'child-failed' },
+      },
+    };
+  }
+  return {
+    error: Object.assign(new Error(`${why} (maxStalledCount)`), { name: 'StalledJobError' }),
+    decision: {
+      action,
+      reason: 'max-attempts',
+      detail:
+        'stalled more times than maxStalledCount allows: its worker crashed or blocked while running it',
+      classification: { retryable: false, reason: 'stalled' },
+    },
+  };
 }
 
 const UNRECOVERABLE = new Set(['UnrecoverableError']);

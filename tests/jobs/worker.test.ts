@@ -351,6 +351,40 @@ describe('createWorker', () => {
     expect(await unfinished(queue)).toBe(0);
   });
 
+  it('dead-letters the parent of a failed failParentOnFailure child as permanent, without running it', async () => {
+    const { queueName, queue, dlq } = bed.queues('flow-strict');
+    const flows = new FlowProducer({ connection: bed.connection });
+    bed.track(flows);
+    let parentRuns = 0;
+    const worker = bed.track(
+      createWorker(
+        queueName,
+        async (job) => {
+          if (job.name === 'batch') parentRuns++;
+          else throw new PermanentError('no such document');
+        },
+        { connection: bed.connection, policy: fast },
+      ),
+    );
+    const log = recordEvents(worker.events);
+    const tree = await flows.add({
+      name: 'batch',
+      queueName,
+      children: [{ name: 'strict', queueName, data: {}, opts: { failParentOnFailure: true } }],
+    });
+    await waitFor(() => log.count('dead-letter') === 2, 5_000, 'the child and the parent dead-lettered');
+    expect(parentRuns).toBe(0);
+    expect(await dlq.get(tree.job.id as string)).toMatchObject({
+      reason: 'permanent',
+      detail: expect.stringMatching(/^child .* failed and the job was added with failParentOnFailure/),
+      lastError: {
+        name: 'ChildJobFailedError',
+        classification: { retryable: false, reason: 'child-failed' },
+      },
+    });
+    expect(await unfinished(queue)).toBe(0);
+  });
+
   it('dead-letters a job BullMQ would fail unprocessed after too many stalls, instead of losing it in the failed set', async () => {
     const { queueName, queue, dlq } = bed.queues('stalled-out');
     const job = await queue.add('index', { docId: 3 });
