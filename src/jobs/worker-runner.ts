@@ -207,9 +207,15 @@ export class JobRunner<Data, Result, Name extends string> {
       return await this.#settle(job, token, error, ctx, state, decided);
     } catch (bookkeepingError) {
       // The failure could not be filed (Redis or the dead-letter queue refused a write). Try again later
-      // without charging an attempt; if even that fails, BullMQ's stalled-job recovery picks the job up.
+      // without charging an attempt; if even that fails, BullMQ's stalled-job recovery picks the job up:
+      // the job stays active, its lock runs out and it goes back to wait. Any other error thrown from here
+      // would reach BullMQ, which would fail the job outside the dead-letter queue, or retry it on its own.
       this.settings.internalError(bookkeepingError);
-      await job.moveToDelayed(systemClock.now() + BOOKKEEPING_RETRY_MS, token);
+      try {
+        await job.moveToDelayed(systemClock.now() + BOOKKEEPING_RETRY_MS, token);
+      } catch (moveError) {
+        this.settings.internalError(moveError);
+      }
       return new DelayedError();
     }
   }
