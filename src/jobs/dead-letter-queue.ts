@@ -99,7 +99,7 @@ export class DeadLetterQueue {
     // A replay sends records to this queue's source queue: a record from another queue would land there.
     if (record.queue !== undefined && record.queue !== this.sourceQueue)
       throw new InvalidInputError(
-        `dead-letter record: job ${record.jobId} comes from queue "${record.queue}", but ${this.name} holds the dead letters of "${this.sourceQueue}"`,
+        `dead-letter record: job ${record.jobId} comes from queue "${record.queue}", but ${this.name} holds the dead letters of "${this.sourceQueue}"; file it with deadLetterQueue("${record.queue}", ...)`,
       );
     await this.#ensurePaused();
     await this.queue.add(record.name, record, { jobId: deadLetterJobId(record.jobId) });

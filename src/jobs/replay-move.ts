@@ -112,7 +112,10 @@ export class ReplayMover {
         throw addError;
       }
       if (takeError) throw takeError;
-      if (taken === -1) throw new Error(`replay of job ${jobId}: the replay job was not added; record kept`);
+      if (taken === -1)
+        throw new Error(
+          `replay of job ${jobId}: the replay job was not added; the record is kept, run the replay again`,
+        );
       if (taken === 0) return { status: 'gone' };
       return { status: 'moved', record, replayJobId };
     }

@@ -60,6 +60,9 @@ describe('resolvePolicyEntry', () => {
 
   it('names the policy in its errors', () => {
     expect(() => resolvePolicyEntry('search', 'fast', {})).toThrow(/policy "search": must be an object/);
+    expect(() => resolvePolicyEntry('search', { preset: 3 }, {})).toThrow(
+      /policy "search": preset must be a preset name such as "email" or "idempotent-internal", got 3/,
+    );
     expect(() => resolvePolicyEntry('search', { preset: 'sms' }, {})).toThrow(/unknown preset "sms"/);
     expect(() => resolvePolicyEntry('search', { maxAttempts: 0 }, {})).toThrow(
       /invalid retry policy "search": maxAttempts/,

@@ -85,7 +85,9 @@ export function resolvePolicyEntry(
   let input: Record<string, unknown> = { name: key, ...own };
   if (preset !== undefined) {
     if (typeof preset !== 'string')
-      throw new InvalidInputError(`policy "${key}": preset must be a preset name`);
+      throw new InvalidInputError(
+        `policy "${key}": preset must be a preset name such as "email" or "idempotent-internal", got ${JSON.stringify(preset)}`,
+      );
     input = merge(getPreset(preset) as unknown as Record<string, unknown>, input);
   }
   // The config's key TTL describes the idempotency store; it concerns only policies that use keys.
