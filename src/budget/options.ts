@@ -51,6 +51,11 @@ export interface RetryBudgetOptions {
   probeIntervalMs?: number;
   /** Time for the local fallback and for outage durations. Default: the system clock. */
   clock?: Clock;
+  /**
+   * Where a degradation and a recovery are logged, one line each, or `false` for nowhere (the `degraded` and
+   * `recovered` events fire either way). Default: `process.emitWarning` with type `StormguardWarning`.
+   */
+  log?: ((message: string) => void) | false;
 }
 
 const int = (min: number, what: string) =>
@@ -78,6 +83,12 @@ const Schema = z
     fallback: z.enum(['local', 'deny', 'allow']).default('local'),
     probeIntervalMs: int(1, 'the interval').max(600_000, 'must be at most 600 000').default(1_000),
     clock: z.custom<Clock>((v) => typeof (v as Clock)?.now === 'function', 'must have now()').optional(),
+    log: z
+      .custom<((message: string) => void) | false>(
+        (v) => v === false || typeof v === 'function',
+        'must be a function (message) => void, or false',
+      )
+      .optional(),
   })
   .superRefine((o, ctx) => {
     if (o.windowMs % o.buckets !== 0)
@@ -89,7 +100,8 @@ const Schema = z
   });
 
 /** The options with every default filled in. */
-export type ResolvedBudgetOptions = Required<Omit<RetryBudgetOptions, 'clock'>> & { clock?: Clock };
+export type ResolvedBudgetOptions = Required<Omit<RetryBudgetOptions, 'clock' | 'log'>> &
+  Pick<RetryBudgetOptions, 'clock' | 'log'>;
 
 /** Validates budget options, naming each bad field, its value and the rule (a `ValidationError`). */
 export function resolveBudgetOptions(options: RetryBudgetOptions): ResolvedBudgetOptions {

@@ -1,4 +1,6 @@
 import { type Clock, systemClock } from '../common/clock.js';
+import { formatDuration } from '../common/duration.js';
+import { firstLineOf } from '../common/error-text.js';
 import { EventBus } from '../common/events.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
 import type { BudgetGate } from '../policy/types.js';
@@ -75,6 +77,7 @@ export class RetryBudget implements BudgetGate {
   readonly #window: BudgetWindow;
   readonly #options: ResolvedBudgetOptions;
   readonly #clock: Clock;
+  readonly #log: ((message: string) => void) | undefined;
   readonly #local: MemoryBudgetStore;
   /** The conservative local budget: the floor only (ratio 0), whatever the successes. */
   readonly #floorWindow: BudgetWindow;
@@ -97,6 +100,9 @@ export class RetryBudget implements BudgetGate {
     this.#options = o;
     this.#store = o.store;
     this.#clock = o.clock ?? systemClock;
+    // A degraded budget changes what workers do, so it is said out loud, not only counted in metrics.
+    this.#log =
+      o.log === false ? undefined : (o.log ?? ((m) => process.emitWarning(m, { type: 'StormguardWarning' })));
     this.#window = budgetWindow(o);
     this.#floorWindow = { ...this.#window, ratioPpm: 0 };
     this.#local = new MemoryBudgetStore({ clock: this.#clock });
@@ -361,6 +367,9 @@ export class RetryBudget implements BudgetGate {
     this.#lastProbeAt = performance.now();
     this.#pending.clear();
     this.events.emit('degraded', { dependency, error, mode: this.fallback });
+    this.#log?.(
+      `retry budget store unreachable (${firstLineOf(error)}); the ${this.fallback} fallback answers until it is back`,
+    );
   }
 
   /** At most one probe in flight and one per `probeIntervalMs` (real time: it schedules I/O). */
@@ -384,6 +393,7 @@ export class RetryBudget implements BudgetGate {
     const downForMs = Math.max(0, this.#clock.now() - this.#degradedSince);
     this.#degradedSince = undefined;
     this.events.emit('recovered', { downForMs });
+    this.#log?.(`retry budget store reachable again after ${formatDuration(downForMs)}`);
   }
 
   #tick(): void {

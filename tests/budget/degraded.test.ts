@@ -30,11 +30,13 @@ describe('RetryBudget when Redis goes away', () => {
     // ioredis defaults: commands queue while it reconnects; the budget's own timeout bounds every call.
     const redis = new Redis(server.connection);
     redis.on('error', () => {}); // connection errors are expected here; the budget reports them as events
+    const logged: string[] = [];
     const budget = new RetryBudget({
       store: new RedisBudgetStore({ redis, prefix: 'degraded' }),
       minAllowance: 3,
       timeoutMs: 250,
       probeIntervalMs: 100,
+      log: (message) => logged.push(message),
     });
     const events: string[] = [];
     const degraded: BudgetEvents['degraded'][] = [];
@@ -71,6 +73,12 @@ describe('RetryBudget when Redis goes away', () => {
       const after = await budget.trySpend('search');
       expect(after.degraded).toBe(false);
       expect(events).toEqual(['degraded', 'recovered']);
+      expect(logged).toEqual([
+        expect.stringMatching(
+          /^retry budget store unreachable \(.+\); the local fallback answers until it is back$/,
+        ),
+        expect.stringMatching(/^retry budget store reachable again after \d/),
+      ]);
     } finally {
       await budget.close();
       redis.disconnect();
@@ -84,6 +92,7 @@ describe('RetryBudget when Redis goes away', () => {
     const budget = new RetryBudget({
       store: new RedisBudgetStore({ redis, prefix: 'failfast' }),
       fallback: 'deny',
+      log: false,
       timeoutMs: 250,
     });
     try {
