@@ -115,12 +115,12 @@ describe('decide', () => {
     });
   });
 
-  it('waits for an open breaker to half-open without charging an attempt, before asking the budget', async () => {
+  it('waits for an open breaker to half-open, charging the attempt that ran, without asking the budget', async () => {
     const gate = budget(true);
     const d = await decide(ctx({ breaker: openBreaker(30_000), budget: gate, random: () => 0.5 }));
     expect(d).toMatchObject({
       action: 'retry',
-      chargesAttempt: false,
+      chargesAttempt: true,
       cause: 'breaker-open',
       delayMs: 31_000,
     });
@@ -144,6 +144,13 @@ describe('decide', () => {
     const d = await decide(ctx({ breaker: { check: async () => ({ state: 'half-open' }) }, budget: gate }));
     expect(d).toMatchObject({ action: 'retry', chargesAttempt: true });
     expect(gate.asked).toBe(1);
+  });
+
+  it('an open breaker never lets a job run past maxAttempts', async () => {
+    expect(await decide(ctx({ attemptsMade: 5, breaker: openBreaker(30_000) }))).toMatchObject({
+      action: 'dead-letter',
+      reason: 'max-attempts',
+    });
   });
 
   describe('a call the breaker refused', () => {

@@ -26,9 +26,10 @@ interface Retryable {
  *    even the earliest possible start of the retry (the jitter's lower bound, or the server's `Retry-After`)
  *    would fall after `createdAtMs + maxAgeMs`: no retry starts later than `maxAge`.
  * 3. **breaker** (`ctx.breaker`, optional): open → a retry at `halfOpenAtMs` (plus up to one backoff base of
- *    spread) that does not charge an attempt
- *    (`cause: 'breaker-open'`), or `dead-letter` `breaker-open` when `policy.whenBreakerOpen` says so or the
- *    half-open time is past the job's max age.
+ *    spread; `cause: 'breaker-open'`), or `dead-letter` `breaker-open` when `policy.whenBreakerOpen` says so
+ *    or the half-open time is past the job's max age. The attempt that failed really ran, so it is charged:
+ *    `maxAttempts` bounds executions whatever the breaker does. The budget is not asked (the breaker already
+ *    holds the job back).
  * 4. **budget** (`ctx.budget`, optional): asked only now, for an error that would otherwise be retried.
  *    Denied → `dead-letter` `budget-exhausted`; with `onExhausted: 'defer'`, a retry after one to one and a
  *    half budget windows (spread so deferred jobs do not return together) that does not charge an attempt.
@@ -57,7 +58,7 @@ export async function decide(ctx: DecideContext): Promise<Decision> {
   if ('action' in early) return early;
   if (ctx.breaker) {
     const verdict = await ctx.breaker.check(ctx.dependency);
-    if (verdict.state === 'open') return breakerOpen(ctx, early, verdict.halfOpenAtMs);
+    if (verdict.state === 'open') return breakerOpen(ctx, early, verdict.halfOpenAtMs, true);
   }
   if (ctx.budget) {
     const verdict = await ctx.budget.trySpend(ctx.dependency);
@@ -127,10 +128,21 @@ function refusedByBreaker(ctx: SyncDecideContext, refusal: BrokenCircuitError): 
   const deadlineMs =
     ctx.policy.maxAgeMs === undefined ? Number.POSITIVE_INFINITY : ctx.createdAtMs + ctx.policy.maxAgeMs;
   // Half-open with every probe slot taken carries no half-open time: the backoff's own delay is used.
-  return breakerOpen(ctx, { classification, retry: ctx.attemptsMade, deadlineMs }, refusal.halfOpenAtMs);
+  return breakerOpen(
+    ctx,
+    { classification, retry: ctx.attemptsMade, deadlineMs },
+    refusal.halfOpenAtMs,
+    false,
+  );
 }
 
-function breakerOpen(ctx: SyncDecideContext, r: Retryable, halfOpenAtMs: number | undefined): Decision {
+function breakerOpen(
+  ctx: SyncDecideContext,
+  r: Retryable,
+  halfOpenAtMs: number | undefined,
+  /** True when the failed attempt reached the dependency; false for a call the breaker refused. */
+  chargesAttempt: boolean,
+): Decision {
   if (ctx.policy.whenBreakerOpen === 'dead-letter')
     return terminal(ctx, 'breaker-open', `the ${ctx.dependency} breaker is open`, r.classification);
   // Waiting jobs return spread over one backoff base after the half-open time, not all at its first
@@ -151,7 +163,7 @@ function breakerOpen(ctx: SyncDecideContext, r: Retryable, halfOpenAtMs: number 
     action: 'retry',
     delayMs,
     retry: r.retry,
-    chargesAttempt: false,
+    chargesAttempt,
     cause: 'breaker-open',
     classification: r.classification,
   };
