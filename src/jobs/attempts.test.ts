@@ -20,4 +20,45 @@ describe('attempt state', () => {
       deferrals: 0,
     });
   });
+
+  it('keeps a dead-lettered mark whole, and a mark with a known reason even when its details do not read', () => {
+    const deadLettered = {
+      reason: 'budget-exhausted' as const,
+      detail: 'budget for search exhausted',
+      lastError: {
+        name: 'Error',
+        message: 'timeout',
+        stack: 'Error: timeout',
+        classification: { retryable: true, reason: 'timeout', retryAfterMs: 100 },
+      },
+      attemptsMade: 2,
+      dependency: 'search',
+      idempotencyKey: 'doc-1',
+      at: 5_000,
+    };
+    const state = { attempts: 2, deferrals: 0, deadLettered };
+    expect(parseAttemptState(serializeAttemptState(state))).toEqual(state);
+    expect(
+      parseAttemptState('{"attempts":1,"deferrals":0,"deadLettered":{"reason":"permanent","lastError":7}}'),
+    ).toEqual({
+      attempts: 1,
+      deferrals: 0,
+      deadLettered: {
+        reason: 'permanent',
+        detail: 'dead-lettered by an earlier attempt',
+        lastError: {
+          name: 'Error',
+          message: 'unknown',
+          classification: { retryable: false, reason: 'unknown' },
+        },
+        attemptsMade: 0,
+        dependency: '',
+        at: 0,
+      },
+    });
+    expect(parseAttemptState('{"attempts":1,"deferrals":0,"deadLettered":{"reason":"bored"}}')).toEqual({
+      attempts: 1,
+      deferrals: 0,
+    });
+  });
 });

@@ -1,4 +1,7 @@
 import type { RedisClient } from 'bullmq';
+import type { Classification, DeadLetterReason } from '../policy/types.js';
+import { DEAD_LETTER_REASONS } from './dead-letter-filter.js';
+import type { DeadLetterRecord } from './types.js';
 
 /**
  * stormguard's own count of a job's attempts, and what the next retry needs to know. BullMQ's counters do
@@ -18,6 +21,31 @@ export interface AttemptState {
   previousDelayMs?: number;
   /** When the job first failed (epoch ms). */
   firstFailedAt?: number;
+  /**
+   * Set when the job was dead-lettered: written before the record is filed, so a worker that crashes
+   * before the BullMQ job fails leaves a job that is never run again, only filed again.
+   */
+  deadLettered?: DeadLetteredState;
+}
+
+/**
+ * What a job's dead-lettering decided, kept in its {@link AttemptState} so that the dead-letter record can
+ * be rebuilt from the job and this alone.
+ *
+ * @example
+ * const dl: DeadLetteredState = { reason: 'max-attempts', detail: '3 of 3 attempts used', attemptsMade: 3,
+ *   dependency: 'search', at: 1_700_000_000_000,
+ *   lastError: { name: 'Error', message: 'timeout', classification: { retryable: true, reason: 'timeout' } } };
+ */
+export interface DeadLetteredState {
+  reason: DeadLetterReason;
+  detail: string;
+  lastError: DeadLetterRecord['lastError'];
+  attemptsMade: number;
+  dependency: string;
+  idempotencyKey?: string;
+  /** When it was dead-lettered (epoch ms): the record's `deadLetteredAt`. */
+  at: number;
 }
 
 /**
@@ -53,6 +81,8 @@ export function parseAttemptState(raw: string | undefined | null): AttemptState 
     };
     if (isTime(parsed.previousDelayMs)) state.previousDelayMs = parsed.previousDelayMs;
     if (isTime(parsed.firstFailedAt)) state.firstFailedAt = parsed.firstFailedAt;
+    const deadLettered = parseDeadLettered(parsed.deadLettered);
+    if (deadLettered) state.deadLettered = deadLettered;
     return state;
   } catch {
     return { ...FRESH_ATTEMPT_STATE };
@@ -91,6 +121,44 @@ export async function readAttemptState(location: JobHashLocation): Promise<Attem
 export async function writeAttemptState(location: JobHashLocation, state: AttemptState): Promise<void> {
   const client = await location.client;
   await client.hset(location.key, { [ATTEMPT_STATE_FIELD]: serializeAttemptState(state) });
+}
+
+/**
+ * A stored {@link DeadLetteredState}. A valid reason is all it takes to count as dead-lettered (running the
+ * job again is the one thing the mark exists to prevent); details that do not read are filled in plainly.
+ */
+function parseDeadLettered(value: unknown): DeadLetteredState | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const stored = value as Record<string, unknown>;
+  const reason = DEAD_LETTER_REASONS.find((known) => known === stored.reason);
+  if (reason === undefined) return undefined;
+  const state: DeadLetteredState = {
+    reason,
+    detail: typeof stored.detail === 'string' ? stored.detail : 'dead-lettered by an earlier attempt',
+    lastError: parseLastError(stored.lastError),
+    attemptsMade: countOrZero(stored.attemptsMade),
+    dependency: typeof stored.dependency === 'string' ? stored.dependency : '',
+    at: isTime(stored.at) ? stored.at : 0,
+  };
+  if (typeof stored.idempotencyKey === 'string') state.idempotencyKey = stored.idempotencyKey;
+  return state;
+}
+
+function parseLastError(value: unknown): DeadLetterRecord['lastError'] {
+  const stored = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
+  const classification = stored.classification as Partial<Classification> | undefined;
+  const lastError: DeadLetterRecord['lastError'] = {
+    name: typeof stored.name === 'string' ? stored.name : 'Error',
+    message: typeof stored.message === 'string' ? stored.message : 'unknown',
+    classification:
+      classification &&
+      typeof classification.retryable === 'boolean' &&
+      typeof classification.reason === 'string'
+        ? (classification as Classification)
+        : { retryable: false, reason: 'unknown' },
+  };
+  if (typeof stored.stack === 'string') lastError.stack = stored.stack;
+  return lastError;
 }
 
 function countOrZero(value: unknown): number {

@@ -1,5 +1,6 @@
 import type { Job } from 'bullmq';
 import type { Classification, DeadLetterReason } from '../policy/types.js';
+import type { DeadLetteredState } from './attempts.js';
 import { replayOrigin } from './dead-letter-ids.js';
 import type { DeadLetterRecord } from './types.js';
 
@@ -28,24 +29,51 @@ export interface DeadLetterFacts {
  *   firstFailedAt, nowMs: clock.now() });
  */
 export function deadLetterRecordOf(job: Job, facts: DeadLetterFacts): DeadLetterRecord {
-  const origin = replayOrigin(job);
-  const record: DeadLetterRecord = {
-    jobId: origin.originalJobId,
-    queue: facts.queue,
-    name: job.name,
-    data: job.data,
-    opts: plainJson(job.opts) as Record<string, unknown>,
+  return deadLetterRecordFrom(job, facts.queue, deadLetteredStateOf(facts), facts.firstFailedAt);
+}
+
+/**
+ * What the job's attempt state keeps of a dead-lettering: enough for {@link deadLetterRecordFrom} to
+ * rebuild the very record from the job alone, when a worker crashed before filing it.
+ */
+export function deadLetteredStateOf(facts: DeadLetterFacts): DeadLetteredState {
+  const state: DeadLetteredState = {
     reason: facts.reason,
     detail: facts.detail,
     lastError: { ...describeError(facts.error), classification: facts.classification },
     attemptsMade: facts.attemptsMade,
     dependency: facts.dependency,
+    at: facts.nowMs,
+  };
+  if (facts.idempotencyKey !== undefined) state.idempotencyKey = facts.idempotencyKey;
+  return state;
+}
+
+/** The dead-letter record of `job` from what its attempt state kept of the dead-lettering. */
+export function deadLetterRecordFrom(
+  job: Job,
+  queue: string,
+  deadLettered: DeadLetteredState,
+  firstFailedAt: number,
+): DeadLetterRecord {
+  const origin = replayOrigin(job);
+  const record: DeadLetterRecord = {
+    jobId: origin.originalJobId,
+    queue,
+    name: job.name,
+    data: job.data,
+    opts: plainJson(job.opts) as Record<string, unknown>,
+    reason: deadLettered.reason,
+    detail: deadLettered.detail,
+    lastError: deadLettered.lastError,
+    attemptsMade: deadLettered.attemptsMade,
+    dependency: deadLettered.dependency,
     createdAt: job.timestamp,
-    firstFailedAt: facts.firstFailedAt,
-    deadLetteredAt: facts.nowMs,
+    firstFailedAt,
+    deadLetteredAt: deadLettered.at,
     replays: origin.replays,
   };
-  if (facts.idempotencyKey !== undefined) record.idempotencyKey = facts.idempotencyKey;
+  if (deadLettered.idempotencyKey !== undefined) record.idempotencyKey = deadLettered.idempotencyKey;
   return record;
 }
 

@@ -9,6 +9,7 @@ import { decide } from '../policy/decide.js';
 import type { Decision, RetryPolicy } from '../policy/types.js';
 import {
   type AttemptState,
+  type DeadLetteredState,
   type JobHashLocation,
   parseAttemptState,
   readAttemptState,
@@ -16,7 +17,7 @@ import {
 } from './attempts.js';
 import { type CallContext, JobCallContext } from './call-context.js';
 import type { DeadLetterRecord, JobLabels, WorkerEvents } from './types.js';
-import { deadLetterRecordOf, describeError } from './worker-dead-letter.js';
+import { deadLetteredStateOf, deadLetterRecordFrom, describeError } from './worker-dead-letter.js';
 import type { StormguardWorkerOptions, WorkerBreaker, WorkerBudget } from './worker-options.js';
 
 /**
@@ -137,6 +138,16 @@ export class JobRunner<Data, Result, Name extends string> {
     const { settings } = this;
     const state = this.#arrived.get(job) ?? (await readAttemptState(settings.locate(job.id ?? '')));
     this.#arrived.delete(job);
+    if (state.deadLettered) {
+      // A worker dead-lettered this job and crashed before failing it: stalled-job recovery brought it back.
+      // Running it again could complete it while its record waits in the dead-letter queue (and a replay
+      // would run it a third time): file the record again (a no-op when it got there) and fail the job.
+      this.#condemned.delete(job);
+      const deadLettered = state.deadLettered;
+      const outcome = await this.#guarded(job, token, () => this.#refile(job, state, deadLettered));
+      if (outcome instanceof Error) throw outcome;
+      return outcome as Result;
+    }
     const dependency = this.dependencyFor(job.name);
     const attempt = state.attempts + 1;
     this.#warnOnAttemptsMismatch(job);
@@ -195,7 +206,7 @@ export class JobRunner<Data, Result, Name extends string> {
    * Decides what a failed attempt leads to, does it, and returns the error the processor must throw, or
    * the {@link DeadLetteredMarker} it must return.
    */
-  async #afterFailure(
+  #afterFailure(
     job: Job<Data, Result, Name>,
     token: string | undefined,
     error: unknown,
@@ -203,8 +214,17 @@ export class JobRunner<Data, Result, Name extends string> {
     state: AttemptState,
     decided?: Decision,
   ): Promise<Error | DeadLetteredMarker> {
+    return this.#guarded(job, token, () => this.#settle(job, token, error, ctx, state, decided));
+  }
+
+  /** Runs the failure bookkeeping `work`; when Redis or the dead-letter queue refuses it, delays the job. */
+  async #guarded(
+    job: Job<Data, Result, Name>,
+    token: string | undefined,
+    work: () => Promise<Error | DeadLetteredMarker>,
+  ): Promise<Error | DeadLetteredMarker> {
     try {
-      return await this.#settle(job, token, error, ctx, state, decided);
+      return await work();
     } catch (bookkeepingError) {
       // The failure could not be filed (Redis or the dead-letter queue refused a write). Try again later
       // without charging an attempt; if even that fails, BullMQ's stalled-job recovery picks the job up:
@@ -280,8 +300,7 @@ export class JobRunner<Data, Result, Name extends string> {
     }
 
     if (decision.action === 'dead-letter' && deadLetters) {
-      const sink = deadLetters();
-      const record = deadLetterRecordOf(job as Job, {
+      const deadLettered = deadLetteredStateOf({
         queue: settings.queue,
         reason: decision.reason,
         detail: decision.detail,
@@ -293,21 +312,74 @@ export class JobRunner<Data, Result, Name extends string> {
         firstFailedAt,
         nowMs,
       });
-      await sink.add(record);
-      settings.events.emit('dead-letter', { ...labels, reason: decision.reason });
-      if (parentWouldWaitForever(job as Job))
-        return {
-          stormguard: 'dead-lettered',
-          reason: decision.reason,
-          deadLetterQueue: sink.name,
-          jobId: record.jobId,
-        };
-      return new UnrecoverableError(
-        `dead-lettered to "${sink.name}" (${decision.reason}): ${decision.detail}; last error: ${record.lastError.message}`,
-      );
+      const dead: AttemptState = {
+        attempts: attemptsMade,
+        deferrals: state.deferrals,
+        firstFailedAt,
+        deadLettered,
+      };
+      if (state.previousDelayMs !== undefined) dead.previousDelayMs = state.previousDelayMs;
+      // The mark before the record: a worker that crashes before the job fails leaves a job that a later
+      // worker files again (idempotently) and fails, without running it again.
+      await writeAttemptState(settings.locate(job.id ?? ''), dead);
+      return this.#file(deadLetters(), job, dead, deadLettered);
     }
     return new UnrecoverableError(
       `${decision.reason}: ${decision.detail}; last error: ${describeError(error).message}`,
+    );
+  }
+
+  /** Files the dead-letter record of a job its state says was dead-lettered, then fails the job. */
+  #refile(
+    job: Job<Data, Result, Name>,
+    state: AttemptState,
+    deadLettered: DeadLetteredState,
+  ): Promise<Error | DeadLetteredMarker> {
+    const deadLetters = this.settings.deadLetters;
+    if (deadLetters) return this.#file(deadLetters(), job, state, deadLettered);
+    // Dead letters were turned off since: fail it as the worker that dead-lettered it would have.
+    return Promise.resolve(
+      new UnrecoverableError(
+        `${deadLettered.reason}: ${deadLettered.detail}; last error: ${deadLettered.lastError.message}`,
+      ),
+    );
+  }
+
+  /**
+   * Files the record (idempotent by original job id) and returns what fails the job: an
+   * `UnrecoverableError`, or the {@link DeadLetteredMarker} that completes a flow child whose parent would
+   * otherwise wait forever.
+   */
+  async #file(
+    sink: DeadLetterSink,
+    job: Job<Data, Result, Name>,
+    state: AttemptState,
+    deadLettered: DeadLetteredState,
+  ): Promise<Error | DeadLetteredMarker> {
+    const { settings } = this;
+    const dependency = deadLettered.dependency || this.dependencyFor(job.name);
+    const record = deadLetterRecordFrom(
+      job as Job,
+      settings.queue,
+      { ...deadLettered, dependency, at: deadLettered.at || settings.clock.now() },
+      state.firstFailedAt ?? deadLettered.at,
+    );
+    await sink.add(record);
+    settings.events.emit('dead-letter', {
+      queue: settings.queue,
+      task: job.name,
+      dependency,
+      reason: deadLettered.reason,
+    });
+    if (parentWouldWaitForever(job as Job))
+      return {
+        stormguard: 'dead-lettered',
+        reason: deadLettered.reason,
+        deadLetterQueue: sink.name,
+        jobId: record.jobId,
+      };
+    return new UnrecoverableError(
+      `dead-lettered to "${sink.name}" (${deadLettered.reason}): ${deadLettered.detail}; last error: ${deadLettered.lastError.message}`,
     );
   }
 

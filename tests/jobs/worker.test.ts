@@ -1,10 +1,11 @@
-import { FlowProducer, Job, QueueEvents } from 'bullmq';
+import { FlowProducer, Job, QueueEvents, Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CircuitBreaker } from '../../src/breaker/circuit-breaker.js';
 import { PermanentError } from '../../src/errors/permanent-error.js';
 import { TransientError } from '../../src/errors/transient-error.js';
 import { ATTEMPT_STATE_FIELD, parseAttemptState } from '../../src/jobs/attempts.js';
 import { createWorker } from '../../src/jobs/worker.js';
+import { deadLetterRecordOf } from '../../src/jobs/worker-dead-letter.js';
 import type { WorkerBudget } from '../../src/jobs/worker-options.js';
 import { definePolicy } from '../../src/policy/define-policy.js';
 import type { BudgetVerdict } from '../../src/policy/types.js';
@@ -410,6 +411,113 @@ describe('createWorker', () => {
       lastError: { name: 'StalledJobError', classification: { retryable: false, reason: 'stalled' } },
     });
     expect(await unfinished(queue)).toBe(0);
+  });
+
+  it('a job dead-lettered by a worker that crashed before failing it is filed again and failed, never run again', async () => {
+    const { queueName, queue, dlq } = bed.queues('dead-crash');
+    const unfiled = await queue.add('index', { docId: 1 });
+    const filed = await queue.add('index', { docId: 2 });
+    // The crashed worker: it took both jobs and wrote their dead-lettered state; it filed the second one's
+    // record and died before failing either. Its locks are gone, as after a crash once they expire.
+    const crashed = new Worker(queueName, null, { connection: bed.connection, autorun: false });
+    await crashed.getNextJob('crashed-1');
+    await crashed.getNextJob('crashed-2');
+    await crashed.close(true);
+    const client = await queue.client;
+    const deadLettered = (docId: number) => ({
+      reason: 'max-attempts',
+      detail: '3 of 3 attempts used',
+      lastError: {
+        name: 'TransientError',
+        message: `search timed out for ${docId}`,
+        classification: { retryable: true, reason: 'transient-error' },
+      },
+      attemptsMade: 3,
+      dependency: 'search',
+      at: 5_000 + docId,
+    });
+    for (const [job, docId] of [
+      [unfiled, 1],
+      [filed, 2],
+    ] as const) {
+      const state = { attempts: 3, deferrals: 0, firstFailedAt: 1_000, deadLettered: deadLettered(docId) };
+      await client.hset(queue.toKey(job.id as string), { [ATTEMPT_STATE_FIELD]: JSON.stringify(state) });
+      await client.del(`${queue.toKey(job.id as string)}:lock`);
+    }
+    const original = deadLetterRecordOf(filed, {
+      queue: queueName,
+      reason: 'max-attempts',
+      detail: 'filed before the crash',
+      error: new Error('search timed out for 2'),
+      classification: { retryable: true, reason: 'transient-error' },
+      attemptsMade: 3,
+      dependency: 'search',
+      idempotencyKey: undefined,
+      firstFailedAt: 1_000,
+      nowMs: 5_002,
+    });
+    await dlq.add(original);
+
+    const runs: string[] = [];
+    const worker = bed.track(
+      createWorker(
+        queueName,
+        async (job) => {
+          runs.push(job.id as string);
+        },
+        { connection: bed.connection, policy: fast, workerOptions: { stalledInterval: 50 } },
+      ),
+    );
+    const log = recordEvents(worker.events);
+    const failedReasons = new Map<string, string>();
+    worker.on('failed', (job, error) => failedReasons.set(job?.id as string, error.message));
+    await waitFor(() => failedReasons.size === 2, 5_000, 'both jobs to fail');
+    expect(runs).toEqual([]);
+    expect(failedReasons.get(unfiled.id as string)).toMatch(
+      /^dead-lettered to ".*-dlq" \(max-attempts\): 3 of 3 attempts used; last error: search timed out for 1$/,
+    );
+    expect(await dlq.get(unfiled.id as string)).toMatchObject({
+      jobId: unfiled.id,
+      data: { docId: 1 },
+      reason: 'max-attempts',
+      lastError: deadLettered(1).lastError,
+      attemptsMade: 3,
+      dependency: 'search',
+      firstFailedAt: 1_000,
+      deadLetteredAt: 5_001,
+    });
+    // Filing again is a no-op: the record that got there before the crash stays as it was.
+    expect(await dlq.get(filed.id as string)).toEqual(original);
+    expect(log.of('dead-letter').map((e) => e.reason)).toEqual(['max-attempts', 'max-attempts']);
+    expect(await unfinished(queue)).toBe(0);
+  });
+
+  it('marks a job dead-lettered in its state before filing it', async () => {
+    const { queueName, queue, dlq } = bed.queues('dead-mark');
+    const worker = bed.track(
+      createWorker(
+        queueName,
+        async () => {
+          throw new PermanentError('no such document');
+        },
+        { connection: bed.connection, policy: fast, dependencies: { index: 'search' } },
+      ),
+    );
+    const log = recordEvents(worker.events);
+    const job = await queue.add('index', { docId: 4 });
+    await waitFor(() => log.count('dead-letter') === 1, 5_000, 'the dead letter');
+    const client = await queue.client;
+    const state = parseAttemptState(await client.hget(queue.toKey(job.id as string), ATTEMPT_STATE_FIELD));
+    const record = await dlq.get(job.id as string);
+    expect(state.deadLettered).toEqual({
+      reason: 'permanent',
+      detail: record?.detail,
+      lastError: record?.lastError,
+      attemptsMade: 1,
+      dependency: 'search',
+      at: record?.deadLetteredAt,
+    });
+    expect(state.attempts).toBe(1);
   });
 
   it('runs a keyed job through the idempotency guard', async () => {
