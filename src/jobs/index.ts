@@ -5,7 +5,12 @@
  * import { deadLetterQueue, idempotencyGuard } from 'stormguard/bullmq';
  */
 
-export { ATTEMPT_STATE_FIELD, type AttemptState, parseAttemptState } from './attempts.js';
+export {
+  ATTEMPT_STATE_FIELD,
+  type AttemptState,
+  type DeadLetteredState,
+  parseAttemptState,
+} from './attempts.js';
 export type { CallBreaker, CallContext } from './call-context.js';
 export { DEAD_LETTER_REASONS, type DeadLetterFilter } from './dead-letter-filter.js';
 export {

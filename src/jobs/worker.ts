@@ -126,10 +126,14 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
    */
   override close(force = false): Promise<void> {
     this.#closed ??= (async () => {
-      await super.close(force);
-      await this.#budget?.flush();
-      await this.#breaker?.flush?.();
-      await this.#deadLetters?.close();
+      try {
+        await super.close(force);
+      } finally {
+        // Successes already counted must reach the store even when BullMQ's close fails.
+        await this.#budget?.flush();
+        await this.#breaker?.flush?.();
+        await this.#deadLetters?.close();
+      }
     })();
     return this.#closed;
   }
