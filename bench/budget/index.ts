@@ -24,7 +24,6 @@
  *
  *   npx tsx bench/budget/index.ts [--ops 10000] [--rounds 3] [--json]
  */
-import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
 import { budgetWindow } from '../../src/budget/window.js';
@@ -32,20 +31,9 @@ import { FakeClock } from '../../src/common/clock.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { TestRedis } from '../../tests/helpers/redis-server.js';
 import { NaiveBudget } from '../baselines/naive-budget.js';
+import { benchArgs, formatTable, median } from '../common.js';
 
-const { values } = parseArgs({
-  options: {
-    ops: { type: 'string', default: '10000' },
-    rounds: { type: 'string', default: '3' },
-    json: { type: 'boolean', default: false },
-  },
-});
-const OPS = Number(values.ops);
-const ROUNDS = Number(values.rounds);
-if (!Number.isInteger(OPS) || OPS < 100 || !Number.isInteger(ROUNDS) || ROUNDS < 1) {
-  process.stderr.write('--ops must be a whole number >= 100 and --rounds >= 1\n');
-  process.exit(2);
-}
+const { size: OPS, rounds: ROUNDS, json } = benchArgs({ size: ['ops', 10_000, 100] });
 const CONCURRENCIES = [1, 16, 64];
 const CONNECTIONS = [1, 4];
 const STORM = { successes: 1_000, requests: 2_000, later: 500, retries: 100 };
@@ -183,12 +171,6 @@ async function measureOnce(design: Decider, connectionCount: number, concurrency
     commandsPerDecision: commands / total,
   };
 }
-
-const median = (xs: number[]) => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 
 /** Both designs in one cell, `ROUNDS` paired rounds in alternating order. */
 async function throughputCell(connectionCount: number, concurrency: number): Promise<Throughput[]> {
@@ -333,7 +315,7 @@ try {
   await server.close();
 }
 
-if (values.json) {
+if (json) {
   process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
 } else {
   process.stdout.write(`${report()}\n`);
@@ -398,12 +380,7 @@ function report(): string {
     fmt,
   );
   side(results.successPath, 'commandsPerSuccess', 'Redis commands per success (incl. in scripts)', '', fmt);
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows
-    .map((r) =>
-      r.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  '),
-    )
-    .join('\n');
+  return formatTable(rows);
 }
 
 function fmt(n: number): string {

@@ -8,7 +8,6 @@
  *
  *   npx tsx bench/dlq/index.ts [--records 2000] [--rounds 3] [--json]
  */
-import { parseArgs } from 'node:util';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { deadLetterJobId } from '../../src/jobs/dead-letter-ids.js';
@@ -16,20 +15,9 @@ import { deadLetterQueue } from '../../src/jobs/dead-letter-queue.js';
 import { idempotencyGuard } from '../../src/jobs/idempotency-guard.js';
 import type { DeadLetterRecord } from '../../src/jobs/types.js';
 import { TestRedis } from '../../tests/helpers/redis-server.js';
+import { benchArgs, formatTable, median } from '../common.js';
 
-const { values } = parseArgs({
-  options: {
-    records: { type: 'string', default: '2000' },
-    rounds: { type: 'string', default: '3' },
-    json: { type: 'boolean', default: false },
-  },
-});
-const records = Number(values.records);
-const rounds = Number(values.rounds);
-if (!Number.isInteger(records) || records < 1 || !Number.isInteger(rounds) || rounds < 1) {
-  process.stderr.write('--records and --rounds must be whole numbers >= 1\n');
-  process.exit(2);
-}
+const { size: records, rounds, json } = benchArgs({ size: ['records', 2000] });
 
 const server = await TestRedis.start();
 const redis = new Redis(server.url, { maxRetriesPerRequest: null });
@@ -158,7 +146,6 @@ const cases: Case[] = [
   },
 ];
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 const rows: {
   operation: string;
   stormguardPerSecond: number;
@@ -195,7 +182,7 @@ try {
   await server.close();
 }
 
-if (values.json) {
+if (json) {
   process.stdout.write(`${JSON.stringify({ records, rounds, rows }, null, 2)}\n`);
 } else {
   process.stdout.write(`${records} records per run, median of ${rounds} interleaved rounds, one client\n\n`);
@@ -209,10 +196,5 @@ if (values.json) {
     r.stormguardCommandsPer.toFixed(2),
     r.baselineCommandsPer.toFixed(2),
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => (row[i] as string).length)));
-  const line = (cells: string[]) =>
-    cells
-      .map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number)))
-      .join('  ');
-  process.stdout.write(`${line(header)}\n${table.map(line).join('\n')}\n`);
+  process.stdout.write(`${formatTable([header, ...table])}\n`);
 }

@@ -7,7 +7,6 @@
  *
  *   npx tsx bench/worker/index.ts [--jobs 3000] [--rounds 3] [--json]
  */
-import { parseArgs } from 'node:util';
 import { type Job, Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
@@ -15,20 +14,9 @@ import { createWorker } from '../../src/jobs/worker.js';
 import { presets } from '../../src/policy/presets.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { TestRedis, waitFor } from '../../tests/helpers/redis-server.js';
+import { benchArgs, formatTable, median } from '../common.js';
 
-const { values } = parseArgs({
-  options: {
-    jobs: { type: 'string', default: '3000' },
-    rounds: { type: 'string', default: '3' },
-    json: { type: 'boolean', default: false },
-  },
-});
-const jobs = Number(values.jobs);
-const rounds = Number(values.rounds);
-if (!Number.isInteger(jobs) || jobs < 1 || !Number.isInteger(rounds) || rounds < 1) {
-  process.stderr.write('--jobs and --rounds must be whole numbers >= 1\n');
-  process.exit(2);
-}
+const { size: jobs, rounds, json } = benchArgs({ size: ['jobs', 3000] });
 const CONCURRENCIES = [1, 10, 50];
 
 type Kind = 'bare' | 'stormguard';
@@ -96,11 +84,6 @@ async function measure(kind: Kind, concurrency: number): Promise<Measurement> {
   };
 }
 
-function median(xs: number[]): number {
-  const sorted = [...xs].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] as number;
-}
-
 const rows: {
   concurrency: number;
   bareJobsPerSecond: number;
@@ -145,7 +128,7 @@ try {
   await server.close();
 }
 
-if (values.json) {
+if (json) {
   process.stdout.write(`${JSON.stringify({ jobs, rounds, rows }, null, 2)}\n`);
 } else {
   process.stdout.write(
@@ -171,7 +154,5 @@ if (values.json) {
     String(r.bareCpuMicrosPerJob),
     String(r.stormguardCpuMicrosPerJob),
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => (row[i] as string).length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padStart(widths[i] as number)).join('  ');
-  process.stdout.write(`${line(header)}\n${table.map(line).join('\n')}\n`);
+  process.stdout.write(`${formatTable([header, ...table], 0)}\n`);
 }
