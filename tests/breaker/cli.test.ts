@@ -1,42 +1,23 @@
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
 import { resolveBreakerOptions } from '../../src/breaker/options.js';
 import { RedisBreakerStore } from '../../src/redis/breaker-store.js';
-import { cli, ensureCliBuilt } from '../helpers/cli.js';
-import { freePort, TestRedis } from '../helpers/redis-server.js';
+import { cli } from '../helpers/cli.js';
+import { cliRedisBed } from '../helpers/cli-redis.js';
+import { freePort } from '../helpers/redis-server.js';
 
-let server: TestRedis;
-
-beforeAll(async () => {
-  await ensureCliBuilt('breaker');
-  server = await TestRedis.start();
-  const redis = new Redis(server.connection);
-  try {
-    const store = new RedisBreakerStore({ redis, prefix: 'cli' });
-    const options = resolveBreakerOptions({ consecutiveFailures: 2, coolDownMs: 120_000 });
-    await store.record('search', 'failure', options);
-    await store.record('search', 'failure', options);
-    await store.record('mail', 'success', options);
-    await store.record('mail', 'failure', options);
-  } finally {
-    await redis.quit();
-  }
-});
-afterAll(async () => {
-  await server.close();
+const bed = cliRedisBed('breaker', async (redis: Redis) => {
+  const store = new RedisBreakerStore({ redis, prefix: 'cli' });
+  const options = resolveBreakerOptions({ consecutiveFailures: 2, coolDownMs: 120_000 });
+  await store.record('search', 'failure', options);
+  await store.record('search', 'failure', options);
+  await store.record('mail', 'success', options);
+  await store.record('mail', 'failure', options);
 });
 
 describe('stormguard breaker status', () => {
   it('--json lists every dependency with its state, window counts and open/half-open times', async () => {
-    const { code, stdout } = await cli(
-      'breaker',
-      'status',
-      '--redis',
-      server.url,
-      '--prefix',
-      'cli',
-      '--json',
-    );
+    const { code, stdout } = await bed.cli('breaker', 'status', '--prefix', 'cli', '--json');
     expect(code).toBe(0);
     const report = JSON.parse(stdout) as { prefix: string; breakers: Array<Record<string, unknown>> };
     expect(report.prefix).toBe('cli');
@@ -51,7 +32,7 @@ describe('stormguard breaker status', () => {
   });
 
   it('prints a table for people', async () => {
-    const { code, stdout } = await cli('breaker', 'status', '--redis', server.url, '--prefix', 'cli');
+    const { code, stdout } = await bed.cli('breaker', 'status', '--prefix', 'cli');
     expect(code).toBe(0);
     const lines = stdout.trimEnd().split('\n');
     expect(lines[0]).toMatch(
@@ -64,27 +45,13 @@ describe('stormguard breaker status', () => {
   });
 
   it('says so when a prefix holds no breaker', async () => {
-    const { code, stdout } = await cli(
-      'breaker',
-      'status',
-      '--redis',
-      server.url,
-      '--prefix',
-      'nothing-here',
-    );
+    const { code, stdout } = await bed.cli('breaker', 'status', '--prefix', 'nothing-here');
     expect(code).toBe(0);
     expect(stdout).toBe('no circuit breaker state under prefix "nothing-here"\n');
   });
 
   it('rejects a bad prefix with exit code 2 and one line, before connecting', async () => {
-    const { code, stdout, stderr } = await cli(
-      'breaker',
-      'status',
-      '--redis',
-      server.url,
-      '--prefix',
-      'a{b}',
-    );
+    const { code, stdout, stderr } = await bed.cli('breaker', 'status', '--prefix', 'a{b}');
     expect(code).toBe(2);
     expect(stdout).toBe('');
     expect(stderr.trim().split('\n')).toHaveLength(1);

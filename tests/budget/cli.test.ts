@@ -1,17 +1,13 @@
 import type { ChildProcess } from 'node:child_process';
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
-import { cli, ensureCliBuilt, spawnCli } from '../helpers/cli.js';
+import { cli, spawnCli } from '../helpers/cli.js';
+import { cliRedisBed } from '../helpers/cli-redis.js';
 import { freePort, TestRedis, waitFor } from '../helpers/redis-server.js';
 
-let server: TestRedis;
-
-beforeAll(async () => {
-  await ensureCliBuilt('budget');
-  server = await TestRedis.start();
-  const redis = new Redis(server.connection);
+const bed = cliRedisBed('budget', async (redis: Redis) => {
   const budget = new RetryBudget({ store: new RedisBudgetStore({ redis, prefix: 'cli' }), minAllowance: 5 });
   try {
     budget.recordSuccess('search', 1_000);
@@ -19,25 +15,12 @@ beforeAll(async () => {
     await budget.trySpend('mail');
   } finally {
     await budget.close();
-    await redis.quit();
   }
-});
-
-afterAll(async () => {
-  await server?.close();
 });
 
 describe('stormguard budget status', () => {
   it('--json lists every dependency with allowance, spent, denied, successes and headroom', async () => {
-    const { code, stdout } = await cli(
-      'budget',
-      'status',
-      '--redis',
-      server.url,
-      '--prefix',
-      'cli',
-      '--json',
-    );
+    const { code, stdout } = await bed.cli('budget', 'status', '--prefix', 'cli', '--json');
     expect(code).toBe(0);
     expect(JSON.parse(stdout)).toEqual({
       prefix: 'cli',
@@ -69,20 +52,20 @@ describe('stormguard budget status', () => {
   });
 
   it('prints a table for people', async () => {
-    const { code, stdout } = await cli('budget', 'status', '--redis', server.url, '--prefix', 'cli');
+    const { code, stdout } = await bed.cli('budget', 'status', '--prefix', 'cli');
     expect(code).toBe(0);
     expect(stdout).toMatch(/DEPENDENCY\s+ALLOWANCE\s+SPENT\s+DENIED\s+SUCCESSES\s+HEADROOM/);
     expect(stdout).toMatch(/search\s+200\s+200\s+50\s+1000\s+0\s/);
   });
 
   it('says so when a prefix holds no budgets', async () => {
-    const { code, stdout } = await cli('budget', 'status', '--redis', server.url, '--prefix', 'empty');
+    const { code, stdout } = await bed.cli('budget', 'status', '--prefix', 'empty');
     expect(code).toBe(0);
     expect(stdout).toContain('no retry budget state under prefix "empty"');
   });
 
   it('exits 2 on a bad prefix or URL and 1 when Redis is unreachable, without a stack trace', async () => {
-    const badPrefix = await cli('budget', 'status', '--redis', server.url, '--prefix', 'a{b}');
+    const badPrefix = await bed.cli('budget', 'status', '--prefix', 'a{b}');
     expect(badPrefix.code).toBe(2);
     expect(badPrefix.stderr).toMatch(/^stormguard: prefix "a\{b\}"/);
     expect((await cli('budget', 'status', '--redis', 'localhost:1')).code).toBe(2);
@@ -95,11 +78,9 @@ describe('stormguard budget status', () => {
 
 describe('stormguard budget watch', () => {
   it('redraws every interval with a bar of spend against allowance', async () => {
-    const { code, stdout } = await cli(
+    const { code, stdout } = await bed.cli(
       'budget',
       'watch',
-      '--redis',
-      server.url,
       '--prefix',
       'cli',
       '--interval',
@@ -115,7 +96,7 @@ describe('stormguard budget watch', () => {
   });
 
   it('runs until interrupted, then exits 0', async () => {
-    const watch = startWatch(server.url, '1s');
+    const watch = startWatch(bed.server.url, '1s');
     await waitFor(() => watch.frames().length > 0, 10_000, 'the first frame');
     watch.child.kill('SIGINT');
     expect(await watch.exited).toBe(0);
