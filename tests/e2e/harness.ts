@@ -1,9 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
+import { afterAll, beforeAll } from 'vitest';
 import type { EventBus } from '../../src/common/events.js';
 import { DeadLetterQueue } from '../../src/jobs/dead-letter-queue.js';
 import type { WorkerEvents } from '../../src/jobs/types.js';
+import { createWorker, type StormguardWorker } from '../../src/jobs/worker.js';
+import type { StormguardWorkerOptions } from '../../src/jobs/worker-options.js';
+import type { StormguardProcessor } from '../../src/jobs/worker-runner.js';
 import { TestRedis } from '../helpers/redis-server.js';
 
 /** A queue name no other test uses. */
@@ -61,19 +65,46 @@ interface Closable {
  */
 export class TestBed {
   readonly #open: Closable[] = [];
+  #server: TestRedis | undefined;
+  #redis: Redis | undefined;
 
-  private constructor(
-    readonly server: TestRedis,
-    readonly redis: Redis,
-  ) {}
+  private constructor() {}
 
   static async start(): Promise<TestBed> {
+    const bed = new TestBed();
+    await bed.#start();
+    return bed;
+  }
+
+  /**
+   * A bed for the calling test file: started in `beforeAll`, closed in `afterAll`.
+   *
+   * @example
+   * const bed = TestBed.perFile();
+   */
+  static perFile(): TestBed {
+    const bed = new TestBed();
+    beforeAll(() => bed.#start());
+    afterAll(() => bed.close());
+    return bed;
+  }
+
+  async #start(): Promise<void> {
     // An idle Redis wakes its event loop `hz` times a second (10 by default) and only then times out
     // blocked clients, so each delayed job would start up to 100 ms late. Production Redis is never idle;
     // 100 Hz keeps the scheduling slack of this throw-away server at a few milliseconds per retry.
-    const server = await TestRedis.start({ args: ['--hz', '100'] });
-    const redis = new Redis(server.url, { maxRetriesPerRequest: null });
-    return new TestBed(server, redis);
+    this.#server = await TestRedis.start({ args: ['--hz', '100'] });
+    this.#redis = new Redis(this.#server.url, { maxRetriesPerRequest: null });
+  }
+
+  get server(): TestRedis {
+    if (!this.#server) throw new Error('the test bed is not started yet: use it inside a test');
+    return this.#server;
+  }
+
+  get redis(): Redis {
+    if (!this.#redis) throw new Error('the test bed is not started yet: use it inside a test');
+    return this.#redis;
   }
 
   /** Connection options for BullMQ. */
@@ -89,6 +120,15 @@ export class TestBed {
     return { queueName, queue, dlq };
   }
 
+  /** A createWorker on this bed's redis-server, closed when the bed closes. */
+  worker<Data = unknown, Result = unknown, Name extends string = string>(
+    queueName: string,
+    processor: StormguardProcessor<Data, Result, Name>,
+    options: Omit<StormguardWorkerOptions<Data, Result, Name>, 'connection'>,
+  ): StormguardWorker<Data, Result, Name> {
+    return this.track(createWorker(queueName, processor, { connection: this.connection, ...options }));
+  }
+
   /** Closes `thing` when the bed closes. */
   track<T extends Closable>(thing: T): T {
     this.#open.push(thing);
@@ -97,8 +137,8 @@ export class TestBed {
 
   async close(): Promise<void> {
     for (const thing of this.#open.reverse()) await thing.close();
-    this.redis.disconnect();
-    await this.server.close();
+    this.#redis?.disconnect();
+    await this.#server?.close();
   }
 }
 

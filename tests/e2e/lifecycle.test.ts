@@ -6,24 +6,18 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { Job } from 'bullmq';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
 import { PermanentError } from '../../src/errors/permanent-error.js';
 import { TransientError } from '../../src/errors/transient-error.js';
 import { idempotencyGuard } from '../../src/jobs/idempotency-guard.js';
-import { createWorker } from '../../src/jobs/worker.js';
 import { definePolicy } from '../../src/policy/define-policy.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { waitFor } from '../helpers/redis-server.js';
 import { CRASH_TEST_WORKER_OPTIONS } from './fixtures/crash-settings.js';
 import { recordEvents, TestBed, timeoutError, unfinished, uniqueQueue } from './harness.js';
 
-let bed: TestBed;
-
-beforeAll(async () => {
-  bed = await TestBed.start();
-});
-afterAll(() => bed.close());
+const bed = TestBed.perFile();
 
 const policy = definePolicy({
   name: 'lifecycle',
@@ -61,15 +55,13 @@ describe('every job ends completed or dead-lettered', () => {
   it('sends a permanent error straight to the dead-letter queue with reason permanent', async () => {
     const { queueName, queue, dlq } = bed.queues('permanent');
     let runs = 0;
-    const worker = bed.track(
-      createWorker(
-        queueName,
-        async () => {
-          runs++;
-          throw new PermanentError('document 42 has no title');
-        },
-        { connection: bed.connection, policy },
-      ),
+    const worker = bed.worker(
+      queueName,
+      async () => {
+        runs++;
+        throw new PermanentError('document 42 has no title');
+      },
+      { policy },
     );
     const log = recordEvents(worker.events);
     const job = await queue.add('index', { docId: 42 });
@@ -92,22 +84,20 @@ describe('every job ends completed or dead-lettered', () => {
     const { queueName, queue, dlq } = bed.queues('mixed');
     const failures = new Map<number, number>();
     type Kind = 'ok' | 'flaky' | 'permanent' | 'down';
-    const worker = bed.track(
-      createWorker<{ id: number; kind: Kind }>(
-        queueName,
-        async (job, ctx) => {
-          const { id, kind } = job.data;
-          await ctx.call('search', () => {
-            if (kind === 'permanent') throw new PermanentError('bad document');
-            if (kind === 'down') throw timeoutError();
-            if (kind === 'flaky' && (failures.get(id) ?? 0) < 1) {
-              failures.set(id, 1);
-              throw new TransientError('blip');
-            }
-          });
-        },
-        { connection: bed.connection, policy, concurrency: 20 },
-      ),
+    const worker = bed.worker<{ id: number; kind: Kind }>(
+      queueName,
+      async (job, ctx) => {
+        const { id, kind } = job.data;
+        await ctx.call('search', () => {
+          if (kind === 'permanent') throw new PermanentError('bad document');
+          if (kind === 'down') throw timeoutError();
+          if (kind === 'flaky' && (failures.get(id) ?? 0) < 1) {
+            failures.set(id, 1);
+            throw new TransientError('blip');
+          }
+        });
+      },
+      { policy, concurrency: 20 },
     );
     const log = recordEvents(worker.events);
     const kinds: Kind[] = ['ok', 'flaky', 'permanent', 'down'];
@@ -146,28 +136,23 @@ describe('replay and crashes', () => {
     );
     const guard = idempotencyGuard({ redis: bed.redis, prefix: uniqueQueue('idem'), ttlMs: 60_000 });
     let searchDown = true;
-    const worker = bed.track(
-      createWorker<{ id: number }>(
-        queueName,
-        async (job, ctx) => {
-          const { id } = job.data;
-          // The receipt is a side effect that must happen once, whatever happens to the job after it.
-          await guard.once(`receipt:${id}`, () =>
-            ctx.call('mail', () => bed.redis.incr(`effects:mail:${id}`)),
-          );
-          await ctx.call('search', async () => {
-            if (searchDown) throw timeoutError();
-            await bed.redis.incr(`effects:search:${id}`);
-          });
-        },
-        {
-          connection: bed.connection,
-          policy,
-          budget,
-          concurrency: 10,
-          idempotency: { guard, key: (job) => `index:${job.data.id}` },
-        },
-      ),
+    const worker = bed.worker<{ id: number }>(
+      queueName,
+      async (job, ctx) => {
+        const { id } = job.data;
+        // The receipt is a side effect that must happen once, whatever happens to the job after it.
+        await guard.once(`receipt:${id}`, () => ctx.call('mail', () => bed.redis.incr(`effects:mail:${id}`)));
+        await ctx.call('search', async () => {
+          if (searchDown) throw timeoutError();
+          await bed.redis.incr(`effects:search:${id}`);
+        });
+      },
+      {
+        policy,
+        budget,
+        concurrency: 10,
+        idempotency: { guard, key: (job) => `index:${job.data.id}` },
+      },
     );
     const log = recordEvents(worker.events);
     const total = 60;
@@ -220,15 +205,13 @@ describe('replay and crashes', () => {
     expect(await (await Job.fromId(queue, job.id as string))?.getState()).toBe('active');
 
     let recoveredRuns = 0;
-    const worker = bed.track(
-      createWorker(
-        queueName,
-        async (recovered) => {
-          recoveredRuns++;
-          return `indexed ${(recovered.data as { docId: number }).docId}`;
-        },
-        { connection: bed.connection, policy, workerOptions: CRASH_TEST_WORKER_OPTIONS },
-      ),
+    const worker = bed.worker(
+      queueName,
+      async (recovered) => {
+        recoveredRuns++;
+        return `indexed ${(recovered.data as { docId: number }).docId}`;
+      },
+      { policy, workerOptions: CRASH_TEST_WORKER_OPTIONS },
     );
     const log = recordEvents(worker.events);
     await waitFor(

@@ -2,21 +2,15 @@
  * The four verifications of a retry budget, end to end: real redis-server, real BullMQ, the Redis budget store,
  * windows of one to two seconds.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
-import { createWorker } from '../../src/jobs/worker.js';
 import { definePolicy } from '../../src/policy/define-policy.js';
 import { planForWindow } from '../../src/policy/plan-window.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { waitFor } from '../helpers/redis-server.js';
 import { recordEvents, TestBed, timeoutError, unfinished, uniqueQueue } from './harness.js';
 
-let bed: TestBed;
-
-beforeAll(async () => {
-  bed = await TestBed.start();
-});
-afterAll(() => bed.close());
+const bed = TestBed.perFile();
 
 function budgetFor(windowMs: number, extra: { ratio?: number; minAllowance?: number } = {}) {
   const budget = new RetryBudget({
@@ -45,16 +39,14 @@ describe('retry budget and ceiling, verified end to end', () => {
       jitter: 'none',
     });
     const { queueName, queue, dlq } = bed.queues('ceiling');
-    const worker = bed.track(
-      createWorker(
-        queueName,
-        async (_job, ctx) => {
-          await ctx.call('search', () => {
-            throw timeoutError('search: connect ETIMEDOUT');
-          });
-        },
-        { connection: bed.connection, policy, budget: budgetFor(2_000) },
-      ),
+    const worker = bed.worker(
+      queueName,
+      async (_job, ctx) => {
+        await ctx.call('search', () => {
+          throw timeoutError('search: connect ETIMEDOUT');
+        });
+      },
+      { policy, budget: budgetFor(2_000) },
     );
     const log = recordEvents(worker.events);
     const job = await queue.add('index', { docId: 1 });
@@ -85,16 +77,14 @@ describe('retry budget and ceiling, verified end to end', () => {
       jitter: 'none',
     });
     const { queueName, queue, dlq } = bed.queues('storm');
-    const worker = bed.track(
-      createWorker(
-        queueName,
-        async (_job, ctx) => {
-          await ctx.call('search', () => {
-            throw timeoutError('search: connect ETIMEDOUT');
-          });
-        },
-        { connection: bed.connection, policy, budget, concurrency: 50 },
-      ),
+    const worker = bed.worker(
+      queueName,
+      async (_job, ctx) => {
+        await ctx.call('search', () => {
+          throw timeoutError('search: connect ETIMEDOUT');
+        });
+      },
+      { policy, budget, concurrency: 50 },
     );
     const log = recordEvents(worker.events);
     // The store's own view of each grant: retries spent in the sliding window (Redis time) and the allowance.
@@ -157,21 +147,19 @@ describe('retry budget and ceiling, verified end to end', () => {
     const { queueName, queue, dlq } = bed.queues('recover');
     let down = true;
     const failedOnce = new Set<number>();
-    const worker = bed.track(
-      createWorker<{ docId: number; flaky?: boolean }>(
-        queueName,
-        async (job, ctx) => {
-          await ctx.call('search', () => {
-            if (down) throw timeoutError('search: connect ETIMEDOUT');
-            // After recovery some calls still fail once (a transient blip): they need a granted retry.
-            if (job.data.flaky && !failedOnce.has(job.data.docId)) {
-              failedOnce.add(job.data.docId);
-              throw timeoutError('search: connect ETIMEDOUT');
-            }
-          });
-        },
-        { connection: bed.connection, policy, budget, concurrency: 20 },
-      ),
+    const worker = bed.worker<{ docId: number; flaky?: boolean }>(
+      queueName,
+      async (job, ctx) => {
+        await ctx.call('search', () => {
+          if (down) throw timeoutError('search: connect ETIMEDOUT');
+          // After recovery some calls still fail once (a transient blip): they need a granted retry.
+          if (job.data.flaky && !failedOnce.has(job.data.docId)) {
+            failedOnce.add(job.data.docId);
+            throw timeoutError('search: connect ETIMEDOUT');
+          }
+        });
+      },
+      { policy, budget, concurrency: 20 },
     );
     const log = recordEvents(worker.events);
 
@@ -213,17 +201,15 @@ describe('retry budget and ceiling, verified end to end', () => {
     });
     const { queueName, queue, dlq } = bed.queues('quiet');
     let calls = 0;
-    const worker = bed.track(
-      createWorker(
-        queueName,
-        async (_job, ctx) => {
-          await ctx.call('crm', () => {
-            calls++;
-            if (calls <= 2) throw timeoutError('search: connect ETIMEDOUT');
-          });
-        },
-        { connection: bed.connection, policy, budget },
-      ),
+    const worker = bed.worker(
+      queueName,
+      async (_job, ctx) => {
+        await ctx.call('crm', () => {
+          calls++;
+          if (calls <= 2) throw timeoutError('search: connect ETIMEDOUT');
+        });
+      },
+      { policy, budget },
     );
     const log = recordEvents(worker.events);
     await queue.add('sync', { id: 1 });

@@ -1,5 +1,5 @@
 import { FlowProducer, Job, QueueEvents, Worker } from 'bullmq';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { CircuitBreaker } from '../../src/breaker/circuit-breaker.js';
 import { PermanentError } from '../../src/errors/permanent-error.js';
 import { TransientError } from '../../src/errors/transient-error.js';
@@ -12,12 +12,7 @@ import type { BudgetVerdict } from '../../src/policy/types.js';
 import { recordEvents, TestBed, unfinished } from '../e2e/harness.js';
 import { waitFor } from '../helpers/redis-server.js';
 
-let bed: TestBed;
-
-beforeAll(async () => {
-  bed = await TestBed.start();
-});
-afterAll(() => bed.close());
+const bed = TestBed.perFile();
 
 const fast = definePolicy({
   name: 'fast',
@@ -51,18 +46,16 @@ describe('createWorker', () => {
   it('records a success for the dependency of each ctx.call, and for the mapped dependency of a job without calls', async () => {
     const { queueName, queue } = bed.queues('success');
     const budget = new RecordingBudget();
-    const worker = bed.track(
-      createWorker(
-        queueName,
-        async (job, ctx) => {
-          if (job.name === 'index') {
-            await ctx.call('db', () => 1);
-            await ctx.call('search', async () => 2);
-          }
-          return 'ok';
-        },
-        { connection: bed.connection, policy: fast, budget, dependencies: { reindex: 'search' } },
-      ),
+    const worker = bed.worker(
+      queueName,
+      async (job, ctx) => {
+        if (job.name === 'index') {
+          await ctx.call('db', () => 1);
+          await ctx.call('search', async () => 2);
+        }
+        return 'ok';
+      },
+      { policy: fast, budget, dependencies: { reindex: 'search' } },
     );
     const log = recordEvents(worker.events);
     await queue.add('index', {});
@@ -79,18 +72,16 @@ describe('createWorker', () => {
   it('retries under its own count: BullMQ attemptsMade counts only the finish while stormguard counts the attempts', async () => {
     const { queueName, queue } = bed.queues('retry');
     let calls = 0;
-    const worker = bed.track(
-      createWorker(
-        queueName,
-        async (_job, ctx) => {
-          await ctx.call('search', () => {
-            calls++;
-            if (calls < 3) throw new TransientError('search timed out');
-          });
-          return calls;
-        },
-        { connection: bed.connection, policy: fast },
-      ),
+    const worker = bed.worker(
+      queueName,
+      async (_job, ctx) => {
+        await ctx.call('search', () => {
+          calls++;
+          if (calls < 3) throw new TransientError('search timed out');
+        });
+        return calls;
+      },
+      { policy: fast },
     );
     const log = recordEvents(worker.events);
     const job = await queue.add('index', { docId: 1 });
@@ -116,20 +107,17 @@ describe('createWorker', () => {
     const { queueName, queue, dlq } = bed.queues('ceiling');
     const warnings: string[] = [];
     let runs = 0;
-    const worker = bed.track(
-      createWorker(
-        queueName,
-        async () => {
-          runs++;
-          throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
-        },
-        {
-          connection: bed.connection,
-          policy: fast,
-          dependencies: { sync: 'crm' },
-          onWarning: (m) => warnings.push(m),
-        },
-      ),
+    const worker = bed.worker(
+      queueName,
+      async () => {
+        runs++;
+        throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+      },
+      {
+        policy: fast,
+        dependencies: { sync: 'crm' },
+        onWarning: (m) => warnings.push(m),
+      },
     );
     const log = recordEvents(worker.events);
     const job = await queue.add('sync', { id: 7 }, { attempts: 10, backoff: { type: 'fixed', delay: 10 } });
@@ -165,19 +153,17 @@ describe('createWorker', () => {
     bed.track(events);
     await events.waitUntilReady();
     let calls = 0;
-    const worker = bed.track(
-      createWorker(
-        queueName,
-        async (_job, ctx) => {
-          await ctx.call('crm', () => {
-            calls++;
-            throw calls === 1
-              ? new TransientError('429 from the CRM', { retryAfterMs: 300 })
-              : new PermanentError('contact was deleted');
-          });
-        },
-        { connection: bed.connection, policy: fast },
-      ),
+    const worker = bed.worker(
+      queueName,
+      async (_job, ctx) => {
+        await ctx.call('crm', () => {
+          calls++;
+          throw calls === 1
+            ? new TransientError('429 from the CRM', { retryAfterMs: 300 })
+            : new PermanentError('contact was deleted');
+        });
+      },
+      { policy: fast },
     );
     const log = recordEvents(worker.events);
     const job = await queue.add('sync', {});
@@ -189,21 +175,19 @@ describe('createWorker', () => {
 
   it('charges a failure to the ctx.call that threw it, even when rethrown as a cause', async () => {
     const { queueName, queue, dlq } = bed.queues('attribution');
-    const worker = bed.track(
-      createWorker(
-        queueName,
-        async (_job, ctx) => {
-          await ctx.call('db', () => 'row');
-          try {
-            await ctx.call('mail', () => {
-              throw new PermanentError('mailbox does not exist');
-            });
-          } catch (error) {
-            throw new Error('could not send the receipt', { cause: error });
-          }
-        },
-        { connection: bed.connection, policy: fast },
-      ),
+    const worker = bed.worker(
+      queueName,
+      async (_job, ctx) => {
+        await ctx.call('db', () => 'row');
+        try {
+          await ctx.call('mail', () => {
+            throw new PermanentError('mailbox does not exist');
+          });
+        } catch (error) {
+          throw new Error('could not send the receipt', { cause: error });
+        }
+      },
+      { policy: fast },
     );
     const log = recordEvents(worker.events);
     const job = await queue.add('receipt', {});
@@ -225,14 +209,12 @@ describe('createWorker', () => {
     const { queueName, queue, dlq } = bed.queues('defer');
     // Deny the first two spends, then grant: two deferrals, then ordinary retries.
     const budget = new RecordingBudget((_dep, n) => n > 2, 'defer');
-    const worker = bed.track(
-      createWorker(
-        queueName,
-        async () => {
-          throw new TransientError('still down');
-        },
-        { connection: bed.connection, policy: fast, budget },
-      ),
+    const worker = bed.worker(
+      queueName,
+      async () => {
+        throw new TransientError('still down');
+      },
+      { policy: fast, budget },
     );
     const log = recordEvents(worker.events);
     const job = await queue.add('ping', {});
@@ -256,17 +238,15 @@ describe('createWorker', () => {
       successesToClose: 1,
     });
     let calls = 0;
-    const worker = bed.track(
-      createWorker<{ n: number }>(
-        queueName,
-        async (_job, ctx) => {
-          await ctx.call('search', () => {
-            calls++;
-            if (calls <= 2) throw new TransientError('search down');
-          });
-        },
-        { connection: bed.connection, policy: definePolicy({ ...fast, maxAttempts: 2 }), breaker },
-      ),
+    const worker = bed.worker<{ n: number }>(
+      queueName,
+      async (_job, ctx) => {
+        await ctx.call('search', () => {
+          calls++;
+          if (calls <= 2) throw new TransientError('search down');
+        });
+      },
+      { policy: definePolicy({ ...fast, maxAttempts: 2 }), breaker },
     );
     const log = recordEvents(worker.events);
     const first = await queue.add('index', { n: 1 });
@@ -292,15 +272,13 @@ describe('createWorker', () => {
   it('without a dead-letter queue, a terminal decision fails the BullMQ job and BullMQ does not retry it', async () => {
     const { queueName, queue, dlq } = bed.queues('no-dlq');
     let runs = 0;
-    const worker = bed.track(
-      createWorker(
-        queueName,
-        async () => {
-          runs++;
-          throw new PermanentError('bad input');
-        },
-        { connection: bed.connection, policy: fast, deadLetter: false },
-      ),
+    const worker = bed.worker(
+      queueName,
+      async () => {
+        runs++;
+        throw new PermanentError('bad input');
+      },
+      { policy: fast, deadLetter: false },
     );
     expect(worker.deadLetterQueueName).toBeUndefined();
     const job = await queue.add('parse', {}, { attempts: 3 });
@@ -315,19 +293,17 @@ describe('createWorker', () => {
     const flows = new FlowProducer({ connection: bed.connection });
     bed.track(flows);
     let childValues: Record<string, unknown> = {};
-    const worker = bed.track(
-      createWorker(
-        queueName,
-        async (job) => {
-          if (job.name === 'batch') {
-            childValues = await job.getChildrenValues();
-            return 'batch done';
-          }
-          if (job.name === 'bad') throw new PermanentError('no such document');
-          return 'indexed';
-        },
-        { connection: bed.connection, policy: fast },
-      ),
+    const worker = bed.worker(
+      queueName,
+      async (job) => {
+        if (job.name === 'batch') {
+          childValues = await job.getChildrenValues();
+          return 'batch done';
+        }
+        if (job.name === 'bad') throw new PermanentError('no such document');
+        return 'indexed';
+      },
+      { policy: fast },
     );
     const log = recordEvents(worker.events);
     const tree = await flows.add({
@@ -357,15 +333,13 @@ describe('createWorker', () => {
     const flows = new FlowProducer({ connection: bed.connection });
     bed.track(flows);
     let parentRuns = 0;
-    const worker = bed.track(
-      createWorker(
-        queueName,
-        async (job) => {
-          if (job.name === 'batch') parentRuns++;
-          else throw new PermanentError('no such document');
-        },
-        { connection: bed.connection, policy: fast },
-      ),
+    const worker = bed.worker(
+      queueName,
+      async (job) => {
+        if (job.name === 'batch') parentRuns++;
+        else throw new PermanentError('no such document');
+      },
+      { policy: fast },
     );
     const log = recordEvents(worker.events);
     const tree = await flows.add({
@@ -393,14 +367,12 @@ describe('createWorker', () => {
     const client = await queue.client;
     await client.hset(queue.toKey(job.id as string), { defa: 'job stalled more than allowable limit' });
     let runs = 0;
-    const worker = bed.track(
-      createWorker(
-        queueName,
-        async () => {
-          runs++;
-        },
-        { connection: bed.connection, policy: fast },
-      ),
+    const worker = bed.worker(
+      queueName,
+      async () => {
+        runs++;
+      },
+      { policy: fast },
     );
     const log = recordEvents(worker.events);
     await waitFor(() => log.count('dead-letter') === 1, 5_000, 'the dead letter');
@@ -459,14 +431,12 @@ describe('createWorker', () => {
     await dlq.add(original);
 
     const runs: string[] = [];
-    const worker = bed.track(
-      createWorker(
-        queueName,
-        async (job) => {
-          runs.push(job.id as string);
-        },
-        { connection: bed.connection, policy: fast, workerOptions: { stalledInterval: 50 } },
-      ),
+    const worker = bed.worker(
+      queueName,
+      async (job) => {
+        runs.push(job.id as string);
+      },
+      { policy: fast, workerOptions: { stalledInterval: 50 } },
     );
     const log = recordEvents(worker.events);
     const failedReasons = new Map<string, string>();
@@ -494,14 +464,12 @@ describe('createWorker', () => {
 
   it('marks a job dead-lettered in its state before filing it', async () => {
     const { queueName, queue, dlq } = bed.queues('dead-mark');
-    const worker = bed.track(
-      createWorker(
-        queueName,
-        async () => {
-          throw new PermanentError('no such document');
-        },
-        { connection: bed.connection, policy: fast, dependencies: { index: 'search' } },
-      ),
+    const worker = bed.worker(
+      queueName,
+      async () => {
+        throw new PermanentError('no such document');
+      },
+      { policy: fast, dependencies: { index: 'search' } },
     );
     const log = recordEvents(worker.events);
     const job = await queue.add('index', { docId: 4 });
@@ -532,19 +500,16 @@ describe('createWorker', () => {
       },
     };
     let sideEffects = 0;
-    const worker = bed.track(
-      createWorker<{ order: string }, string>(
-        queueName,
-        async (job, ctx) => {
-          sideEffects++;
-          return `charged ${job.data.order} with ${ctx.idempotencyKey}`;
-        },
-        {
-          connection: bed.connection,
-          policy: fast,
-          idempotency: { guard, key: (job) => `charge:${job.data.order}` },
-        },
-      ),
+    const worker = bed.worker<{ order: string }, string>(
+      queueName,
+      async (job, ctx) => {
+        sideEffects++;
+        return `charged ${job.data.order} with ${ctx.idempotencyKey}`;
+      },
+      {
+        policy: fast,
+        idempotency: { guard, key: (job) => `charge:${job.data.order}` },
+      },
     );
     const log = recordEvents(worker.events);
     const first = await queue.add('charge', { order: 'A' });
@@ -561,18 +526,15 @@ describe('createWorker', () => {
     const { queueName, queue, dlq } = bed.queues('bad-key');
     let runs = 0;
     const guard = { once: async <T>(_key: string, fn: () => T | Promise<T>): Promise<T> => fn() };
-    const worker = bed.track(
-      createWorker<{ order?: { id: string } }>(
-        queueName,
-        async () => {
-          runs++;
-        },
-        {
-          connection: bed.connection,
-          policy: fast,
-          idempotency: { guard, key: (job) => `charge:${(job.data.order as { id: string }).id}` },
-        },
-      ),
+    const worker = bed.worker<{ order?: { id: string } }>(
+      queueName,
+      async () => {
+        runs++;
+      },
+      {
+        policy: fast,
+        idempotency: { guard, key: (job) => `charge:${(job.data.order as { id: string }).id}` },
+      },
     );
     const log = recordEvents(worker.events);
     const job = await queue.add('charge', {});
@@ -615,9 +577,7 @@ describe('createWorker', () => {
 
   it('a throwing event listener is reported as the worker error and does not fail the job', async () => {
     const { queueName, queue } = bed.queues('listener');
-    const worker = bed.track(
-      createWorker(queueName, async () => 'ok', { connection: bed.connection, policy: fast }),
-    );
+    const worker = bed.worker(queueName, async () => 'ok', { policy: fast });
     const errors: Error[] = [];
     worker.on('error', (error) => errors.push(error));
     worker.events.on('completed', () => {
