@@ -166,7 +166,10 @@ describe('RetryBudget with an unreachable store', () => {
     await budget.close();
   });
 
-  it('close waits for a batch of successes already on its way to the store', async () => {
+  it.each([
+    ['close', (budget: RetryBudget) => budget.close()],
+    ['flush', (budget: RetryBudget) => budget.flush()],
+  ] as const)('%s waits for a batch of successes the flush timer already sent', async (_name, settle) => {
     const remote = new ControlledStore();
     const budget = new RetryBudget({ store: remote, timeoutMs: 1_000 });
     let land!: () => void;
@@ -180,42 +183,16 @@ describe('RetryBudget with an unreachable store', () => {
     };
     budget.recordSuccess('search', 7);
     void budget.flush(); // as the flush timer would
-    let closed = false;
-    const closing = budget.close().then(() => {
-      closed = true;
+    let settled = false;
+    const settling = settle(budget).then(() => {
+      settled = true;
     });
-    // Every microtask has run: a close that did not wait for the batch would have resolved by now.
+    // Every microtask has run: a call that did not wait for the batch would have resolved by now.
     await new Promise((resolve) => setImmediate(resolve));
-    expect(closed).toBe(false);
+    expect(settled).toBe(false);
     land();
-    await closing;
+    await settling;
     expect(remote.inner.read('search')?.successes).toBe(7);
-  });
-
-  it('flush waits for a batch of successes the flush timer already sent', async () => {
-    const remote = new ControlledStore();
-    const budget = new RetryBudget({ store: remote, timeoutMs: 1_000 });
-    let land!: () => void;
-    const gate = new Promise<void>((resolve) => {
-      land = resolve;
-    });
-    const addSuccesses = remote.addSuccesses;
-    remote.addSuccesses = async (...a) => {
-      await gate;
-      return addSuccesses(...a);
-    };
-    budget.recordSuccess('search', 4);
-    void budget.flush(); // as the flush timer would
-    let flushed = false;
-    const flushing = budget.flush().then(() => {
-      flushed = true;
-    });
-    // Every microtask has run: a flush that did not wait for the batch would have resolved by now.
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(flushed).toBe(false);
-    land();
-    await flushing;
-    expect(remote.inner.read('search')?.successes).toBe(4);
     await budget.close();
   });
 
