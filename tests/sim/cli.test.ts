@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli, ensureCliBuilt } from '../helpers/cli.js';
+import { STRATEGY_JSON_FIELDS } from './json-shape.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`fixtures/${name}`, import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'stormguard-sim-cli-'));
@@ -27,16 +28,7 @@ describe('stormguard simulate (built binary)', () => {
       'per-worker-budgets',
     ]);
     for (const s of json.strategies) {
-      expect(Object.keys(s)).toEqual([
-        'name',
-        'jobs',
-        'completed',
-        'deadLettered',
-        'lost',
-        'requests',
-        'peakRetriesPerSecond',
-        'drainMs',
-      ]);
+      expect(Object.keys(s)).toEqual(STRATEGY_JSON_FIELDS);
       expect(s.lost).toBe(0);
       expect(Object.keys(s.requests)).toEqual(['search']);
       expect(Object.keys(s.requests.search)).toEqual(['first', 'retries']);

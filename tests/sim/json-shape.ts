@@ -1,0 +1,11 @@
+/** The fields of each strategy in `stormguard simulate --json`, in order: the shape users script against. */
+export const STRATEGY_JSON_FIELDS = [
+  'name',
+  'jobs',
+  'completed',
+  'deadLettered',
+  'lost',
+  'requests',
+  'peakRetriesPerSecond',
+  'drainMs',
+];
