@@ -10,10 +10,10 @@
  */
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { deadLetterJobId } from '../../src/jobs/dead-letter-ids.js';
-import { deadLetterQueue } from '../../src/jobs/dead-letter-queue.js';
-import { idempotencyGuard } from '../../src/jobs/idempotency-guard.js';
-import type { DeadLetterRecord } from '../../src/jobs/types.js';
+import { deadLetterJobId } from '../../src/bullmq/dead-letter-ids.js';
+import { deadLetterQueue } from '../../src/bullmq/dead-letter-queue.js';
+import { idempotencyGuard } from '../../src/bullmq/idempotency-guard.js';
+import type { DeadLetterRecord } from '../../src/bullmq/types.js';
 import { TestRedis } from '../../tests/helpers/redis-server.js';
 import { benchArgs, formatTable, median } from '../common.js';
 

@@ -10,7 +10,7 @@
 import { type Job, Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
-import { createWorker } from '../../src/jobs/worker.js';
+import { createWorker } from '../../src/bullmq/worker.js';
 import { presets } from '../../src/policy/presets.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { TestRedis, waitFor } from '../../tests/helpers/redis-server.js';

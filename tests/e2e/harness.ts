@@ -3,11 +3,11 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
 import type { EventBus } from '../../src/common/events.js';
-import { DeadLetterQueue } from '../../src/jobs/dead-letter-queue.js';
-import type { WorkerEvents } from '../../src/jobs/types.js';
-import { createWorker, type StormguardWorker } from '../../src/jobs/worker.js';
-import type { StormguardWorkerOptions } from '../../src/jobs/worker-options.js';
-import type { StormguardProcessor } from '../../src/jobs/worker-runner.js';
+import { DeadLetterQueue } from '../../src/bullmq/dead-letter-queue.js';
+import type { WorkerEvents } from '../../src/bullmq/types.js';
+import { createWorker, type StormguardWorker } from '../../src/bullmq/worker.js';
+import type { StormguardWorkerOptions } from '../../src/bullmq/worker-options.js';
+import type { StormguardProcessor } from '../../src/bullmq/worker-runner.js';
 import { TestRedis } from '../helpers/redis-server.js';
 
 /** A queue name no other test uses. */

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
 import { PermanentError } from '../../src/errors/permanent-error.js';
 import { TransientError } from '../../src/errors/transient-error.js';
-import { idempotencyGuard } from '../../src/jobs/idempotency-guard.js';
+import { idempotencyGuard } from '../../src/bullmq/idempotency-guard.js';
 import { definePolicy } from '../../src/policy/define-policy.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { waitFor } from '../helpers/redis-server.js';

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { parseDuration } from '../../common/duration.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
-import type { DeadLetterFilter } from '../../jobs/dead-letter-filter.js';
+import type { DeadLetterFilter } from '../../bullmq/dead-letter-filter.js';
 import type { DeadLetterReason } from '../../policy/types.js';
 import { withRedisOption } from '../options.js';
 

@@ -1,6 +1,6 @@
 import { formatDuration } from '../../common/duration.js';
-import type { ReplayReport } from '../../jobs/replay.js';
-import type { DeadLetterRecord } from '../../jobs/types.js';
+import type { ReplayReport } from '../../bullmq/replay.js';
+import type { DeadLetterRecord } from '../../bullmq/types.js';
 
 /** Pads columns to their widest cell; the last column is left ragged. */
 export function table(rows: string[][]): string {

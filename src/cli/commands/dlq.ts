@@ -4,8 +4,8 @@ import type { RetryBudget } from '../../budget/retry-budget.js';
 import { systemClock } from '../../common/clock.js';
 import { parseDuration } from '../../common/duration.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
-import type { DeadLetterQueue } from '../../jobs/dead-letter-queue.js';
-import type { ReplayOptions, ReplayProgress } from '../../jobs/replay.js';
+import type { DeadLetterQueue } from '../../bullmq/dead-letter-queue.js';
+import type { ReplayOptions, ReplayProgress } from '../../bullmq/replay.js';
 import { connectRedis } from '../connect-redis.js';
 import { type CliIO, printJson } from '../io.js';
 import { withExamples } from '../options.js';
@@ -149,7 +149,7 @@ async function withDlq(
   if (!queue || queue.includes(':'))
     throw new InvalidInputError(`<queue>: "${queue}" is not a BullMQ queue name (non-empty, no ':')`);
   const redis = await connectRedis(flags.redis);
-  const { deadLetterQueue } = await import('../../jobs/dead-letter-queue.js');
+  const { deadLetterQueue } = await import('../../bullmq/dead-letter-queue.js');
   const dlq = deadLetterQueue(queue, { connection: redis, prefix: flags.prefix, name: flags.dlq });
   try {
     await work(dlq, redis);

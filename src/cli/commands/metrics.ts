@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { parseDuration } from '../../common/duration.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
-import type { DeadLetterQueue } from '../../jobs/dead-letter-queue.js';
+import type { DeadLetterQueue } from '../../bullmq/dead-letter-queue.js';
 import { assertPrefix, DEFAULT_PREFIX } from '../../redis/budget-keys.js';
 import { connectRedis } from '../connect-redis.js';
 import { interruption } from '../interruption.js';
@@ -66,7 +66,7 @@ export function register(program: Command, io: CliIO): void {
           { RedisBudgetStore },
         ] = await Promise.all([
           import('prom-client'),
-          import('../../jobs/dead-letter-queue.js'),
+          import('../../bullmq/dead-letter-queue.js'),
           import('../../metrics/create-metrics.js'),
           import('../../metrics/http.js'),
           import('../../metrics/store-views.js'),

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll } from 'vitest';
-import type { DeadLetterRecord } from '../../src/jobs/types.js';
+import type { DeadLetterRecord } from '../../src/bullmq/types.js';
 import { TestRedis } from '../helpers/redis-server.js';
 
 /** A redis-server for one test file and the BullMQ connection options for it. */

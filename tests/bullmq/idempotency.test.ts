@@ -4,7 +4,7 @@ import { FakeClock } from '../../src/common/clock.js';
 import { isInvalidInputError } from '../../src/errors/invalid-input-error.js';
 import { isTransientError } from '../../src/errors/transient-error.js';
 import { isValidationError } from '../../src/errors/validation-error.js';
-import { idempotencyGuard } from '../../src/jobs/idempotency-guard.js';
+import { idempotencyGuard } from '../../src/bullmq/idempotency-guard.js';
 import { RedisIdempotencyStore } from '../../src/redis/idempotency-store.js';
 import { TestRedis, waitFor } from '../helpers/redis-server.js';
 
