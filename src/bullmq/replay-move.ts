@@ -84,7 +84,8 @@ export class ReplayMover {
       const record = JSON.parse(raw) as DeadLetterRecord;
       const opts = replayJobOptions(record);
       const replayJobId = opts.jobId as string;
-      const tx = (await this.#source.client).multi();
+      // biome-ignore lint/suspicious/noExplicitAny: interim, until replay moves to the public API
+      const tx = (await (this.#source as any).client).multi();
       try {
         const job = new Job(this.#source, record.name, record.data, opts as JobsOptions, replayJobId);
         // Queues the add on the transaction synchronously; the promise only echoes the queued command.
@@ -105,7 +106,7 @@ export class ReplayMover {
       ]);
       const results = await tx.exec();
       if (results === null) continue; // the record changed under us: read it again
-      const addError = results.slice(0, -1).find(([error]) => error)?.[0];
+      const addError = results.slice(0, -1).find(([error]: [unknown]) => error)?.[0];
       const [takeError, taken] = results.at(-1) ?? [new Error('no reply to the take script')];
       if (addError) {
         await this.#undoFailedAdd(record, replayJobId, taken === 1);

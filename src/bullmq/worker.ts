@@ -1,4 +1,6 @@
-import { type JobJsonRaw, Worker } from 'bullmq';
+import { Worker } from 'bullmq';
+// biome-ignore lint/suspicious/noExplicitAny: interim, until the worker uses only the public API
+type JobJsonRaw = any;
 import { dependencyNameProblem } from '../budget/dependency-name.js';
 import { systemClock } from '../common/clock.js';
 import { formatDuration } from '../common/duration.js';
@@ -90,7 +92,8 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
       events: this.events,
       warn: options.onWarning ?? ((message) => process.emitWarning(message, 'StormguardWarning')),
       internalError: (error) => this.#report(error),
-      locate: (jobId) => ({ client: this.client, key: this.toKey(jobId) }),
+      // biome-ignore lint/suspicious/noExplicitAny: interim
+      locate: (jobId) => ({ client: (this as any).client, key: this.toKey(jobId) }),
     });
     bound.runner = this.#runner;
     if (workerOptions.autorun !== false)
