@@ -109,16 +109,29 @@ export interface StoredDeadLetter extends DeadLetterRecord {
   replay?: ReplayClaim;
 }
 
-/** A record a replay has taken: the queue job id it is (or was being) re-added under. */
+/**
+ * A record a replay has taken: the queue job id it is (or was being) re-added under.
+ *
+ * @example
+ * const claim: ReplayClaim = { jobId: 'doc-42-r1.17', claimedAt: 1_700_000_100_000 };
+ */
 export interface ReplayClaim {
   /** Deterministic per record: re-adding it after an interruption is a no-op in the queue. */
   jobId: string;
   claimedAt: number;
 }
 
-/** A stored record that does not read as a {@link DeadLetterRecord}: listed as such, skipped by replay. */
+/**
+ * A stored record that does not read as a {@link DeadLetterRecord} (written by hand or by another
+ * version): listed as such, skipped by replay with its `problem`, removable by purge. Never a crash.
+ *
+ * @example
+ * const bad: MalformedDeadLetter = { id: '17', malformed: true, problem: 'deadLetteredAt: expected a number' };
+ */
 export interface MalformedDeadLetter {
   id: string;
+  malformed: true;
+  /** What does not read, for people. */
   problem: string;
 }
 
@@ -138,7 +151,13 @@ export interface DeadLetterFilter {
   before?: number;
 }
 
-/** A page request: records oldest first unless `newestFirst`. */
+/**
+ * A page request: records oldest first unless `newestFirst`.
+ *
+ * @example
+ * const first = await store.list('index', { reason: 'permanent', limit: 50 });
+ * const second = first.next ? await store.list('index', { reason: 'permanent', limit: 50, cursor: first.next }) : undefined;
+ */
 export interface DeadLetterPageRequest extends DeadLetterFilter {
   limit: number;
   /** Opaque, from the previous page's `next`. */
@@ -146,6 +165,7 @@ export interface DeadLetterPageRequest extends DeadLetterFilter {
   newestFirst?: boolean;
 }
 
+/** One page of a listing. */
 export interface DeadLetterPage {
   records: StoredDeadLetter[];
   malformed: MalformedDeadLetter[];
@@ -153,19 +173,33 @@ export interface DeadLetterPage {
   next?: string;
 }
 
-/** How long and how many records a queue keeps. The oldest go first, and are counted. */
+/**
+ * How long and how many records a queue keeps. The oldest (by `deadLetteredAt`) go first, when a record
+ * is filed, and are counted in {@link DeadLetterQueueSummary.evicted}. Unset: kept until replayed or purged.
+ *
+ * @example
+ * const retention: RetentionLimits = { maxAgeMs: 30 * 86_400_000, maxCount: 100_000 };
+ */
 export interface RetentionLimits {
   maxAgeMs?: number;
   maxCount?: number;
 }
 
-/** A queue registered in the dead-letter store. */
+/**
+ * A queue registered in the dead-letter store.
+ *
+ * @example
+ * const summary: DeadLetterQueueSummary = { queue: 'index', count: 12, evicted: 0, registeredAt: 1_700_000_000_000, retention: { maxCount: 100_000 } };
+ */
 export interface DeadLetterQueueSummary {
   queue: string;
+  /** Records held now. */
   count: number;
   /** Records evicted by retention so far. */
   evicted: number;
+  /** When the queue was first registered (epoch ms, store time). */
   registeredAt: number;
+  retention: RetentionLimits;
 }
 
 /**
@@ -184,27 +218,46 @@ export interface AttemptStateStore {
  * Every implementation passes `dead-letter-store.case.ts`.
  */
 export interface DeadLetterStore extends AttemptStateStore {
-  /** Makes the queue known to tools (CLI, console) without scanning the queue's own keys. Idempotent. */
+  /**
+   * Makes the queue known to tools (CLI, console) without scanning the queue's own keys, and sets its
+   * retention (the last registration's limits apply; none given keeps the current ones). Idempotent.
+   */
   registerQueue(queue: string, retention?: RetentionLimits): MaybePromise<void>;
   /** Every registered queue, sorted by name. Never writes. */
   queues(): MaybePromise<DeadLetterQueueSummary[]>;
+  /** One registered queue, or `undefined` when it was never registered. Never writes. */
+  queue(queue: string): MaybePromise<DeadLetterQueueSummary | undefined>;
   /**
-   * Files the record and marks the job's attempt state dead-lettered, atomically. Idempotent per
-   * {@link JobRef}: filing the same job again returns the first record's id with `created: false`; a
-   * reused job id (another `createdAt`) gets a record of its own.
+   * Files the record and writes the job's final attempt state, atomically (one script, one statement):
+   * either both are stored or neither is. The store sets `finalState.deadLettered` from the record
+   * (`reason`, `detail`, `at` = `deadLetteredAt`) and the id it assigned, replacing whatever the caller put
+   * there, and keeps the state for `ttlMs` like {@link AttemptStateStore.writeAttempts}.
+   *
+   * Idempotent per {@link JobRef} while that state lives: filing the same job (same `jobId` and
+   * `createdAt`) again returns the first record's id with `created: false`, even once that record was
+   * replayed or purged. A reused job id (another `createdAt`) gets a record of its own and never touches
+   * an earlier one. A record that is not a {@link DeadLetterRecord} is refused with an error naming the field.
+   * Filing applies the queue's retention: the oldest records beyond it are evicted (and counted).
    */
-  file(
-    record: DeadLetterRecord,
-    finalState: AttemptState,
-    ttlMs: number,
-  ): MaybePromise<{ id: string; created: boolean }>;
+  /** One record by its id; a record that does not read is returned as {@link MalformedDeadLetter}. */
   get(queue: string, id: string): MaybePromise<StoredDeadLetter | MalformedDeadLetter | undefined>;
+  /**
+   * A page of the queue's records matching the filter, in dead-letter time order (ties by id). Served from
+   * the filter's index: the work of one call depends on the page, not on the queue's size. A page may
+   * hold fewer than `limit` entries and still have a `next` (one call bounds its work); read until `next`
+   * is absent. Malformed records come in `malformed`, in their place in the order; never throws on them.
+   */
   list(queue: string, page: DeadLetterPageRequest): MaybePromise<DeadLetterPage>;
+  /** How many records match (malformed ones included when no filter is given). */
   count(queue: string, filter?: DeadLetterFilter): MaybePromise<number>;
-  /** Claims a record for replay (or returns the claim an interrupted replay left). */
+  /**
+   * Claims a record for replay under `jobId` (the queue job id it is re-added as), or returns the claim an
+   * earlier, interrupted replay left, whatever `jobId` says now. `undefined` when the record is gone.
+   */
   claimReplay(queue: string, id: string, jobId: string): MaybePromise<ReplayClaim | undefined>;
-  /** Removes a replayed record once its job is in the queue. */
+  /** Removes a replayed record once its job is in the queue; false when it was gone already. */
   completeReplay(queue: string, id: string): MaybePromise<boolean>;
+  /** Removes a record for good (purge); false when it was gone already. Malformed records too. */
   remove(queue: string, id: string): MaybePromise<boolean>;
   close?(): MaybePromise<void>;
 }
