@@ -1,6 +1,6 @@
 import { z } from 'zod';
+import { dependencyNameProblem } from '../common/names.js';
 import { parseWith } from '../common/validation.js';
-import { dependencyNameProblem } from './dependency-name.js';
 import type { SpendResult } from './types.js';
 
 /**

@@ -1,4 +1,6 @@
 /** The retry budget's public surface (re-exported by the package root). */
+
+export { assertDependencyName, dependencyNameProblem } from '../common/names.js';
 export { StoreTimeoutError } from './bounded.js';
 export {
   chargeAll,
@@ -8,7 +10,6 @@ export {
   dependencyFor,
   type MultiSpendResult,
 } from './dependency-map.js';
-export { assertDependencyName, dependencyNameProblem } from './dependency-name.js';
 export { MemoryBudgetStore } from './memory-store.js';
 export type { BudgetFallback, RetryBudgetOptions } from './options.js';
 export { RetryBudget } from './retry-budget.js';

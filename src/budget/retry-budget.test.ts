@@ -70,11 +70,20 @@ describe('RetryBudget settings', () => {
     expect([budget.mode, budget.onExhausted, budget.fallback]).toEqual(['enforce', 'dead-letter', 'local']);
   });
 
-  it.each(['', 'has space', 'a{b}', 'x'.repeat(201)])('rejects the dependency name %j', async (name) => {
+  it.each(['', 'x'.repeat(201), 42])('rejects the dependency name %j', async (name) => {
     const budget = new RetryBudget({ store });
-    expect(isInvalidInputError(errorOf(() => budget.recordSuccess(name)))).toBe(true);
-    await expect(budget.trySpend(name)).rejects.toThrow(/dependency .*: must/);
+    expect(isInvalidInputError(errorOf(() => budget.recordSuccess(name as string)))).toBe(true);
+    await expect(budget.trySpend(name as string)).rejects.toThrow(/dependency .*: must/);
   });
+
+  it.each(['has space', 'a{b}', 'line\nbreak', 'eu:search'])(
+    'accepts the dependency name %j (stores encode it)',
+    async (name) => {
+      const budget = new RetryBudget({ store });
+      budget.recordSuccess(name, 100);
+      expect(await budget.trySpend(name)).toMatchObject({ dependency: name, granted: true, successes: 100 });
+    },
+  );
 
   it('rejects a success count that is not a whole number >= 1', () => {
     const budget = new RetryBudget({ store });

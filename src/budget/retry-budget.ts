@@ -2,10 +2,10 @@ import { type Clock, systemClock } from '../common/clock.js';
 import { formatDuration } from '../common/duration.js';
 import { firstLineOf } from '../common/error-text.js';
 import { EventBus } from '../common/events.js';
+import { assertDependencyName } from '../common/names.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
 import type { BudgetGate } from '../policy/types.js';
 import { bounded } from './bounded.js';
-import { assertDependencyName } from './dependency-name.js';
 import { MemoryBudgetStore } from './memory-store.js';
 import {
   type BudgetFallback,

@@ -12,8 +12,9 @@ import type {
 } from '../breaker/types.js';
 import { type Clock, systemClock } from '../common/clock.js';
 import { EventBus } from '../common/events.js';
+import { dependencyOfKey, dependencyTag } from '../common/keys.js';
 import { parseWith } from '../common/validation.js';
-import { assertPrefix, DEFAULT_PREFIX } from './budget-keys.js';
+import { assertPrefix, DEFAULT_PREFIX, dependencyKeyPattern } from './budget-keys.js';
 import { scanKeys } from './scan.js';
 import { defineScript, type RedisClient } from './scripts.js';
 
@@ -22,7 +23,7 @@ const SCRIPT = {
   file: 'breaker-update-1.lua',
   numberOfKeys: 1,
 } as const;
-const KEY_TAIL = '}:state';
+const KEY_TAIL = ':breaker';
 
 const StoreSettingsSchema = z.object({
   whenUnavailable: z.enum(['local', 'allow', 'reject'], { error: "must be 'local', 'allow' or 'reject'" }),
@@ -52,8 +53,8 @@ export interface RedisBreakerStoreOptions {
   /** An ioredis client or cluster. The store defines one script command on it and never closes it. */
   redis: RedisClient;
   /**
-   * Key prefix: a dependency's state lives at `{<prefix>:breaker:<dependency>}:state`. 1-64 letters, digits,
-   * `_`, `-`, `.` or `:`. Default `stormguard`.
+   * Key prefix: a dependency's state lives at `{<prefix>:d:<dependency>}:breaker`, both encoded (so any
+   * 1-64 characters; `shop:eu` never shares a key with `shop`). Default `stormguard`.
    */
   prefix?: string;
   /** What to do while Redis is unreachable. Default `local`. */
@@ -160,7 +161,7 @@ export class RedisBreakerStore implements BreakerStore {
 
   /** The Redis key holding `dependency`'s state. */
   keyOf(dependency: string): string {
-    return `{${this.#prefix}:breaker:${dependency}${KEY_TAIL}`;
+    return `${dependencyTag(this.#prefix, dependency)}${KEY_TAIL}`;
   }
 
   async acquire(dependency: string, options: ResolvedBreakerOptions): Promise<BreakerAdmission> {
@@ -224,10 +225,12 @@ export class RedisBreakerStore implements BreakerStore {
    * for (const b of await store.list()) console.log(b.dependency, b.state);
    */
   async list(): Promise<ListedBreaker[]> {
-    const head = `{${this.#prefix}:breaker:`;
-    // The prefix holds no glob characters (assertPrefix).
-    const keys = await scanKeys(this.#redis, `${head}*${KEY_TAIL}`);
-    const dependencies = keys.map((key) => key.slice(head.length, key.length - KEY_TAIL.length));
+    const keys = await scanKeys(this.#redis, dependencyKeyPattern(this.#prefix, KEY_TAIL));
+    const dependencies: string[] = [];
+    for (const key of keys) {
+      const dependency = dependencyOfKey(this.#prefix, KEY_TAIL, key);
+      if (dependency !== undefined) dependencies.push(dependency);
+    }
     const listed: ListedBreaker[] = [];
     for (const dependency of dependencies.sort()) {
       const raw = await this.#script([this.keyOf(dependency)], ['peek', this.#now(), '']);

@@ -7,10 +7,13 @@ import { luaSource } from './scripts.js';
 describe('budget keys', () => {
   it('puts a dependency in one hash tag and reads the name back', () => {
     const key = budgetKey('shop', 'search');
-    expect(key).toBe('{shop:search}:budget');
+    expect(key).toBe('{shop:d:search}:budget');
     expect(dependencyOfBudgetKey('shop', key)).toBe('search');
-    expect(dependencyOfBudgetKey('shop', '{other:search}:budget')).toBeUndefined();
-    expect(budgetKeyPattern('shop')).toBe('{shop:*}:budget');
+    expect(dependencyOfBudgetKey('shop', '{other:d:search}:budget')).toBeUndefined();
+    expect(budgetKeyPattern('shop')).toBe('{shop:d:*}:budget');
+    // Encoded names read back decoded; glob characters of the prefix are matched literally.
+    expect(dependencyOfBudgetKey('shop', budgetKey('shop', 'eu:search {v2}'))).toBe('eu:search {v2}');
+    expect(budgetKeyPattern('a*b:c')).toBe('{a\\*b%3Ac:d:*}:budget');
   });
 });
 

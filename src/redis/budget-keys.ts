@@ -1,54 +1,43 @@
-import { InvalidInputError } from '../errors/invalid-input-error.js';
+import { DEFAULT_PREFIX, dependencyOfKey, dependencyTag, encodeKeyPart } from '../common/keys.js';
+import { assertPrefix } from '../common/names.js';
+import { escapeGlob } from './scan.js';
+
+// The Redis stores' names for the shared key scheme (src/common/keys.ts); re-exported for their importers.
+export { assertPrefix, DEFAULT_PREFIX };
+
+const BUDGET = ':budget';
 
 /**
- * The default key prefix of every stormguard Redis key.
+ * The key holding a dependency's budget: `{<prefix>:d:<dependency>}:budget`, prefix and dependency
+ * encoded (src/common/keys.ts). The braces make the whole encoded (prefix, dependency) the hash tag, so
+ * everything a dependency owns lives in one Redis Cluster slot, and no two (prefix, dependency) pairs share
+ * a key.
  *
  * @example
- * budgetKey(DEFAULT_PREFIX, 'search'); // '{stormguard:search}:budget'
- */
-export const DEFAULT_PREFIX = 'stormguard';
-
-// Braces would move the hash tag (and split a dependency's keys over Redis Cluster slots); glob characters
-// would make `budget status`'s SCAN pattern match other keys.
-const PREFIX = /^[A-Za-z0-9_.:-]{1,64}$/;
-
-/**
- * Throws an {@link InvalidInputError} unless `prefix` is 1–64 letters, digits, `_`, `-`, `.` or `:`.
- *
- * @example
- * assertPrefix('stormguard'); // ok
- * assertPrefix('a{b}'); // throws
- */
-export function assertPrefix(prefix: unknown): asserts prefix is string {
-  if (typeof prefix !== 'string' || !PREFIX.test(prefix))
-    throw new InvalidInputError(
-      `prefix ${JSON.stringify(prefix)}: use 1-64 letters, digits, '_', '-', '.' or ':' ` +
-        '(braces split a dependency over Redis Cluster hash slots; glob characters break key scans)',
-    );
-}
-
-const SUFFIX = '}:budget';
-
-/**
- * The key holding a dependency's budget: `{<prefix>:<dependency>}:budget`. The braces make the whole
- * `<prefix>:<dependency>` the hash tag, so everything a dependency owns lives in one Redis Cluster slot.
- *
- * @example
- * budgetKey('stormguard', 'search'); // '{stormguard:search}:budget'
+ * budgetKey('stormguard', 'search'); // '{stormguard:d:search}:budget'
+ * budgetKey('shop', 'eu:search'); // '{shop:d:eu%3Asearch}:budget'
  */
 export function budgetKey(prefix: string, dependency: string): string {
-  return `{${prefix}:${dependency}${SUFFIX}`;
+  return `${dependencyTag(prefix, dependency)}${BUDGET}`;
+}
+
+/**
+ * The SCAN pattern matching every key `{<prefix>:d:*}<suffix>` under `prefix` (glob characters of the
+ * encoded prefix matched literally).
+ *
+ * @example
+ * dependencyKeyPattern('shop', ':budget'); // '{shop:d:*}:budget'
+ */
+export function dependencyKeyPattern(prefix: string, suffix: string): string {
+  return `{${escapeGlob(encodeKeyPart(prefix))}:d:*}${suffix}`;
 }
 
 /** The SCAN pattern matching every budget key under `prefix`. */
 export function budgetKeyPattern(prefix: string): string {
-  return `{${prefix}:*${SUFFIX}`;
+  return dependencyKeyPattern(prefix, BUDGET);
 }
 
-/** The dependency a budget key belongs to, or `undefined` for a key that is not one. */
+/** The dependency a budget key belongs to (decoded), or `undefined` for a key that is not one. */
 export function dependencyOfBudgetKey(prefix: string, key: string): string | undefined {
-  const head = `{${prefix}:`;
-  if (!key.startsWith(head) || !key.endsWith(SUFFIX) || key.length <= head.length + SUFFIX.length)
-    return undefined;
-  return key.slice(head.length, -SUFFIX.length);
+  return dependencyOfKey(prefix, BUDGET, key);
 }

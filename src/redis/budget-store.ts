@@ -20,7 +20,7 @@ import { defineScript, type RedisClient } from './scripts.js';
 export interface RedisBudgetStoreOptions {
   /** Your ioredis client (a `Redis` or a `Cluster`); the store never closes it. */
   redis: RedisClient;
-  /** Key prefix. Default `stormguard`. 1-64 letters, digits, `_`, `-`, `.` or `:`. */
+  /** Key prefix, any 1-64 characters (encoded into keys). Default `stormguard`. */
   prefix?: string;
   /**
    * TEST ONLY: take time from this clock instead of the Redis server's `TIME`, so a conformance suite can run
@@ -32,7 +32,7 @@ export interface RedisBudgetStoreOptions {
 /**
  * The fleet-wide budget store on Redis (ioredis). Each `trySpend` is one Lua script, one round trip:
  * batched successes are added, the sliding window is summed and the retry granted or denied atomically,
- * with time from the Redis server. A dependency is one key, `{<prefix>:<dependency>}:budget` (a MessagePack
+ * with time from the Redis server. A dependency is one key, `{<prefix>:d:<dependency>}:budget` (both encoded, see src/common/keys.ts) (a MessagePack
  * ring of sub-buckets), in a single Redis Cluster slot, expiring two windows after its last write. Each
  * flushed success batch is one round trip per dependency.
  *

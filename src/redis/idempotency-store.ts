@@ -1,3 +1,5 @@
+import { DEFAULT_PREFIX, idempotencyKeyOf } from '../common/keys.js';
+import { assertPrefix } from '../common/names.js';
 import { defineScript, type RedisClient, type ScriptSpec } from './scripts.js';
 
 /**
@@ -38,7 +40,11 @@ export interface IdempotencyStore {
  * new RedisIdempotencyStore(redis, { prefix: 'tenant-a' });
  */
 export interface RedisIdempotencyStoreOptions {
-  /** Key prefix: keys are `<prefix>:idempotency:<key>`. Default: `stormguard`. */
+  /**
+   * Key prefix: keys are `<prefix>:idempotency:<key>`, prefix and key encoded (`:`, `%`, braces, whitespace
+   * and control characters percent-encoded), so no two (prefix, key) pairs share one. 1-64 characters.
+   * Default: `stormguard`.
+   */
   prefix?: string;
 }
 
@@ -68,7 +74,9 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   readonly #renew: Script;
 
   constructor(redis: RedisClient, options: RedisIdempotencyStoreOptions = {}) {
-    this.#prefix = options.prefix ?? 'stormguard';
+    const prefix = options.prefix ?? DEFAULT_PREFIX;
+    assertPrefix(prefix);
+    this.#prefix = prefix;
     this.#begin = defineScript(redis, SCRIPTS.begin);
     this.#finish = defineScript(redis, SCRIPTS.finish);
     this.#release = defineScript(redis, SCRIPTS.release);
@@ -77,7 +85,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
 
   /** The Redis key that holds `key`'s state. */
   keyOf(key: string): string {
-    return `${this.#prefix}:idempotency:${key}`;
+    return idempotencyKeyOf(this.#prefix, key);
   }
 
   async begin(key: string, token: string, inFlightTtlMs: number): Promise<IdempotencyClaim> {

@@ -26,7 +26,7 @@ export const SCAN_COUNT = 1_000;
  * off hot paths, and pass a `signal` to stop a scan nobody waits for any more.
  *
  * @example
- * const keys = await scanKeys(redis, '{stormguard:*}:budget'); // ['{stormguard:search}:budget', ...]
+ * const keys = await scanKeys(redis, '{stormguard:d:*}:budget'); // ['{stormguard:d:search}:budget', ...]
  */
 export async function scanKeys(
   redis: RedisClient,
@@ -51,8 +51,14 @@ export async function scanKeys(
   return [...keys];
 }
 
-/** `text` as a literal inside a Redis glob pattern (an ioredis `keyPrefix` may hold `*`, `?`, `[` or `\`). */
-function escapeGlob(text: string): string {
+/**
+ * `text` as a literal inside a Redis glob pattern (an ioredis `keyPrefix` or a prefix may hold `*`, `?`,
+ * `[` or `\`).
+ *
+ * @example
+ * escapeGlob('app[1]*'); // 'app\\[1\\]\\*'
+ */
+export function escapeGlob(text: string): string {
   return text.replace(/[*?[\]\\]/g, '\\$&');
 }
 

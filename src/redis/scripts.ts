@@ -51,7 +51,7 @@ export function luaSource(file: string): string {
  *
  * @example
  * const spend = defineScript(redis, { command: 'stormguardBudgetSpendV1', file: 'budget-spend-1.lua', numberOfKeys: 1 });
- * const reply = await spend(['{stormguard:search}:budget'], [6000, 10, 200000, 10, 0, 0, 120000, '']);
+ * const reply = await spend(['{stormguard:d:search}:budget'], [6000, 10, 200000, 10, 0, 0, 120000, '']);
  */
 export function defineScript(
   redis: RedisClient,

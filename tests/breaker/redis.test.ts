@@ -43,9 +43,9 @@ describe('RedisBreakerStore specifics', () => {
       const options = resolveBreakerOptions({ windowMs: 1_000, coolDownMs: 500 });
       const before = Date.now();
       const { snapshot } = await store.record('search', 'failure', options);
-      expect(store.keyOf('search')).toBe('{specifics:breaker:search}:state');
-      expect(await redis.keys('{specifics:*')).toEqual(['{specifics:breaker:search}:state']);
-      const ttl = await redis.pttl('{specifics:breaker:search}:state');
+      expect(store.keyOf('search')).toBe('{specifics:d:search}:breaker');
+      expect(await redis.keys('{specifics:*')).toEqual(['{specifics:d:search}:breaker']);
+      const ttl = await redis.pttl('{specifics:d:search}:breaker');
       expect(ttl).toBeGreaterThan(0);
       expect(ttl).toBeLessThanOrEqual(2 * (1_000 + 500));
       // Time came from Redis TIME: the same machine, so within a generous bound of the local clock.
@@ -55,9 +55,10 @@ describe('RedisBreakerStore specifics', () => {
     }
   });
 
-  it('rejects a prefix that would break hash tags or key scans, and bad settings', () => {
+  it('rejects an empty or over-long prefix, and bad settings', () => {
     const redis = new Redis({ ...server.connection, lazyConnect: true });
-    expect(() => new RedisBreakerStore({ redis, prefix: 'a{b}' })).toThrow(/prefix "a\{b\}"/);
+    expect(() => new RedisBreakerStore({ redis, prefix: '' })).toThrow(/prefix "": must not be empty/);
+    expect(() => new RedisBreakerStore({ redis, prefix: 'x'.repeat(65) })).toThrow(/at most 64 characters/);
     expect(() => new RedisBreakerStore({ redis, timeoutMs: 0 })).toThrow(
       'invalid Redis breaker store options: timeoutMs: 0 is invalid: must be a whole number >= 1',
     );
@@ -81,6 +82,30 @@ describe('RedisBreakerStore specifics', () => {
         ['search', 'open'],
       ]);
       expect(listed[1]?.options?.consecutiveFailures).toBe(1);
+    } finally {
+      await redis.quit();
+    }
+  });
+
+  it('keeps shop + eu:search apart from shop:eu + search, and lists names with any characters', async () => {
+    const redis = new Redis(server.connection);
+    try {
+      const options = resolveBreakerOptions({ consecutiveFailures: 1 });
+      const shop = new RedisBreakerStore({ redis, prefix: 'iso' });
+      const shopEu = new RedisBreakerStore({ redis, prefix: 'iso:eu' });
+      await shop.record('eu:search', 'failure', options);
+      expect((await shopEu.read('search', options)).state).toBe('closed');
+      // The pair that shared a key in the first layout, {<prefix>:breaker:<dependency>}:state.
+      await shop.record('x:breaker:y', 'failure', options);
+      const other = new RedisBreakerStore({ redis, prefix: 'iso:breaker:x' });
+      expect((await other.read('y', options)).state).toBe('closed');
+      await shop.record('send email {v2}\n', 'success', options);
+      expect((await shop.list()).map((b) => [b.dependency, b.state])).toEqual([
+        ['eu:search', 'open'],
+        ['send email {v2}\n', 'closed'],
+        ['x:breaker:y', 'open'],
+      ]);
+      expect(await shopEu.list()).toEqual([]);
     } finally {
       await redis.quit();
     }

@@ -1,10 +1,10 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { idempotencyGuard } from '../../src/bullmq/idempotency-guard.js';
 import { FakeClock } from '../../src/common/clock.js';
 import { isInvalidInputError } from '../../src/errors/invalid-input-error.js';
 import { isTransientError } from '../../src/errors/transient-error.js';
 import { isValidationError } from '../../src/errors/validation-error.js';
-import { idempotencyGuard } from '../../src/bullmq/idempotency-guard.js';
 import { RedisIdempotencyStore } from '../../src/redis/idempotency-store.js';
 import { TestRedis, waitFor } from '../helpers/redis-server.js';
 
@@ -73,6 +73,19 @@ describe('idempotencyGuard.once', () => {
     expect(await b.once(key, () => 'b')).toBe('b');
     expect(await a.once(`${key}-other`, () => 'c')).toBe('c');
     expect(await redis.exists(`stormguard:idempotency:${key}`, `tenant-b:idempotency:${key}`)).toBe(2);
+  });
+
+  it('keeps prefix shop + key eu:1 apart from prefix shop:eu + key 1, and refuses an empty prefix', async () => {
+    const key = freshKey();
+    const shop = idempotencyGuard({ redis, prefix: 'shop', ttlMs: 60_000 });
+    const shopEu = idempotencyGuard({ redis, prefix: 'shop:eu', ttlMs: 60_000 });
+    expect(await shop.once(`eu:${key}`, () => 'shop')).toBe('shop');
+    expect(await shopEu.once(key, () => 'shop:eu')).toBe('shop:eu');
+    // The pair that shared a key in the first layout, <prefix>:idempotency:<key>.
+    expect(await shop.once(`x:idempotency:${key}`, () => 'shop')).toBe('shop');
+    const other = idempotencyGuard({ redis, prefix: 'shop:idempotency:x', ttlMs: 60_000 });
+    expect(await other.once(key, () => 'other')).toBe('other');
+    expect(() => new RedisIdempotencyStore(redis, { prefix: '' })).toThrow(/prefix "": must not be empty/);
   });
 
   it('stores outcomes as JSON: undefined stays undefined, a Date comes back as its ISO string', async () => {

@@ -5,7 +5,7 @@
 
   Needs Redis >= 5 (scripts replicate by effects, so reading TIME before a write is allowed).
 
-  KEYS[1]  the dependency's state hash, "{<prefix>:breaker:<dependency>}:state" (one key, one hash slot)
+  KEYS[1]  the dependency's state hash, "{<prefix>:d:<dependency>}:breaker" (one key, one hash slot)
 
   ARGV[1]  op: "acquire" | "success" | "failure" | "peek" | "successes"
   ARGV[2]  TEST ONLY: the time to use, in epoch ms. "" (always, in production) uses the server's TIME,

@@ -1,7 +1,7 @@
 --[[
   Reads a dependency's budget without changing it (no write, no expiry extended).
 
-  KEYS[1]  "{<prefix>:<dependency>}:budget"  the dependency's key (see includes/budget-window.lua)
+  KEYS[1]  "{<prefix>:d:<dependency>}:budget"  the dependency's key (see includes/budget-window.lua)
 
   ARGV[1]  nowMs          optional, TEST ONLY: use this time instead of the server's TIME ("" = TIME)
   ARGV[2]  bucketMs       optional: the reader's settings (ARGV[2..5], all or none); without them the

@@ -1,7 +1,7 @@
 --[[
   Adds a batch of successes to a dependency's current sub-bucket: one round trip per flushed batch.
 
-  KEYS[1]  "{<prefix>:<dependency>}:budget"  the dependency's key (see includes/budget-window.lua)
+  KEYS[1]  "{<prefix>:d:<dependency>}:budget"  the dependency's key (see includes/budget-window.lua)
 
   ARGV[1]  count          successes to add (>= 1)
   ARGV[2]  bucketMs       sub-bucket length in ms

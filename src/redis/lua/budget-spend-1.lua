@@ -1,7 +1,7 @@
 --[[
   Decides `count` retries (usually 1) against a dependency's budget, atomically, in one round trip.
 
-  KEYS[1]  "{<prefix>:<dependency>}:budget"  the dependency's key (see includes/budget-window.lua)
+  KEYS[1]  "{<prefix>:d:<dependency>}:budget"  the dependency's key (see includes/budget-window.lua)
 
   ARGV[1]  bucketMs       sub-bucket length in ms (windowMs / buckets)
   ARGV[2]  buckets        sub-buckets per window

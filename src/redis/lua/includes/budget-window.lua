@@ -1,6 +1,6 @@
 -- Shared by the budget scripts: the sliding-window arithmetic of src/budget/window.ts, in integers only.
 --
--- A dependency's budget is one string key, KEYS[1] = "{<prefix>:<dependency>}:budget", holding a
+-- A dependency's budget is one string key, KEYS[1] = "{<prefix>:d:<dependency>}:budget", holding a
 -- MessagePack array (one GET, one SET: no number-to-string conversions, no per-field commands):
 --   [1] format version (1)   [2] bucketMs   [3] buckets   [4] ratioPpm   [5] minAllowance
 --        (the settings last used; [4] and [5] are read by the CLI)
