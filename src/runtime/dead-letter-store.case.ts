@@ -1,0 +1,389 @@
+/**
+ * The dead-letter store contract, written once and run against every implementation (memory, Redis,
+ * PostgreSQL) with no branch for any of them: a store that needs one has a bug or the contract a gap.
+ * Every case runs on a FakeClock that the store takes as its time (the Redis and PostgreSQL stores through
+ * their test-only clock option), so retention and claims are exact.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { FakeClock } from '../common/clock.js';
+import { isValidationError } from '../errors/validation-error.js';
+import type {
+  AttemptState,
+  DeadLetterFilter,
+  DeadLetterRecord,
+  DeadLetterStore,
+  StoredDeadLetter,
+} from './contracts.js';
+
+/** One fresh, empty store on the given clock, and what the suite needs to reach inside it. */
+export interface DeadLetterStoreHarness {
+  store: DeadLetterStore;
+  /** Overwrites a stored record with JSON that is not a record (`{"jobId":42}`), as a hand edit would. */
+  damage(queue: string, id: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export type OpenDeadLetterStore = (clock: FakeClock) => Promise<DeadLetterStoreHarness>;
+
+const T0 = 1_700_000_000_000;
+const DAY = 86_400_000;
+const STATE: AttemptState = { attempts: 5, deferrals: 1, starts: 6, firstFailedAt: T0 - 5_000 };
+
+/** A dead-letter record as a worker files it; `overrides` change what a case cares about. */
+export function sampleDeadLetter(jobId: string, overrides: Partial<DeadLetterRecord> = {}): DeadLetterRecord {
+  return {
+    queue: 'index',
+    jobId,
+    createdAt: T0 - 10_000,
+    name: 'reindex',
+    data: { docId: jobId, nested: { list: [1, 2, 3], text: 'é "quoted" \n' } },
+    opts: { attempts: 5, backoff: { type: 'exponential', delay: 1_000 }, jobId },
+    reason: 'max-attempts',
+    detail: '5 of 5 attempts used',
+    lastError: {
+      name: 'TransientError',
+      message: 'search timed out',
+      stack: 'TransientError: search timed out\n    at reindex',
+      classification: { retryable: true, reason: 'ETIMEDOUT' },
+    },
+    attemptsMade: 5,
+    dependency: 'search',
+    firstFailedAt: T0 - 5_000,
+    deadLetteredAt: T0,
+    replays: 0,
+    ...overrides,
+  };
+}
+
+/** Registers the dead-letter store conformance cases under `describe(name)`. */
+export function describeDeadLetterStore(name: string, open: OpenDeadLetterStore): void {
+  describe(`${name} conformance`, () => {
+    let harness: DeadLetterStoreHarness | undefined;
+    let clock: FakeClock;
+
+    async function setup(): Promise<DeadLetterStore> {
+      clock = new FakeClock(T0);
+      harness = await open(clock);
+      return harness.store;
+    }
+
+    afterEach(async () => {
+      await harness?.close();
+      harness = undefined;
+    });
+
+    async function file(store: DeadLetterStore, record: DeadLetterRecord, ttlMs = DAY) {
+      return store.file(record, STATE, ttlMs);
+    }
+
+    /** Every entry of a listing, page by page, as "id:jobId" (malformed ones as "id:malformed"). */
+    async function listAll(
+      store: DeadLetterStore,
+      queue: string,
+      filter: DeadLetterFilter & { newestFirst?: boolean } = {},
+      limit = 2,
+    ): Promise<string[]> {
+      const out: string[] = [];
+      let cursor: string | undefined;
+      for (let pages = 0; pages < 100; pages++) {
+        const page = await store.list(queue, { ...filter, limit, ...(cursor ? { cursor } : {}) });
+        expect(page.records.length + page.malformed.length).toBeLessThanOrEqual(limit);
+        const entries = [
+          ...page.records.map((r) => ({ id: r.id, label: `${r.id}:${r.jobId}` })),
+          ...page.malformed.map((m) => ({ id: m.id, label: `${m.id}:malformed` })),
+        ];
+        out.push(...entries.map((e) => e.label));
+        if (!page.next) return out;
+        cursor = page.next;
+      }
+      throw new Error('listing did not end after 100 pages');
+    }
+
+    it('files a record and returns it as given, with the id the store assigned', async () => {
+      const store = await setup();
+      const record = sampleDeadLetter('42', { idempotencyKey: 'doc-42', replayedFrom: '3' });
+      const { id, created } = await file(store, record);
+      expect(created).toBe(true);
+      expect(typeof id).toBe('string');
+      expect(await store.get('index', id)).toEqual({ ...record, id });
+      expect(await store.get('index', 'no-such-id')).toBeUndefined();
+      expect(await store.get('other', id)).toBeUndefined();
+      expect(await store.count('index')).toBe(1);
+    });
+
+    it('writes the final attempt state with the dead-lettered mark in the same step', async () => {
+      const store = await setup();
+      const record = sampleDeadLetter('42');
+      const { id } = await store.file(record, { ...STATE, deadLettered: undefined }, 60_000);
+      expect(await store.readAttempts(record)).toEqual({
+        ...STATE,
+        deadLettered: { reason: 'max-attempts', detail: '5 of 5 attempts used', recordId: id, at: T0 },
+      });
+      clock.advance(60_000);
+      expect(await store.readAttempts(record)).toBeUndefined();
+      expect((await store.get('index', id)) as StoredDeadLetter).toMatchObject({ jobId: '42' });
+    });
+
+    it('files the same job (same id and createdAt) once, even after its record was replayed', async () => {
+      const store = await setup();
+      const first = await file(store, sampleDeadLetter('7', { detail: 'first' }));
+      const again = await file(store, sampleDeadLetter('7', { detail: 'second' }));
+      expect(again).toEqual({ id: first.id, created: false });
+      expect(await store.count('index')).toBe(1);
+      expect(((await store.get('index', first.id)) as StoredDeadLetter).detail).toBe('first');
+      expect(await store.completeReplay('index', first.id)).toBe(true);
+      expect(await file(store, sampleDeadLetter('7'))).toEqual({ id: first.id, created: false });
+      expect(await store.count('index')).toBe(0);
+    });
+
+    it('gives a reused job id (another createdAt) a record of its own and leaves the first as it was', async () => {
+      const store = await setup();
+      const older = sampleDeadLetter('order-1', { createdAt: T0 - 50_000, detail: 'older' });
+      const newer = sampleDeadLetter('order-1', { createdAt: T0 - 1_000, detail: 'newer' });
+      const a = await file(store, older);
+      const b = await file(store, newer);
+      expect(b.created).toBe(true);
+      expect(b.id).not.toBe(a.id);
+      expect(await store.get('index', a.id)).toEqual({ ...older, id: a.id });
+      expect(await store.get('index', b.id)).toEqual({ ...newer, id: b.id });
+      expect((await store.readAttempts(older))?.deadLettered?.recordId).toBe(a.id);
+      expect((await store.readAttempts(newer))?.deadLettered?.recordId).toBe(b.id);
+      expect(await listAll(store, 'index')).toEqual([`${a.id}:order-1`, `${b.id}:order-1`]);
+    });
+
+    it('never reuses a record id, even once every record is gone', async () => {
+      const store = await setup();
+      const ids = new Set<string>();
+      for (let i = 0; i < 5; i++) {
+        const { id } = await file(store, sampleDeadLetter(`j${i}`));
+        expect(ids.has(id)).toBe(false);
+        ids.add(id);
+        await store.remove('index', id);
+      }
+      expect(await store.count('index')).toBe(0);
+    });
+
+    it('keeps attempt state per job: a reused id with another createdAt is another job', async () => {
+      const store = await setup();
+      const a = { queue: 'index', jobId: 'x', createdAt: 1 };
+      const b = { queue: 'index', jobId: 'x', createdAt: 2 };
+      const other = { queue: 'other', jobId: 'x', createdAt: 1 };
+      expect(await store.readAttempts(a)).toBeUndefined();
+      await store.writeAttempts(a, { attempts: 1, deferrals: 0, previousDelayMs: 400 }, 10_000);
+      await store.writeAttempts(b, { attempts: 3, deferrals: 2 }, 10_000);
+      expect(await store.readAttempts(a)).toEqual({ attempts: 1, deferrals: 0, previousDelayMs: 400 });
+      expect(await store.readAttempts(b)).toEqual({ attempts: 3, deferrals: 2 });
+      expect(await store.readAttempts(other)).toBeUndefined();
+      await store.clearAttempts(a);
+      expect(await store.readAttempts(a)).toBeUndefined();
+      expect(await store.readAttempts(b)).toEqual({ attempts: 3, deferrals: 2 });
+      clock.advance(10_000);
+      expect(await store.readAttempts(b)).toBeUndefined();
+    });
+
+    it('lists in dead-letter time order (ties by id), oldest or newest first, page by page', async () => {
+      const store = await setup();
+      const at = [T0 + 30, T0 + 10, T0 + 20, T0 + 20, T0 + 20, T0];
+      const ids: string[] = [];
+      for (const [i, t] of at.entries())
+        ids.push((await file(store, sampleDeadLetter(`j${i}`, { deadLetteredAt: t }))).id);
+      const oldestFirst = [5, 1, 2, 3, 4, 0].map((i) => `${ids[i]}:j${i}`);
+      expect(await listAll(store, 'index', {}, 1)).toEqual(oldestFirst);
+      expect(await listAll(store, 'index', {}, 4)).toEqual(oldestFirst);
+      expect(await listAll(store, 'index', {}, 100)).toEqual(oldestFirst);
+      expect(await listAll(store, 'index', { newestFirst: true }, 2)).toEqual([...oldestFirst].reverse());
+      expect((await store.list('index', { limit: 0 })).records).toEqual([]);
+    });
+
+    it('continues a listing after the entries of the previous page were removed (as replay does)', async () => {
+      const store = await setup();
+      const ids: string[] = [];
+      for (let i = 0; i < 7; i++)
+        ids.push((await file(store, sampleDeadLetter(`j${i}`, { deadLetteredAt: T0 + (i % 3) }))).id);
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      for (let pages = 0; pages < 20; pages++) {
+        const page = await store.list('index', { limit: 2, ...(cursor ? { cursor } : {}) });
+        for (const r of page.records) {
+          seen.push(r.jobId);
+          await store.completeReplay('index', r.id);
+        }
+        if (!page.next) break;
+        cursor = page.next;
+      }
+      expect(seen).toEqual(['j0', 'j3', 'j6', 'j1', 'j4', 'j2', 'j5']);
+      expect(await store.count('index')).toBe(0);
+    });
+
+    it('filters by reason, dependency, name and time, alone and together, in listings and counts', async () => {
+      const store = await setup();
+      const specs: [string, Partial<DeadLetterRecord>][] = [
+        ['a', { reason: 'budget-exhausted', dependency: 'search', deadLetteredAt: T0 + 1 }],
+        ['b', { reason: 'permanent', dependency: 'mail', name: 'welcome', deadLetteredAt: T0 + 2 }],
+        ['c', { reason: 'budget-exhausted', dependency: 'mail', deadLetteredAt: T0 + 3 }],
+        ['d', { reason: 'budget-exhausted', dependency: 'search', name: 'welcome', deadLetteredAt: T0 + 4 }],
+        ['e', { reason: 'breaker-open', dependency: 'eu:search', deadLetteredAt: T0 + 5 }],
+      ];
+      const idOf = new Map<string, string>();
+      for (const [jobId, o] of specs) idOf.set(jobId, (await file(store, sampleDeadLetter(jobId, o))).id);
+      const jobs = async (filter: DeadLetterFilter) =>
+        (await listAll(store, 'index', filter)).map((label) => label.split(':').slice(1).join(':'));
+      const cases: [DeadLetterFilter, string[]][] = [
+        [{}, ['a', 'b', 'c', 'd', 'e']],
+        [{ reason: 'budget-exhausted' }, ['a', 'c', 'd']],
+        [{ dependency: 'search' }, ['a', 'd']],
+        [{ dependency: 'eu:search' }, ['e']],
+        [{ name: 'welcome' }, ['b', 'd']],
+        [{ since: T0 + 3 }, ['c', 'd', 'e']],
+        [{ before: T0 + 3 }, ['a', 'b']],
+        [{ since: T0 + 2, before: T0 + 5 }, ['b', 'c', 'd']],
+        [{ reason: 'budget-exhausted', dependency: 'search' }, ['a', 'd']],
+        [{ reason: 'budget-exhausted', dependency: 'mail', name: 'reindex' }, ['c']],
+        [{ reason: 'budget-exhausted', name: 'welcome', since: T0 + 4 }, ['d']],
+        [{ reason: 'permanent', dependency: 'search' }, []],
+        [{ name: 'nobody' }, []],
+      ];
+      for (const [filter, expected] of cases) {
+        expect(await jobs(filter), JSON.stringify(filter)).toEqual(expected);
+        expect(await store.count('index', filter), JSON.stringify(filter)).toBe(expected.length);
+      }
+      await store.remove('index', idOf.get('d') as string);
+      expect(await jobs({ reason: 'budget-exhausted', dependency: 'search' })).toEqual(['a']);
+      expect(await store.count('index', { name: 'welcome' })).toBe(1);
+    });
+
+    it('refuses a bad filter or cursor, naming it', async () => {
+      const store = await setup();
+      await expect((async () => store.count('index', { reason: 'tired' as never }))()).rejects.toSatisfy(
+        isValidationError,
+      );
+      await expect((async () => store.list('index', { limit: 5, cursor: 'junk' }))()).rejects.toThrow(
+        /cursor/,
+      );
+    });
+
+    it('keeps queues, dependencies and names with separators and braces apart', async () => {
+      const store = await setup();
+      await file(store, sampleDeadLetter('1', { queue: 'shop', dependency: 'eu:search' }));
+      await file(store, sampleDeadLetter('2', { queue: 'shop:eu', dependency: 'search' }));
+      await file(store, sampleDeadLetter('3', { queue: 'shop}{x', name: 'a b\nc', dependency: '{search}' }));
+      expect(await store.count('shop')).toBe(1);
+      expect(await store.count('shop:eu')).toBe(1);
+      expect(await store.count('shop', { dependency: 'search' })).toBe(0);
+      expect(await store.count('shop:eu', { dependency: 'search' })).toBe(1);
+      expect(await store.count('shop}{x', { name: 'a b\nc', dependency: '{search}' })).toBe(1);
+      expect((await store.queues()).map((q) => q.queue)).toEqual(['shop', 'shop:eu', 'shop}{x']);
+    });
+
+    it('registers queues so tools can list them, and reading never registers one', async () => {
+      const store = await setup();
+      expect(await store.queues()).toEqual([]);
+      expect(await store.count('ghost')).toBe(0);
+      expect((await store.list('ghost', { limit: 10 })).records).toEqual([]);
+      expect(await store.get('ghost', '1')).toBeUndefined();
+      expect(await store.readAttempts({ queue: 'ghost', jobId: '1', createdAt: 1 })).toBeUndefined();
+      expect(await store.queue('ghost')).toBeUndefined();
+      expect(await store.queues()).toEqual([]);
+      await store.registerQueue('mail', { maxCount: 10 });
+      clock.advance(5);
+      await store.registerQueue('index');
+      await store.registerQueue('mail');
+      await file(store, sampleDeadLetter('1'));
+      expect(await store.queues()).toEqual([
+        { queue: 'index', count: 1, evicted: 0, registeredAt: T0 + 5, retention: {} },
+        { queue: 'mail', count: 0, evicted: 0, registeredAt: T0, retention: { maxCount: 10 } },
+      ]);
+      expect(await store.queue('mail')).toMatchObject({ queue: 'mail', retention: { maxCount: 10 } });
+    });
+
+    it('files into a queue that was never registered, and registers it', async () => {
+      const store = await setup();
+      await file(store, sampleDeadLetter('1', { queue: 'late' }));
+      expect((await store.queues()).map((q) => [q.queue, q.count])).toEqual([['late', 1]]);
+    });
+
+    it('evicts the oldest records beyond maxCount when filing, and counts them', async () => {
+      const store = await setup();
+      await store.registerQueue('index', { maxCount: 3 });
+      const ids: string[] = [];
+      for (let i = 0; i < 5; i++)
+        ids.push((await file(store, sampleDeadLetter(`j${i}`, { deadLetteredAt: T0 + i }))).id);
+      expect(await listAll(store, 'index')).toEqual([2, 3, 4].map((i) => `${ids[i]}:j${i}`));
+      expect(await store.queue('index')).toMatchObject({ count: 3, evicted: 2 });
+      expect(await store.get('index', ids[0] as string)).toBeUndefined();
+      expect(await store.count('index', { reason: 'max-attempts' })).toBe(3);
+    });
+
+    it('evicts records older than maxAgeMs (by store time) at the next filing', async () => {
+      const store = await setup();
+      await store.registerQueue('index', { maxAgeMs: 1_000 });
+      await file(store, sampleDeadLetter('old', { deadLetteredAt: T0 - 2_000 }));
+      await file(store, sampleDeadLetter('edge', { deadLetteredAt: T0 - 500 }));
+      expect(await store.queue('index')).toMatchObject({ count: 1, evicted: 1 });
+      clock.advance(600);
+      expect(await store.count('index')).toBe(1); // reading never writes: nothing evicted yet
+      await file(store, sampleDeadLetter('new', { deadLetteredAt: T0 + 600 }));
+      expect((await listAll(store, 'index')).map((l) => l.split(':')[1])).toEqual(['new']);
+      expect(await store.queue('index')).toMatchObject({ count: 1, evicted: 2 });
+    });
+
+    it('refuses bad retention limits, naming them', async () => {
+      const store = await setup();
+      await expect((async () => store.registerQueue('index', { maxCount: 0 }))()).rejects.toSatisfy(
+        (e: unknown) => isValidationError(e) && /maxCount/.test((e as Error).message),
+      );
+      await expect((async () => store.registerQueue('index', { maxAgeMs: -1 }))()).rejects.toSatisfy(
+        isValidationError,
+      );
+    });
+
+    it('claims a record for replay once, and hands an interrupted claim back', async () => {
+      const store = await setup();
+      const { id } = await file(store, sampleDeadLetter('9'));
+      expect(await store.claimReplay('index', id, 'replay-a')).toEqual({ jobId: 'replay-a', claimedAt: T0 });
+      clock.advance(1_000);
+      expect(await store.claimReplay('index', id, 'replay-b')).toEqual({ jobId: 'replay-a', claimedAt: T0 });
+      expect(await store.get('index', id)).toMatchObject({ replay: { jobId: 'replay-a', claimedAt: T0 } });
+      expect(await store.completeReplay('index', id)).toBe(true);
+      expect(await store.completeReplay('index', id)).toBe(false);
+      expect(await store.claimReplay('index', id, 'replay-c')).toBeUndefined();
+      expect(await store.count('index')).toBe(0);
+    });
+
+    it('lists a malformed record as malformed, counts it, removes it, and lists the good ones', async () => {
+      const store = await setup();
+      const good = await file(store, sampleDeadLetter('good', { deadLetteredAt: T0 + 1 }));
+      const bad = await file(store, sampleDeadLetter('bad', { deadLetteredAt: T0 + 2 }));
+      const last = await file(store, sampleDeadLetter('last', { deadLetteredAt: T0 + 3 }));
+      await harness?.damage('index', bad.id);
+      expect(await store.get('index', bad.id)).toMatchObject({
+        id: bad.id,
+        malformed: true,
+        problem: expect.any(String),
+      });
+      expect(await listAll(store, 'index', {}, 1)).toEqual([
+        `${good.id}:good`,
+        `${bad.id}:malformed`,
+        `${last.id}:last`,
+      ]);
+      const page = await store.list('index', { limit: 10, reason: 'max-attempts' });
+      expect(page.records.map((r) => r.jobId)).toEqual(['good', 'last']);
+      expect(page.malformed.map((m) => m.id)).toEqual([bad.id]);
+      expect(await store.count('index')).toBe(3);
+      expect(await store.remove('index', bad.id)).toBe(true);
+      expect(await store.count('index')).toBe(2);
+    });
+
+    it('refuses a record that is not one, naming the field, and stores nothing', async () => {
+      const store = await setup();
+      const broken = { ...sampleDeadLetter('1'), deadLetteredAt: 'yesterday' } as unknown as DeadLetterRecord;
+      await expect((async () => store.file(broken, STATE, DAY))()).rejects.toSatisfy(
+        (e: unknown) => isValidationError(e) && /deadLetteredAt/.test((e as Error).message),
+      );
+      const noReason = { ...sampleDeadLetter('1'), reason: 'tired' } as unknown as DeadLetterRecord;
+      await expect((async () => store.file(noReason, STATE, DAY))()).rejects.toSatisfy(isValidationError);
+      expect(await store.count('index')).toBe(0);
+      expect(await store.readAttempts(sampleDeadLetter('1'))).toBeUndefined();
+    });
+  });
+}
