@@ -239,6 +239,11 @@ export interface DeadLetterStore extends AttemptStateStore {
    * an earlier one. A record that is not a {@link DeadLetterRecord} is refused with an error naming the field.
    * Filing applies the queue's retention: the oldest records beyond it are evicted (and counted).
    */
+  file(
+    record: DeadLetterRecord,
+    finalState: AttemptState,
+    ttlMs: number,
+  ): MaybePromise<{ id: string; created: boolean }>;
   /** One record by its id; a record that does not read is returned as {@link MalformedDeadLetter}. */
   get(queue: string, id: string): MaybePromise<StoredDeadLetter | MalformedDeadLetter | undefined>;
   /**
