@@ -1,8 +1,8 @@
 import type { Disposable } from '../common/events.js';
+import { withTimeout } from '../common/timeout.js';
 import { noteDependency, type ObserverContext } from './context.js';
 import { BREAKER_STATE_SET, BREAKER_STATES, LabelBounds } from './labels.js';
 import type { BreakerStateName, ObservableBreaker } from './sources.js';
-import { withTimeout } from './timeout.js';
 
 /**
  * Follows a circuit breaker: transitions and refusals are counted from its events (each transition is

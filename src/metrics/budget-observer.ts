@@ -1,9 +1,9 @@
 import type { Clock } from '../common/clock.js';
 import type { Disposable } from '../common/events.js';
+import { withTimeout } from '../common/timeout.js';
 import { noteDependency, type ObserverContext } from './context.js';
 import { BUDGET_MODES, LabelBounds } from './labels.js';
 import type { ObservableBudget, ObservedBudgetState } from './sources.js';
-import { withTimeout } from './timeout.js';
 
 /** Options of `observeBudget`. */
 export interface ObserveBudgetOptions {

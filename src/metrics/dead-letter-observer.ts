@@ -1,7 +1,7 @@
 import type { Disposable } from '../common/events.js';
+import { withTimeout } from '../common/timeout.js';
 import type { ObserverContext } from './context.js';
 import type { ObservableDeadLetterQueue } from './sources.js';
-import { withTimeout } from './timeout.js';
 import { countReplays } from './worker-observer.js';
 
 /**
