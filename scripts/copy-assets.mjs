@@ -2,7 +2,7 @@
 import { cpSync, existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
-const exts = ['.lua', '.yml', '.yaml', '.json', '.html'];
+const exts = ['.lua', '.sql', '.yml', '.yaml', '.json', '.html'];
 function walk(dir) {
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);

@@ -1,0 +1,24 @@
+/**
+ * stormguard's PostgreSQL stores (`stormguard/postgres`), on node-postgres (`pg`, a peer dependency:
+ * bring your own pool or a connection string): the fleet-wide breaker, idempotency and retry budget
+ * stores, for fleets on BullMQ 6's PostgreSQL backend that run no Redis. Every decision is one round trip
+ * (one plpgsql function call) on the server's clock; the tables live in a schema you name, created by
+ * numbered migrations on first use or by `stormguard migrate --postgres URL`.
+ *
+ * @example
+ * import pg from 'pg';
+ * import { PostgresBreakerStore } from 'stormguard/postgres';
+ * const store = new PostgresBreakerStore({ connection: new pg.Pool(), schema: 'stormguard' });
+ */
+
+export {
+  type ListedPostgresBreaker,
+  type PostgresBreakerFallback,
+  PostgresBreakerStore,
+  type PostgresBreakerStoreEvents,
+  type PostgresBreakerStoreOptions,
+} from './breaker-store.js';
+export type { PostgresConnection, PostgresStoreOptions } from './database.js';
+export { PostgresIdempotencyStore, type PostgresIdempotencyStoreOptions } from './idempotency-store.js';
+export { type Migration, type MigrationReport, migrate, migrations } from './migrations.js';
+export { assertSchema, DEFAULT_SCHEMA } from './schema.js';

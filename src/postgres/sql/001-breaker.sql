@@ -1,0 +1,256 @@
+-- 001-breaker.sql: the server clock and the circuit-breaker state, one row per dependency.
+--
+-- breaker_step() is the same state machine as src/breaker/machine.ts (stepBreaker) and
+-- src/redis/lua/breaker-update-1.lua; the conformance suite in src/breaker/store.case.ts holds all three
+-- to the same behaviour. {{schema}} is replaced by the quoted schema name when the migration runs.
+
+-- Epoch milliseconds from the server's clock (clock_timestamp(), not the transaction's start), or
+-- override_ms when given (TEST ONLY: a conformance suite drives every store on one fake clock).
+CREATE FUNCTION {{schema}}.now_ms(override_ms bigint) RETURNS bigint
+LANGUAGE sql VOLATILE AS $$
+  SELECT coalesce(override_ms, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint)
+$$;
+
+-- A row whose expires_at_ms has passed is read as absent: an idle breaker forgets, as a Redis key expires.
+-- Buckets are parallel arrays: calls recorded while floor(now / bucketMs) = bucket_index[i].
+CREATE TABLE {{schema}}.breakers (
+  dependency text PRIMARY KEY,
+  state text NOT NULL DEFAULT 'closed' CHECK (state IN ('closed', 'open', 'half-open')),
+  consecutive_failures bigint NOT NULL DEFAULT 0,
+  opened_at_ms bigint,
+  half_open_at_ms bigint,
+  probes_admitted bigint NOT NULL DEFAULT 0,
+  probe_successes bigint NOT NULL DEFAULT 0,
+  probe_round_at_ms bigint,
+  options jsonb,
+  bucket_index bigint[] NOT NULL DEFAULT '{}',
+  bucket_successes bigint[] NOT NULL DEFAULT '{}',
+  bucket_failures bigint[] NOT NULL DEFAULT '{}',
+  expires_at_ms bigint NOT NULL DEFAULT 0
+);
+
+-- One operation on one dependency's breaker, atomically (the row is locked for any write).
+--
+--   p_op       'acquire' | 'success' | 'failure' | 'peek' | 'successes'
+--   p_options  the resolved options (windowMs, bucketMs, failureRatePpm, minimumVolume,
+--              consecutiveFailures, coolDownMs, halfOpenProbes, successesToClose); NULL for 'peek' only,
+--              which then uses the options stored by the last write
+--   p_batched  successes of calls admitted while closed, counted locally (>= 0): before 'success',
+--              'failure' or 'successes' they are added to the current bucket and end the failure streak,
+--              never counting as probe successes; 'acquire' and 'peek' ignore them
+--   p_now_ms   TEST ONLY: the time to use; NULL (always, in production) uses the server's clock
+--
+-- Returns { allowed, probe, transitions: [{ from, to, reason, atMs }], view: { state, successes,
+-- failures, volume, consecutiveFailures, probesAdmitted, probeSuccesses, nowMs, openedAtMs?,
+-- halfOpenAtMs? }, options } (options null when peeking a breaker that has no state).
+-- 'peek', and an 'acquire' that admits no probe and changes no state, write nothing; acquire on a
+-- closed breaker takes no lock at all. A write keeps the row for 2 x (windowMs + coolDownMs).
+CREATE FUNCTION {{schema}}.breaker_step(
+  p_dependency text, p_op text, p_options jsonb, p_batched bigint, p_now_ms bigint
+) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+  c_buckets CONSTANT bigint := 10;
+  v_now bigint := {{schema}}.now_ms(p_now_ms);
+  v_records boolean := p_op IN ('success', 'failure', 'successes');
+  r {{schema}}.breakers%ROWTYPE;
+  o jsonb := p_options;
+  v_bucket_ms bigint;
+  v_cool_down bigint;
+  v_state text := 'closed';
+  v_cf bigint := 0;
+  v_opened bigint;
+  v_half_open bigint;
+  v_round bigint;
+  v_admitted bigint := 0;
+  v_probe_ok bigint := 0;
+  v_idx bigint[] := '{}';
+  v_s bigint[] := '{}';
+  v_f bigint[] := '{}';
+  v_cur bigint;
+  v_pos int;
+  v_oldest bigint;
+  v_successes bigint := 0;
+  v_failures bigint := 0;
+  v_transitions jsonb := '[]';
+  v_allowed boolean := false;
+  v_probe boolean := false;
+  v_reopen text;
+  v_view jsonb;
+  i int;
+BEGIN
+  IF p_op IS NULL OR p_op NOT IN ('acquire', 'success', 'failure', 'peek', 'successes') THEN
+    RAISE EXCEPTION 'stormguard-breaker: unknown op %', p_op USING ERRCODE = '22023';
+  END IF;
+  IF p_batched IS NULL OR p_batched < 0 THEN
+    RAISE EXCEPTION 'stormguard-breaker: batched successes must be a whole number >= 0'
+      USING ERRCODE = '22023';
+  END IF;
+  IF o IS NULL AND p_op <> 'peek' THEN
+    RAISE EXCEPTION 'stormguard-breaker: options are required for %', p_op USING ERRCODE = '22023';
+  END IF;
+
+  -- Reads take no lock; so does acquire until it finds a breaker that is not closed.
+  SELECT * INTO r FROM {{schema}}.breakers b WHERE b.dependency = p_dependency;
+  IF FOUND AND r.expires_at_ms > v_now AND (v_records OR (p_op = 'acquire' AND r.state <> 'closed')) THEN
+    SELECT * INTO r FROM {{schema}}.breakers b WHERE b.dependency = p_dependency FOR UPDATE;
+  ELSIF v_records THEN
+    INSERT INTO {{schema}}.breakers (dependency) VALUES (p_dependency) ON CONFLICT (dependency) DO NOTHING;
+    SELECT * INTO r FROM {{schema}}.breakers b WHERE b.dependency = p_dependency FOR UPDATE;
+  END IF;
+
+  IF r.dependency IS NOT NULL AND r.expires_at_ms > v_now THEN
+    o := coalesce(o, r.options);
+    v_state := r.state;
+    v_cf := r.consecutive_failures;
+    v_opened := r.opened_at_ms;
+    v_half_open := r.half_open_at_ms;
+    v_round := r.probe_round_at_ms;
+    v_admitted := r.probes_admitted;
+    v_probe_ok := r.probe_successes;
+  END IF;
+  IF o IS NULL THEN
+    RETURN jsonb_build_object('allowed', false, 'probe', false, 'transitions', '[]'::jsonb, 'view',
+      jsonb_build_object('state', 'closed', 'successes', 0, 'failures', 0, 'volume', 0,
+        'consecutiveFailures', 0, 'probesAdmitted', 0, 'probeSuccesses', 0, 'nowMs', v_now),
+      'options', NULL);
+  END IF;
+  v_bucket_ms := (o ->> 'bucketMs')::bigint;
+  v_cool_down := (o ->> 'coolDownMs')::bigint;
+
+  -- The live window: sub-buckets newer than (current - 10).
+  v_oldest := floor(v_now::numeric / v_bucket_ms)::bigint - c_buckets;
+  IF r.dependency IS NOT NULL AND r.expires_at_ms > v_now THEN
+    FOR i IN 1 .. coalesce(array_length(r.bucket_index, 1), 0) LOOP
+      IF r.bucket_index[i] > v_oldest THEN
+        v_idx := v_idx || r.bucket_index[i];
+        v_s := v_s || r.bucket_successes[i];
+        v_f := v_f || r.bucket_failures[i];
+      END IF;
+    END LOOP;
+  END IF;
+  IF coalesce(array_length(v_idx, 1), 0) = 0 THEN
+    v_cf := 0; -- a failure streak is only as old as the window
+  END IF;
+
+  IF v_state = 'open' AND v_now >= coalesce(v_half_open, 0) THEN
+    v_transitions := v_transitions || jsonb_build_object('from', v_state, 'to', 'half-open',
+      'reason', 'cool-down-elapsed', 'atMs', v_now);
+    v_state := 'half-open';
+    v_admitted := 0;
+    v_probe_ok := 0;
+    v_round := v_now;
+  END IF;
+  IF v_state = 'half-open' AND v_now >= coalesce(v_round, 0) + v_cool_down THEN
+    v_admitted := v_probe_ok; -- probes admitted a whole cool-down ago that never reported are presumed lost
+  END IF;
+
+  v_cur := floor(v_now::numeric / v_bucket_ms)::bigint;
+  IF p_batched > 0 AND v_records THEN
+    v_pos := array_position(v_idx, v_cur);
+    IF v_pos IS NULL THEN
+      v_idx := v_idx || v_cur;
+      v_s := v_s || 0::bigint;
+      v_f := v_f || 0::bigint;
+      v_pos := array_length(v_idx, 1);
+    END IF;
+    v_s[v_pos] := v_s[v_pos] + p_batched;
+    v_cf := 0;
+  END IF;
+
+  IF p_op = 'acquire' THEN
+    IF v_state = 'closed' THEN
+      v_allowed := true;
+    ELSIF v_state = 'half-open' AND v_admitted - v_probe_ok < (o ->> 'halfOpenProbes')::bigint THEN
+      v_allowed := true;
+      v_probe := true;
+      v_admitted := v_admitted + 1;
+      v_round := v_now;
+    END IF;
+  ELSIF p_op IN ('success', 'failure') THEN
+    v_pos := array_position(v_idx, v_cur);
+    IF v_pos IS NULL THEN
+      v_idx := v_idx || v_cur;
+      v_s := v_s || 0::bigint;
+      v_f := v_f || 0::bigint;
+      v_pos := array_length(v_idx, 1);
+    END IF;
+    IF p_op = 'success' THEN
+      v_s[v_pos] := v_s[v_pos] + 1;
+      v_cf := 0;
+      IF v_state = 'half-open' THEN
+        v_probe_ok := v_probe_ok + 1;
+        IF v_probe_ok >= (o ->> 'successesToClose')::bigint THEN
+          v_transitions := v_transitions || jsonb_build_object('from', v_state, 'to', 'closed',
+            'reason', 'probes-succeeded', 'atMs', v_now);
+          v_state := 'closed';
+          v_idx := '{}';
+          v_s := '{}';
+          v_f := '{}';
+          v_admitted := 0;
+          v_probe_ok := 0;
+          v_half_open := NULL;
+          v_round := NULL;
+        END IF;
+      END IF;
+    ELSE
+      v_f[v_pos] := v_f[v_pos] + 1;
+      v_cf := v_cf + 1;
+      IF v_state = 'half-open' THEN
+        v_reopen := 'probe-failed';
+      ELSIF v_state = 'closed' THEN
+        SELECT coalesce(sum(x), 0) INTO v_successes FROM unnest(v_s) x;
+        SELECT coalesce(sum(x), 0) INTO v_failures FROM unnest(v_f) x;
+        IF v_cf >= (o ->> 'consecutiveFailures')::bigint THEN
+          v_reopen := 'consecutive-failures';
+        ELSIF v_successes + v_failures >= (o ->> 'minimumVolume')::bigint
+          AND v_failures * 1000000 >= (o ->> 'failureRatePpm')::bigint * (v_successes + v_failures) THEN
+          v_reopen := 'failure-rate';
+        END IF;
+      END IF;
+      IF v_reopen IS NOT NULL THEN
+        v_transitions := v_transitions || jsonb_build_object('from', v_state, 'to', 'open',
+          'reason', v_reopen, 'atMs', v_now);
+        v_state := 'open';
+        v_opened := v_now;
+        v_half_open := v_now + v_cool_down;
+        v_round := NULL;
+        v_admitted := 0;
+        v_probe_ok := 0;
+      END IF;
+    END IF;
+  END IF;
+
+  SELECT coalesce(sum(x), 0) INTO v_successes FROM unnest(v_s) x;
+  SELECT coalesce(sum(x), 0) INTO v_failures FROM unnest(v_f) x;
+
+  IF v_records OR (p_op = 'acquire' AND (v_probe OR jsonb_array_length(v_transitions) > 0)) THEN
+    UPDATE {{schema}}.breakers b SET
+      state = v_state,
+      consecutive_failures = v_cf,
+      opened_at_ms = v_opened,
+      half_open_at_ms = v_half_open,
+      probes_admitted = v_admitted,
+      probe_successes = v_probe_ok,
+      probe_round_at_ms = v_round,
+      options = o,
+      bucket_index = v_idx,
+      bucket_successes = v_s,
+      bucket_failures = v_f,
+      expires_at_ms = v_now + 2 * ((o ->> 'windowMs')::bigint + v_cool_down)
+    WHERE b.dependency = p_dependency;
+  END IF;
+
+  v_view := jsonb_build_object('state', v_state, 'successes', v_successes, 'failures', v_failures,
+    'volume', v_successes + v_failures, 'consecutiveFailures', v_cf, 'probesAdmitted', v_admitted,
+    'probeSuccesses', v_probe_ok, 'nowMs', v_now);
+  IF v_opened IS NOT NULL THEN
+    v_view := v_view || jsonb_build_object('openedAtMs', v_opened);
+  END IF;
+  IF v_state <> 'closed' AND v_half_open IS NOT NULL THEN
+    v_view := v_view || jsonb_build_object('halfOpenAtMs', v_half_open);
+  END IF;
+  RETURN jsonb_build_object('allowed', v_allowed, 'probe', v_probe, 'transitions', v_transitions,
+    'view', v_view, 'options', o);
+END
+$$;
