@@ -28,9 +28,10 @@ describe('CircuitBreaker', () => {
     expect(await breaker.check('search')).toEqual({ state: 'open', halfOpenAtMs: T0 + 1_000 });
     expect((await breaker.acquire('search')).allowed).toBe(false);
     clock.advance(1_000);
-    expect((await breaker.acquire('search')).probe).toBe(true);
+    const probe = await breaker.acquire('search');
+    expect(probe.probe).toBe(true);
     expect((await breaker.acquire('search')).allowed).toBe(false);
-    await breaker.recordSuccess('search');
+    await breaker.recordSuccess('search', probe);
     expect(await breaker.check('search')).toEqual({ state: 'closed' });
     expect(seen).toEqual([
       'search:closed>open:consecutive-failures',
@@ -39,6 +40,27 @@ describe('CircuitBreaker', () => {
       `search:rejected:half-open:${T0 + 1_000}`,
       'search:half-open>closed:probes-succeeded',
     ]);
+  });
+
+  it('a call admitted while closed that succeeds during half-open is no probe: it neither closes the breaker nor frees a slot', async () => {
+    const { clock, breaker } = setup({ halfOpenProbes: 1, successesToClose: 2 });
+    let finishEarly!: () => void;
+    const early = breaker.execute('search', () => new Promise<void>((resolve) => (finishEarly = resolve)));
+    await breaker.recordFailure('search');
+    await breaker.recordFailure('search');
+    clock.advance(1_000);
+    let finishProbe!: () => void;
+    const probe = breaker.execute('search', () => new Promise<void>((resolve) => (finishProbe = resolve)));
+    await expect.poll(() => breaker.state('search').then((s) => s.probesInFlight)).toBe(1);
+    finishEarly();
+    await early;
+    expect(await breaker.state('search')).toMatchObject({ state: 'half-open', probeSuccesses: 0 });
+    expect((await breaker.acquire('search')).allowed).toBe(false);
+    finishProbe();
+    await probe;
+    expect(await breaker.state('search')).toMatchObject({ state: 'half-open', probeSuccesses: 1 });
+    await breaker.execute('search', () => undefined);
+    expect((await breaker.state('search')).state).toBe('closed');
   });
 
   it('execute refuses without calling fn, with a BrokenCircuitError carrying the dependency and half-open time', async () => {

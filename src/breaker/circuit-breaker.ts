@@ -73,7 +73,9 @@ export interface ExecuteOptions {
  *    false, do not call; throw `new BrokenCircuitError(dependency, snapshot.halfOpenAtMs, 'open')` when
  *    `snapshot.state` is `open`, or `new BrokenCircuitError(dependency, undefined, 'half-open')` when it is
  *    half-open with every probe slot taken. Do not record anything for a refused call.
- * 2. After an admitted call, exactly one of `recordSuccess(dependency)` / `recordFailure(dependency)`.
+ * 2. After an admitted call, exactly one of `recordSuccess(dependency, admission)` /
+ *    `recordFailure(dependency, admission)`, passing the admission back: a half-open breaker counts only
+ *    the outcomes of the probes it admitted, by their ticket (`admission.ticket`).
  *    Record a failure for errors that say the dependency is unhealthy (timeouts, connection errors, 5xx,
  *    429: what the policy classifies as retryable); record a success when it answered, including a
  *    permanent error such as a 400 or 404. A probe that never reports frees its slot one cool-down later.
@@ -204,25 +206,29 @@ export class CircuitBreaker implements BreakerGate {
   }
 
   /**
-   * Records that an admitted call succeeded (a half-open probe success counts towards closing). With the
-   * state cache on and the breaker last known closed, the success is only counted here and sent with the
-   * next batch; the snapshot returned is then the last known one plus this process's unsent successes.
+   * Records that an admitted call succeeded. Pass the call's admission: when it was a half-open probe, the
+   * success counts towards closing; any other success (a call admitted while closed that finished during
+   * half-open, or no admission given) is counted in the window only. With the state cache on and the
+   * breaker last known closed, a non-probe success is only counted here and sent with the next batch; the
+   * snapshot returned is then the last known one plus this process's unsent successes.
    *
    * @example
-   * await breaker.recordSuccess('search');
+   * const admission = await breaker.acquire('search');
+   * if (admission.allowed) await breaker.recordSuccess('search', admission);
    */
-  recordSuccess(dependency: string): Promise<BreakerSnapshot> {
-    return this.#record(dependency, 'success', false);
+  recordSuccess(dependency: string, admission?: Pick<BreakerAdmission, 'ticket'>): Promise<BreakerSnapshot> {
+    return this.#record(dependency, 'success', admission?.ticket);
   }
 
   /**
-   * Records that an admitted call failed because the dependency is unhealthy; may open the breaker.
+   * Records that an admitted call failed because the dependency is unhealthy; may open the breaker. Pass
+   * the call's admission: a half-open breaker reopens only on the failure of a probe it admitted.
    *
    * @example
-   * await breaker.recordFailure('search');
+   * await breaker.recordFailure('search', admission);
    */
-  recordFailure(dependency: string): Promise<BreakerSnapshot> {
-    return this.#record(dependency, 'failure', false);
+  recordFailure(dependency: string, admission?: Pick<BreakerAdmission, 'ticket'>): Promise<BreakerSnapshot> {
+    return this.#record(dependency, 'failure', admission?.ticket);
   }
 
   /**
@@ -275,25 +281,25 @@ export class CircuitBreaker implements BreakerGate {
     try {
       result = await fn();
     } catch (error) {
-      await this.#record(dependency, isFailure(error) ? 'failure' : 'success', admission.probe);
+      await this.#record(dependency, isFailure(error) ? 'failure' : 'success', admission.ticket);
       throw error;
     }
-    await this.#record(dependency, 'success', admission.probe);
+    await this.#record(dependency, 'success', admission.ticket);
     return result;
   }
 
   async #record(
     dependency: string,
     outcome: 'success' | 'failure',
-    probe: boolean,
+    ticket: string | undefined,
   ): Promise<BreakerSnapshot> {
     checkDependency(dependency);
     if (!this.#cache) {
-      const result = await this.#store.record(dependency, outcome, this.optionsFor(dependency));
+      const result = await this.#store.record(dependency, outcome, this.optionsFor(dependency), ticket);
       return this.#learn(dependency, result);
     }
     const closed = this.#cache.lastKnownClosed(dependency);
-    if (outcome === 'success' && !probe && !this.#closed && closed) {
+    if (outcome === 'success' && ticket === undefined && !this.#closed && closed) {
       const pending = (this.#pending.get(dependency) ?? 0) + 1;
       this.#pending.set(dependency, pending);
       // Unref'd: a pending batch alone must not keep a process alive (close() sends it). The store never
@@ -309,7 +315,7 @@ export class CircuitBreaker implements BreakerGate {
     // Successes counted before this outcome go first, in the same round trip, so the order holds.
     const successes = this.#pending.get(dependency) ?? 0;
     this.#pending.delete(dependency);
-    return this.#send(dependency, { successes, outcome });
+    return this.#send(dependency, { successes, outcome, ...(ticket === undefined ? {} : { ticket }) });
   }
 
   /** One batch to the store (which has `recordBatch`: the cache is only built for such a store). */

@@ -33,9 +33,39 @@ export interface BreakerRecord {
   halfOpenAtMs?: number;
   probesAdmitted: number;
   probeSuccesses: number;
-  /** When the last probe was admitted; a probe that never reports frees its slot a cool-down later. */
-  probeRoundAtMs?: number;
+  /** When the current half-open period began: it names the period in every probe ticket it issues. */
+  halfOpenedAtMs?: number;
+  /**
+   * Probes of this half-open period that have not reported yet, by sequence number (1, 2, … in the
+   * order admitted), with their admission time. A probe that does not report within `coolDownMs` is
+   * presumed lost: its slot is freed and its late outcome no longer counts as a probe's.
+   */
+  probesInFlight: BreakerProbe[];
   buckets: BreakerBucket[];
+}
+
+/**
+ * A half-open probe that was admitted and has not reported yet.
+ *
+ * @example
+ * // { seq: 1, atMs: 1764682200000 }
+ */
+export interface BreakerProbe {
+  seq: number;
+  atMs: number;
+}
+
+/**
+ * What an outcome may carry besides itself (see {@link stepBreaker}).
+ *
+ * @example
+ * stepBreaker(record, 'success', now, options, { ticket: admission.ticket });
+ */
+export interface BreakerStepInput {
+  /** Successes of calls admitted while closed, counted before the op; never probe successes. Default 0. */
+  batchedSuccesses?: number;
+  /** For `success` / `failure`: the probe ticket the call was admitted with, if it was a probe. */
+  ticket?: string;
 }
 
 /**
@@ -59,6 +89,8 @@ export interface BreakerStep {
   allowed: boolean;
   /** For `acquire`: the call took a half-open probe slot. */
   probe: boolean;
+  /** For an `acquire` that admitted a probe: the ticket its outcome must carry to count as the probe's. */
+  ticket?: string;
   transitions: BreakerTransition[];
   view: Omit<BreakerSnapshot, 'dependency' | 'degraded'>;
 }
@@ -70,7 +102,40 @@ export interface BreakerStep {
  * stepBreaker(initialBreakerRecord(), 'acquire', Date.now(), resolveBreakerOptions()).allowed; // true
  */
 export function initialBreakerRecord(): BreakerRecord {
-  return { state: 'closed', consecutiveFailures: 0, probesAdmitted: 0, probeSuccesses: 0, buckets: [] };
+  return {
+    state: 'closed',
+    consecutiveFailures: 0,
+    probesAdmitted: 0,
+    probeSuccesses: 0,
+    probesInFlight: [],
+    buckets: [],
+  };
+}
+
+/**
+ * The ticket of probe `seq` of the half-open period that began at `halfOpenedAtMs`: `"<ms>:<seq>"`.
+ * Plain text, so the Redis script issues and checks the very same tickets.
+ *
+ * @example
+ * probeTicket(1764682200000, 1); // '1764682200000:1'
+ */
+export function probeTicket(halfOpenedAtMs: number, seq: number): string {
+  return `${halfOpenedAtMs}:${seq}`;
+}
+
+/**
+ * True when a record holds nothing that a fresh {@link initialBreakerRecord} would not: closed, no call
+ * left in the window at `nowMs`, no failure streak. Such a record can be dropped without losing anything.
+ *
+ * @example
+ * if (isIdleBreakerRecord(record, clock.now(), options)) records.delete(dependency);
+ */
+export function isIdleBreakerRecord(
+  record: BreakerRecord,
+  nowMs: number,
+  options: ResolvedBreakerOptions,
+): boolean {
+  return record.state === 'closed' && liveBuckets(record.buckets, nowMs, options).length === 0;
 }
 
 /**
@@ -80,14 +145,19 @@ export function initialBreakerRecord(): BreakerRecord {
  * - closed → open when `consecutiveFailures` failures arrive in a row, or when the window holds at least
  *   `minimumVolume` calls and failures / volume >= `failureRateThreshold`.
  * - open → half-open once `coolDownMs` has passed (applied lazily, by the first operation after it).
- * - half-open admits at most `halfOpenProbes` probes in flight; a probe that never reports frees its slot
- *   `coolDownMs` after the last admission, so a crashed worker cannot wedge the breaker.
- * - half-open → closed after `successesToClose` successes (the window and the failure streak are cleared);
- *   half-open → open on any failure.
+ * - half-open admits at most `halfOpenProbes` probes in flight, each with a ticket naming the half-open
+ *   period and the probe; a probe that does not report within `coolDownMs` of its admission is presumed
+ *   lost and frees its slot, so a crashed worker cannot wedge the breaker.
+ * - Only admitted probes count: an outcome moves a half-open breaker only when it carries the ticket of a
+ *   probe of the current period that is still in flight, and each ticket counts once. Outcomes without
+ *   one (calls admitted while closed that finish during half-open), with a ticket of an earlier period, or
+ *   of a probe presumed lost, are counted in the window and change nothing else.
+ * - half-open → closed after `successesToClose` probe successes (the window and the failure streak are
+ *   cleared); half-open → open on a probe failure.
  * - A failure streak older than the window (no call left in it) is forgotten, like everything else.
  * - Outcomes that arrive while open (calls admitted before it opened) are counted in the window but
  *   neither extend the cool-down nor change the state.
- * - `batchedSuccesses` (default 0) are successes of calls admitted while closed that a caller counted
+ * - `input.batchedSuccesses` (default 0) are successes of calls admitted while closed that a caller counted
  *   locally and reports late, in one step: before `op` is applied they are counted in the current bucket
  *   and end the failure streak, but never count as probe successes (they were not probes). They ride on
  *   `success` and `failure`; op `successes` applies only them (`acquire` and `peek` ignore them).
@@ -103,9 +173,13 @@ export function stepBreaker(
   op: BreakerOp,
   nowMs: number,
   options: ResolvedBreakerOptions,
-  batchedSuccesses = 0,
+  { batchedSuccesses = 0, ticket }: BreakerStepInput = {},
 ): BreakerStep {
-  const record: BreakerRecord = { ...input, buckets: liveBuckets(input.buckets, nowMs, options) };
+  const record: BreakerRecord = {
+    ...input,
+    probesInFlight: input.probesInFlight ?? [],
+    buckets: liveBuckets(input.buckets, nowMs, options),
+  };
   // A failure streak is only as old as the window: with no call left in it, the streak is forgotten.
   if (record.buckets.length === 0) record.consecutiveFailures = 0;
   const transitions: BreakerTransition[] = [];
@@ -118,22 +192,26 @@ export function stepBreaker(
     change('half-open', 'cool-down-elapsed');
     record.probesAdmitted = 0;
     record.probeSuccesses = 0;
-    record.probeRoundAtMs = nowMs;
+    record.halfOpenedAtMs = nowMs;
+    record.probesInFlight = [];
   }
-  if (record.state === 'half-open' && nowMs >= (record.probeRoundAtMs ?? 0) + options.coolDownMs) {
-    // Probes admitted a whole cool-down ago that never reported are presumed lost.
-    record.probesAdmitted = record.probeSuccesses;
-  }
+  // Probes admitted a whole cool-down ago that never reported are presumed lost.
+  record.probesInFlight = record.probesInFlight.filter((p) => nowMs < p.atMs + options.coolDownMs);
 
   let allowed = false;
   let probe = false;
+  let issued: string | undefined;
+  const endPeriod = () => {
+    record.probesAdmitted = 0;
+    record.probeSuccesses = 0;
+    record.probesInFlight = [];
+    delete record.halfOpenedAtMs;
+  };
   const open = (reason: BreakerTransitionReason) => {
     change('open', reason);
     record.openedAtMs = nowMs;
     record.halfOpenAtMs = nowMs + options.coolDownMs;
-    record.probesAdmitted = 0;
-    record.probeSuccesses = 0;
-    delete record.probeRoundAtMs;
+    endPeriod();
   };
 
   if (batchedSuccesses > 0 && (op === 'success' || op === 'failure' || op === 'successes')) {
@@ -142,32 +220,29 @@ export function stepBreaker(
   }
   if (op === 'acquire') {
     if (record.state === 'closed') allowed = true;
-    else if (
-      record.state === 'half-open' &&
-      record.probesAdmitted - record.probeSuccesses < options.halfOpenProbes
-    ) {
+    else if (record.state === 'half-open' && record.probesInFlight.length < options.halfOpenProbes) {
       allowed = probe = true;
       record.probesAdmitted += 1;
-      record.probeRoundAtMs = nowMs;
+      record.probesInFlight = [...record.probesInFlight, { seq: record.probesAdmitted, atMs: nowMs }];
+      issued = probeTicket(record.halfOpenedAtMs ?? nowMs, record.probesAdmitted);
     }
   } else if (op === 'success' || op === 'failure') {
     addToBucket(record, nowMs, options, op);
+    const isProbe = takeProbe(record, ticket);
     if (op === 'success') {
       record.consecutiveFailures = 0;
-      if (record.state === 'half-open') {
+      if (isProbe) {
         record.probeSuccesses += 1;
         if (record.probeSuccesses >= options.successesToClose) {
           change('closed', 'probes-succeeded');
           record.buckets = [];
-          record.probesAdmitted = 0;
-          record.probeSuccesses = 0;
+          endPeriod();
           delete record.halfOpenAtMs;
-          delete record.probeRoundAtMs;
         }
       }
     } else {
       record.consecutiveFailures += 1;
-      if (record.state === 'half-open') open('probe-failed');
+      if (isProbe) open('probe-failed');
       else if (record.state === 'closed') {
         const { failures, volume } = totals(record.buckets);
         if (record.consecutiveFailures >= options.consecutiveFailures) open('consecutive-failures');
@@ -176,7 +251,24 @@ export function stepBreaker(
       }
     }
   }
-  return { record, allowed, probe, transitions, view: viewOf(record, nowMs) };
+  const step: BreakerStep = { record, allowed, probe, transitions, view: viewOf(record, nowMs) };
+  if (issued !== undefined) step.ticket = issued;
+  return step;
+}
+
+/**
+ * Whether `ticket` names a probe of the current half-open period that is still in flight; if so, the
+ * probe reports now and leaves the in-flight list (a ticket counts once).
+ */
+function takeProbe(record: BreakerRecord, ticket: string | undefined): boolean {
+  if (record.state !== 'half-open' || ticket === undefined || record.halfOpenedAtMs === undefined)
+    return false;
+  const match = /^(-?\d+):(\d+)$/.exec(ticket);
+  if (!match || Number(match[1]) !== record.halfOpenedAtMs) return false;
+  const seq = Number(match[2]);
+  if (!record.probesInFlight.some((p) => p.seq === seq)) return false;
+  record.probesInFlight = record.probesInFlight.filter((p) => p.seq !== seq);
+  return true;
 }
 
 function liveBuckets(
@@ -220,6 +312,7 @@ function viewOf(record: BreakerRecord, nowMs: number): BreakerStep['view'] {
     consecutiveFailures: record.consecutiveFailures,
     probesAdmitted: record.probesAdmitted,
     probeSuccesses: record.probeSuccesses,
+    probesInFlight: record.probesInFlight.length,
     nowMs,
   };
   if (record.openedAtMs !== undefined) view.openedAtMs = record.openedAtMs;

@@ -1,5 +1,11 @@
 import { type Clock, systemClock } from '../common/clock.js';
-import { type BreakerOp, type BreakerRecord, initialBreakerRecord, stepBreaker } from './machine.js';
+import {
+  type BreakerOp,
+  type BreakerRecord,
+  type BreakerStepInput,
+  initialBreakerRecord,
+  stepBreaker,
+} from './machine.js';
 import type { ResolvedBreakerOptions } from './options.js';
 import type {
   BreakerAdmission,
@@ -45,6 +51,7 @@ export class MemoryBreakerStore implements BreakerStore {
     return {
       allowed: step.allowed,
       probe: step.probe,
+      ...(step.ticket === undefined ? {} : { ticket: step.ticket }),
       transitions: step.transitions,
       snapshot: this.#snapshot(dependency, step.view),
     };
@@ -54,8 +61,9 @@ export class MemoryBreakerStore implements BreakerStore {
     dependency: string,
     outcome: 'success' | 'failure',
     options: ResolvedBreakerOptions,
+    ticket?: string,
   ): Promise<BreakerRecordResult> {
-    const step = this.#apply(dependency, outcome, options);
+    const step = this.#apply(dependency, outcome, options, ticket === undefined ? {} : { ticket });
     return { transitions: step.transitions, snapshot: this.#snapshot(dependency, step.view) };
   }
 
@@ -64,7 +72,10 @@ export class MemoryBreakerStore implements BreakerStore {
     batch: BreakerBatch,
     options: ResolvedBreakerOptions,
   ): Promise<BreakerRecordResult> {
-    const step = this.#apply(dependency, batch.outcome ?? 'successes', options, batch.successes);
+    const step = this.#apply(dependency, batch.outcome ?? 'successes', options, {
+      batchedSuccesses: batch.successes,
+      ...(batch.ticket === undefined ? {} : { ticket: batch.ticket }),
+    });
     return { transitions: step.transitions, snapshot: this.#snapshot(dependency, step.view) };
   }
 
@@ -78,13 +89,13 @@ export class MemoryBreakerStore implements BreakerStore {
     return [...this.#records.keys()].sort();
   }
 
-  #apply(dependency: string, op: BreakerOp, options: ResolvedBreakerOptions, batchedSuccesses = 0) {
+  #apply(dependency: string, op: BreakerOp, options: ResolvedBreakerOptions, input: BreakerStepInput = {}) {
     const step = stepBreaker(
       this.#records.get(dependency) ?? initialBreakerRecord(),
       op,
       this.#clock.now(),
       options,
-      batchedSuccesses,
+      input,
     );
     if (op !== 'peek') this.#records.set(dependency, step.record);
     return step;

@@ -13,7 +13,7 @@ export interface BreakerStoreHarness {
 export type OpenBreakerStores = (clock: FakeClock, connections: number) => Promise<BreakerStoreHarness>;
 
 const T0 = 1_700_000_000_000; // a realistic epoch, aligned to the 1 s buckets below
-const options = resolveBreakerOptions({
+const settings = {
   failureRateThreshold: 0.5,
   windowMs: 10_000,
   minimumVolume: 10,
@@ -21,7 +21,8 @@ const options = resolveBreakerOptions({
   coolDownMs: 5_000,
   halfOpenProbes: 2,
   successesToClose: 2,
-});
+};
+const options = resolveBreakerOptions(settings);
 const DEP = 'search';
 
 /**
@@ -145,16 +146,18 @@ export function breakerStoreCases(name: string, open: OpenBreakerStores): void {
       const [store] = await setup();
       await tripOpen(store!);
       clock.advance(5_000);
-      await store!.acquire(DEP, options);
+      const first = await store!.acquire(DEP, options);
       await store!.acquire(DEP, options);
       expect((await store!.acquire(DEP, options)).allowed).toBe(false);
-      expect((await store!.record(DEP, 'success', options)).snapshot).toMatchObject({
+      expect((await store!.record(DEP, 'success', options, first.ticket)).snapshot).toMatchObject({
         state: 'half-open',
         probeSuccesses: 1,
+        probesInFlight: 1,
       });
       // One success frees a slot: another probe may go.
-      expect((await store!.acquire(DEP, options)).probe).toBe(true);
-      const closed = await store!.record(DEP, 'success', options);
+      const third = await store!.acquire(DEP, options);
+      expect(third.probe).toBe(true);
+      const closed = await store!.record(DEP, 'success', options, third.ticket);
       expect(closed.transitions).toEqual([
         { from: 'half-open', to: 'closed', reason: 'probes-succeeded', atMs: T0 + 5_000 },
       ]);
@@ -172,8 +175,8 @@ export function breakerStoreCases(name: string, open: OpenBreakerStores): void {
       const [store] = await setup();
       await tripOpen(store!);
       clock.advance(6_000);
-      await store!.acquire(DEP, options);
-      const reopened = await store!.record(DEP, 'failure', options);
+      const probe = await store!.acquire(DEP, options);
+      const reopened = await store!.record(DEP, 'failure', options, probe.ticket);
       expect(reopened.transitions.map((t) => `${t.from}>${t.to}:${t.reason}`)).toEqual([
         'half-open>open:probe-failed',
       ]);
@@ -184,16 +187,68 @@ export function breakerStoreCases(name: string, open: OpenBreakerStores): void {
       });
     });
 
-    it('a probe that never reports frees its slot one cool-down after the last admission', async () => {
+    it('a probe that never reports frees its slot one cool-down after its admission', async () => {
       const [store] = await setup();
       await tripOpen(store!);
       clock.advance(5_000);
+      const lost = await store!.acquire(DEP, options);
+      clock.advance(1_000);
       await store!.acquire(DEP, options);
-      await store!.acquire(DEP, options);
-      clock.advance(4_999);
+      clock.advance(3_999);
       expect((await store!.acquire(DEP, options)).allowed).toBe(false);
       clock.advance(1);
-      expect(await store!.acquire(DEP, options)).toMatchObject({ allowed: true, probe: true });
+      // The first probe's slot is free; the second one's is still taken.
+      const next = await store!.acquire(DEP, options);
+      expect(next).toMatchObject({ allowed: true, probe: true });
+      expect(next.snapshot.probesInFlight).toBe(2);
+      expect((await store!.acquire(DEP, options)).allowed).toBe(false);
+      // Presumed lost, the first probe's late success is counted in the window, not as a probe's.
+      const late = await store!.record(DEP, 'success', options, lost.ticket);
+      expect(late.snapshot).toMatchObject({ state: 'half-open', probeSuccesses: 0, probesInFlight: 2 });
+    });
+
+    it('only admitted probes count: a call admitted while closed that ends during half-open does not', async () => {
+      const [store] = await setup();
+      const one = resolveBreakerOptions({ ...settings, halfOpenProbes: 1, successesToClose: 2 });
+      const before = await store!.acquire(DEP, one); // admitted while closed, still in flight
+      expect(before).toMatchObject({ allowed: true, probe: false });
+      expect(before.ticket).toBeUndefined();
+      for (let i = 0; i < 5; i++) await store!.record(DEP, 'failure', one);
+      clock.advance(5_000);
+      const probe = await store!.acquire(DEP, one);
+      expect(probe).toMatchObject({ allowed: true, probe: true });
+      // The old call succeeds now: it is no probe, so it neither frees the slot nor counts towards closing.
+      const late = await store!.record(DEP, 'success', one, before.ticket);
+      expect(late.transitions).toEqual([]);
+      expect(late.snapshot).toMatchObject({ state: 'half-open', probeSuccesses: 0, probesInFlight: 1 });
+      expect((await store!.acquire(DEP, one)).allowed).toBe(false);
+      // A failure without a ticket does not reopen it either.
+      expect((await store!.record(DEP, 'failure', one)).snapshot.state).toBe('half-open');
+      const first = await store!.record(DEP, 'success', one, probe.ticket);
+      expect(first.snapshot).toMatchObject({ state: 'half-open', probeSuccesses: 1, probesInFlight: 0 });
+      // Each ticket counts once: reporting the same probe again does not close the breaker.
+      expect((await store!.record(DEP, 'success', one, probe.ticket)).snapshot.state).toBe('half-open');
+      const second = await store!.acquire(DEP, one);
+      expect(second.probe).toBe(true);
+      const closed = await store!.record(DEP, 'success', one, second.ticket);
+      expect(closed.transitions.map((t) => t.reason)).toEqual(['probes-succeeded']);
+    });
+
+    it('a probe of an earlier half-open period does not count in the next one', async () => {
+      const [store] = await setup();
+      await tripOpen(store!);
+      clock.advance(5_000);
+      const old = await store!.acquire(DEP, options);
+      const failed = await store!.acquire(DEP, options);
+      await store!.record(DEP, 'failure', options, failed.ticket); // reopens
+      clock.advance(5_000);
+      const fresh = await store!.acquire(DEP, options);
+      expect(fresh.ticket).not.toBe(old.ticket);
+      const stale = await store!.record(DEP, 'success', options, old.ticket);
+      expect(stale.snapshot).toMatchObject({ state: 'half-open', probeSuccesses: 0, probesInFlight: 1 });
+      const nonsense = await store!.record(DEP, 'failure', options, 'not-a-ticket');
+      expect(nonsense.snapshot.state).toBe('half-open');
+      expect((await store!.record(DEP, 'success', options, fresh.ticket)).snapshot.probeSuccesses).toBe(1);
     });
 
     it('outcomes of calls that finish while open neither extend the cool-down nor change state', async () => {
@@ -246,11 +301,18 @@ export function breakerStoreCases(name: string, open: OpenBreakerStores): void {
       });
       await tripOpen(store!);
       clock.advance(5_000);
-      expect((await store!.acquire(DEP, options)).probe).toBe(true);
+      const admission = await store!.acquire(DEP, options);
+      expect(admission.probe).toBe(true);
       // Late successes of calls admitted while closed are not probe successes: still half-open.
       const late = await recordBatch(DEP, { successes: 4 }, options);
       expect(late.snapshot).toMatchObject({ state: 'half-open', probeSuccesses: 0 });
-      const probe = await recordBatch(DEP, { successes: 1, outcome: 'success' }, options);
+      const untagged = await recordBatch(DEP, { successes: 1, outcome: 'success' }, options);
+      expect(untagged.snapshot).toMatchObject({ state: 'half-open', probeSuccesses: 0 });
+      const probe = await recordBatch(
+        DEP,
+        { successes: 1, outcome: 'success', ticket: admission.ticket! },
+        options,
+      );
       expect(probe.snapshot).toMatchObject({ state: 'half-open', probeSuccesses: 1 });
     });
 

@@ -65,6 +65,8 @@ export interface BreakerSnapshot {
   probesAdmitted: number;
   /** Probe successes in the current half-open period. */
   probeSuccesses: number;
+  /** Probes of the current half-open period admitted and not yet reported (nor presumed lost). */
+  probesInFlight: number;
   /** The store's clock when the snapshot was taken (epoch ms): Redis TIME for the Redis store. */
   nowMs: number;
   /** True when the shared store was unreachable and a local fallback answered. */
@@ -82,6 +84,12 @@ export interface BreakerAdmission {
   allowed: boolean;
   /** True when the call was admitted as one of the half-open breaker's probes. */
   probe: boolean;
+  /**
+   * Present when `probe` is true: pass it back with the call's outcome (`record(…, ticket)`, or the
+   * admission to `CircuitBreaker.recordSuccess`), so that the outcome counts as this probe's. An outcome
+   * without it never moves a half-open breaker.
+   */
+  ticket?: string;
   snapshot: BreakerSnapshot;
   transitions: BreakerTransition[];
 }
@@ -90,7 +98,7 @@ export interface BreakerAdmission {
  * The outcome of `BreakerStore.record`.
  *
  * @example
- * const { snapshot, transitions } = await store.record('search', 'failure', resolveBreakerOptions());
+ * const { snapshot, transitions } = await store.record('search', 'failure', resolveBreakerOptions(), admission.ticket);
  */
 export interface BreakerRecordResult {
   snapshot: BreakerSnapshot;
@@ -109,6 +117,8 @@ export interface BreakerBatch {
   successes: number;
   /** An outcome recorded right after them, as `record` would. Default none. */
   outcome?: 'success' | 'failure';
+  /** The probe ticket of `outcome`'s call, when it was admitted as a probe (see BreakerAdmission.ticket). */
+  ticket?: string;
 }
 
 /**
@@ -125,11 +135,17 @@ export interface BreakerBatch {
 export interface BreakerStore {
   /** May a call to `dependency` go downstream now? In half-open, takes a probe slot when one is free. */
   acquire(dependency: string, options: ResolvedBreakerOptions): Promise<BreakerAdmission>;
-  /** Records the outcome of a call that was admitted by `acquire`, and applies any transition it causes. */
+  /**
+   * Records the outcome of a call that was admitted by `acquire`, and applies any transition it causes.
+   * `ticket` is the admission's probe ticket when it was a probe: only such an outcome moves a half-open
+   * breaker (closes it after enough successes, reopens it on a failure); any other outcome is counted in
+   * the window only.
+   */
   record(
     dependency: string,
     outcome: 'success' | 'failure',
     options: ResolvedBreakerOptions,
+    ticket?: string,
   ): Promise<BreakerRecordResult>;
   /** The current snapshot, without changing anything. */
   read(dependency: string, options: ResolvedBreakerOptions): Promise<BreakerSnapshot>;

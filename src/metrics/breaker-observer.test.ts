@@ -39,7 +39,7 @@ describe('observeBreaker with a CircuitBreaker', () => {
     const probe = await breaker.acquire('search');
     expect(probe.probe).toBe(true);
     expect(state(await scrape(), 'half-open')).toBe(1);
-    await breaker.recordSuccess('search');
+    await breaker.recordSuccess('search', probe);
     s = await scrape();
     expect(state(s, 'closed')).toBe(1);
     expect(sampleValue(s, 'stormguard_breaker_transitions_total', { dependency: 'search' })).toBe(3);

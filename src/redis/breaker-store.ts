@@ -19,7 +19,7 @@ import { scanKeys } from './scan.js';
 import { defineScript, type RedisClient } from './scripts.js';
 
 const SCRIPT = {
-  command: 'stormguardBreakerUpdateV1',
+  command: 'stormguardBreakerUpdateV2',
   file: 'breaker-update-1.lua',
   numberOfKeys: 1,
 } as const;
@@ -98,6 +98,7 @@ export interface ListedBreaker extends BreakerSnapshot {
 interface ScriptResult {
   allowed: boolean;
   probe: boolean;
+  ticket?: string;
   transitions: BreakerTransition[] | Record<string, never>;
   view: Omit<BreakerSnapshot, 'dependency' | 'degraded'>;
   options?: ResolvedBreakerOptions;
@@ -170,6 +171,7 @@ export class RedisBreakerStore implements BreakerStore {
       return {
         allowed: result.allowed,
         probe: result.probe,
+        ...(result.ticket === undefined ? {} : { ticket: result.ticket }),
         transitions: transitionsOf(result),
         snapshot: { dependency, ...result.view, degraded: false },
       };
@@ -183,14 +185,16 @@ export class RedisBreakerStore implements BreakerStore {
     dependency: string,
     outcome: 'success' | 'failure',
     options: ResolvedBreakerOptions,
+    ticket?: string,
   ): Promise<BreakerRecordResult> {
-    const result = await this.#run(dependency, outcome, options);
+    const result = await this.#run(dependency, outcome, options, 0, ticket);
     if (result)
       return {
         transitions: transitionsOf(result),
         snapshot: { dependency, ...result.view, degraded: false },
       };
-    if (this.#fallback === 'local') return this.#local.record(dependency, outcome, options);
+    // A ticket names the half-open period of the store that issued it: the other one never counts it.
+    if (this.#fallback === 'local') return this.#local.record(dependency, outcome, options, ticket);
     return { transitions: [], snapshot: this.#fallbackSnapshot(dependency) };
   }
 
@@ -199,7 +203,8 @@ export class RedisBreakerStore implements BreakerStore {
     batch: BreakerBatch,
     options: ResolvedBreakerOptions,
   ): Promise<BreakerRecordResult> {
-    const result = await this.#run(dependency, batch.outcome ?? 'successes', options, batch.successes);
+    const op = batch.outcome ?? 'successes';
+    const result = await this.#run(dependency, op, options, batch.successes, batch.ticket);
     if (result)
       return {
         transitions: transitionsOf(result),
@@ -248,6 +253,7 @@ export class RedisBreakerStore implements BreakerStore {
     op: BreakerOp,
     options: ResolvedBreakerOptions,
     batchedSuccesses = 0,
+    ticket = '',
   ): Promise<ScriptResult | undefined> {
     const nowMs = this.#clock.now();
     if (nowMs < this.#retryAtMs || isDisconnected(this.#redis)) {
@@ -255,7 +261,7 @@ export class RedisBreakerStore implements BreakerStore {
       return undefined;
     }
     try {
-      const args = [op, this.#now(), JSON.stringify(options), batchedSuccesses];
+      const args = [op, this.#now(), JSON.stringify(options), batchedSuccesses, ticket];
       const pending = this.#script([this.keyOf(dependency)], args);
       const raw = await withTimeout(pending, this.#timeoutMs);
       const result = JSON.parse(String(raw)) as ScriptResult;
@@ -292,6 +298,7 @@ export class RedisBreakerStore implements BreakerStore {
       consecutiveFailures: 0,
       probesAdmitted: 0,
       probeSuccesses: 0,
+      probesInFlight: 0,
       nowMs,
       degraded: true,
     };

@@ -31,8 +31,13 @@ breakerStoreCases('RedisBreakerStore', async (clock, connections) => {
   };
 });
 
-function batchOf(op: 'success' | 'failure' | 'successes', successes: number): BreakerBatch {
-  return op === 'successes' ? { successes } : { successes, outcome: op };
+function batchOf(
+  op: 'success' | 'failure' | 'successes',
+  successes: number,
+  ticket: string | undefined,
+): BreakerBatch {
+  if (op === 'successes') return { successes };
+  return ticket === undefined ? { successes, outcome: op } : { successes, outcome: op, ticket };
 }
 
 describe('RedisBreakerStore specifics', () => {
@@ -145,6 +150,8 @@ describe('RedisBreakerStore specifics', () => {
         { arbitrary: fc.constant<Op>('peek'), weight: 1 },
         { arbitrary: fc.constant<Op>('successes'), weight: 1 },
       ),
+      // Which probe ticket an outcome carries: none, the oldest one issued, or the newest one.
+      ticket: fc.constantFrom('none', 'oldest', 'newest'),
       // Successes batched ahead of a recorded outcome (0 mostly: a plain record).
       batched: fc.oneof({ arbitrary: fc.constant(0), weight: 3 }, fc.integer({ min: 1, max: 5 })),
       // Mostly bursts at one instant, sometimes a step past a bucket, a cool-down or the window.
@@ -160,8 +167,11 @@ describe('RedisBreakerStore specifics', () => {
           const clock = new FakeClock(1_700_000_000_000);
           const memory = new MemoryBreakerStore({ clock });
           const lua = new RedisBreakerStore({ redis, prefix: `agree-${++run}`, timeOverride: clock });
-          for (const { op, advanceMs, batched } of steps) {
+          const tickets: string[] = [];
+          for (const { op, advanceMs, batched, ticket: which } of steps) {
             clock.advance(advanceMs);
+            const ticket =
+              which === 'oldest' ? tickets.shift() : which === 'newest' ? tickets.pop() : undefined;
             const [a, b] =
               op === 'acquire'
                 ? await Promise.all([memory.acquire('d', options), lua.acquire('d', options)])
@@ -169,11 +179,16 @@ describe('RedisBreakerStore specifics', () => {
                   ? await Promise.all([memory.read('d', options), lua.read('d', options)])
                   : op === 'successes' || batched > 0
                     ? await Promise.all([
-                        memory.recordBatch('d', batchOf(op, batched), options),
-                        lua.recordBatch('d', batchOf(op, batched), options),
+                        memory.recordBatch('d', batchOf(op, batched, ticket), options),
+                        lua.recordBatch('d', batchOf(op, batched, ticket), options),
                       ])
-                    : await Promise.all([memory.record('d', op, options), lua.record('d', op, options)]);
+                    : await Promise.all([
+                        memory.record('d', op, options, ticket),
+                        lua.record('d', op, options, ticket),
+                      ]);
             expect(b).toEqual(a);
+            const issued = (a as { ticket?: string }).ticket;
+            if (issued !== undefined) tickets.push(issued);
           }
         }),
         { numRuns: 50, seed: 20261202 },

@@ -19,19 +19,25 @@
            closed that a worker counted locally. Before "success" / "failure" / "successes" is applied they
            are added to the current bucket and reset the failure streak; they never count as probe
            successes. "successes" applies only them; "acquire" and "peek" ignore them.
+  ARGV[5]  optional, default "": for "success" / "failure", the probe ticket "<halfOpenedAtMs>:<seq>" an
+           "acquire" returned. Only an outcome whose ticket names a probe of the current half-open period
+           still in flight moves a half-open breaker (each ticket counts once); any other outcome is
+           counted in the window and changes nothing else.
 
   Returns  a JSON string:
            { allowed: bool,        -- acquire: the call may go downstream (false for other ops)
              probe: bool,          -- acquire: the call took a half-open probe slot
+             ticket: string,       -- acquire, when probe: the ticket its outcome must carry (else absent)
              transitions: [ { from, to, reason, atMs } ],
              view: { state, successes, failures, volume, consecutiveFailures, probesAdmitted,
-                     probeSuccesses, nowMs, openedAtMs?, halfOpenAtMs? },
+                     probeSuccesses, probesInFlight, nowMs, openedAtMs?, halfOpenAtMs? },
              options: <the options used> | absent when peeking a breaker that has no state }
   Errors   "stormguard-breaker: unknown op <op>", "stormguard-breaker: options are required for <op>",
            "stormguard-breaker: batched successes must be a whole number >= 0".
 
   Hash fields: st state, cf consecutive failures, oa opened at, ha half-opens at, pa probes admitted,
-  ps probe successes, pr last probe admitted at, cfg options JSON, "s:<bucket>" / "f:<bucket>" successes
+  ps probe successes, hp when the half-open period began, "p:<seq>" admission time of each probe in
+  flight (one presumed lost after coolDownMs is dropped), cfg options JSON, "s:<bucket>" / "f:<bucket>" successes
   and failures per window sub-bucket (bucket = floor(now / bucketMs); the last 10 buckets are live).
   A write rewrites the hash and sets PEXPIRE 2 x (windowMs + coolDownMs): an idle breaker forgets.
   "peek", and an "acquire" that admits no probe and changes no state, write nothing.
@@ -40,6 +46,7 @@
 local BUCKETS = 10
 local key, op, timeOverride, optionsJson = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
 local batched = tonumber(ARGV[4] or '0')
+local ticket = ARGV[5] or ''
 
 if op ~= 'acquire' and op ~= 'success' and op ~= 'failure' and op ~= 'peek' and op ~= 'successes' then
   return redis.error_reply('stormguard-breaker: unknown op ' .. tostring(op))
@@ -66,15 +73,25 @@ if optionsJson == nil then
   if op ~= 'peek' then return redis.error_reply('stormguard-breaker: options are required for ' .. op) end
   return cjson.encode({ allowed = false, probe = false, transitions = {}, view = {
     state = 'closed', successes = 0, failures = 0, volume = 0, consecutiveFailures = 0,
-    probesAdmitted = 0, probeSuccesses = 0, nowMs = now } })
+    probesAdmitted = 0, probeSuccesses = 0, probesInFlight = 0, nowMs = now } })
 end
 local o = cjson.decode(optionsJson)
 
 local function num(v) if v == nil then return nil end return tonumber(v) end
 local state = h.st or 'closed'
 local cf = num(h.cf) or 0
-local openedAt, halfOpenAt, roundAt = num(h.oa), num(h.ha), num(h.pr)
+local openedAt, halfOpenAt, halfOpenedAt = num(h.oa), num(h.ha), num(h.hp)
 local admitted, probeOk = num(h.pa) or 0, num(h.ps) or 0
+local inFlight = {} -- seq -> admitted at
+for field, value in pairs(h) do
+  local seq = string.match(field, '^p:(%d+)$')
+  if seq then inFlight[tonumber(seq)] = tonumber(value) end
+end
+local function countInFlight()
+  local n = 0
+  for _ in pairs(inFlight) do n = n + 1 end
+  return n
+end
 
 -- The live window: sub-buckets newer than (current - BUCKETS).
 local oldest = math.floor(now / o.bucketMs) - BUCKETS
@@ -95,18 +112,34 @@ local function change(to, reason)
   transitions[#transitions + 1] = { from = state, to = to, reason = reason, atMs = now }
   state = to
 end
+local function endPeriod()
+  admitted, probeOk, halfOpenedAt, inFlight = 0, 0, nil, {}
+end
 local function open(reason)
   change('open', reason)
-  openedAt, halfOpenAt, roundAt = now, now + o.coolDownMs, nil
-  admitted, probeOk = 0, 0
+  openedAt, halfOpenAt = now, now + o.coolDownMs
+  endPeriod()
 end
 
 if state == 'open' and now >= (halfOpenAt or 0) then
   change('half-open', 'cool-down-elapsed')
-  admitted, probeOk, roundAt = 0, 0, now
+  endPeriod()
+  halfOpenedAt = now
 end
-if state == 'half-open' and now >= (roundAt or 0) + o.coolDownMs then
-  admitted = probeOk -- probes admitted a whole cool-down ago that never reported are presumed lost
+-- Probes admitted a whole cool-down ago that never reported are presumed lost.
+for seq, at in pairs(inFlight) do
+  if now >= at + o.coolDownMs then inFlight[seq] = nil end
+end
+
+-- Does the outcome carry the ticket of a probe of this half-open period still in flight? It counts once.
+local function takeProbe()
+  if state ~= 'half-open' or halfOpenedAt == nil then return false end
+  local period, seq = string.match(ticket, '^(%-?%d+):(%d+)$')
+  if period == nil or tonumber(period) ~= halfOpenedAt then return false end
+  seq = tonumber(seq)
+  if inFlight[seq] == nil then return false end
+  inFlight[seq] = nil
+  return true
 end
 
 if batched > 0 and records then
@@ -117,31 +150,35 @@ if batched > 0 and records then
   cf = 0
 end
 
-local allowed, probe = false, false
+local allowed, probe, issued = false, false, nil
 if op == 'acquire' then
   if state == 'closed' then
     allowed = true
-  elseif state == 'half-open' and admitted - probeOk < o.halfOpenProbes then
+  elseif state == 'half-open' and countInFlight() < o.halfOpenProbes then
     allowed, probe = true, true
-    admitted, roundAt = admitted + 1, now
+    admitted = admitted + 1
+    inFlight[admitted] = now
+    issued = string.format('%d:%d', halfOpenedAt or now, admitted)
   end
 elseif op == 'success' or op == 'failure' then
   local idx = tostring(math.floor(now / o.bucketMs))
   local b = buckets[idx] or { s = 0, f = 0 }
   if op == 'success' then b.s = b.s + 1 else b.f = b.f + 1 end
   buckets[idx] = b
+  local isProbe = takeProbe()
   if op == 'success' then
     cf = 0
-    if state == 'half-open' then
+    if isProbe then
       probeOk = probeOk + 1
       if probeOk >= o.successesToClose then
         change('closed', 'probes-succeeded')
-        buckets, admitted, probeOk, halfOpenAt, roundAt = {}, 0, 0, nil, nil
+        buckets, halfOpenAt = {}, nil
+        endPeriod()
       end
     end
   else
     cf = cf + 1
-    if state == 'half-open' then
+    if isProbe then
       open('probe-failed')
     elseif state == 'closed' then
       local s, f = 0, 0
@@ -167,7 +204,8 @@ if records or (op == 'acquire' and (probe or #transitions > 0)) then
   end
   put('oa', openedAt)
   put('ha', halfOpenAt)
-  put('pr', roundAt)
+  put('hp', halfOpenedAt)
+  for seq, at in pairs(inFlight) do put('p:' .. seq, at) end
   for idx, bk in pairs(buckets) do
     if bk.s > 0 then put('s:' .. idx, bk.s) end
     if bk.f > 0 then put('f:' .. idx, bk.f) end
@@ -179,8 +217,10 @@ end
 
 local view = {
   state = state, successes = successes, failures = failures, volume = successes + failures,
-  consecutiveFailures = cf, probesAdmitted = admitted, probeSuccesses = probeOk, nowMs = now,
+  consecutiveFailures = cf, probesAdmitted = admitted, probeSuccesses = probeOk,
+  probesInFlight = countInFlight(), nowMs = now,
   openedAtMs = openedAt,
 }
 if state ~= 'closed' then view.halfOpenAtMs = halfOpenAt end
-return cjson.encode({ allowed = allowed, probe = probe, transitions = transitions, view = view, options = o })
+return cjson.encode({ allowed = allowed, probe = probe, ticket = issued, transitions = transitions, view = view,
+  options = o })

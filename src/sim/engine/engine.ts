@@ -156,6 +156,8 @@ export async function runEngine(
   const idle = new IntQueue(slotCount);
   const slotJob = new Int32Array(slotCount);
   const slotOutcome = new Uint8Array(slotCount);
+  /** The probe ticket of each slot's call, when its breaker admitted it as a half-open probe. */
+  const slotTicket: { ticket?: string }[] = Array.from({ length: slotCount }, () => ({}));
   // Interleave slots across workers so the idle list hands consecutive jobs to different workers.
   for (let c = 0; c < concurrency; c++) for (let w = 0; w < workerCount; w++) idle.push(c * workerCount + w);
 
@@ -206,6 +208,8 @@ export async function runEngine(
     const d = (classes[jobs.jobClass[job] as number] as EngineJobClass).dependency;
     admissions.push(
       breaker.acquire(dependencyNames[d] as string).then((admission) => {
+        if (admission.ticket === undefined) delete slotTicket[slot]?.ticket;
+        else (slotTicket[slot] as { ticket?: string }).ticket = admission.ticket;
         if (admission.allowed) call(slot, job, t);
         else return refused(slot, job, t, admission.snapshot);
       }),
@@ -325,7 +329,7 @@ export async function runEngine(
       s.successes.add(t);
       const budget = runtime.budgetOf[slot % workerCount];
       if (budget) budget.recordSuccess(dependencyNames[d] as string);
-      if (breaker) admissions.push(breaker.recordSuccess(dependencyNames[d] as string));
+      if (breaker) admissions.push(breaker.recordSuccess(dependencyNames[d] as string, slotTicket[slot]));
       finish(job, t, undefined);
       nextJob(slot, t);
       return undefined;
@@ -336,7 +340,9 @@ export async function runEngine(
       // A permanent error means the dependency answered: a success for its health (CircuitBreaker's contract).
       const name = dependencyNames[d] as string;
       admissions.push(
-        outcome === CallOutcome.Permanent ? breaker.recordSuccess(name) : breaker.recordFailure(name),
+        outcome === CallOutcome.Permanent
+          ? breaker.recordSuccess(name, slotTicket[slot])
+          : breaker.recordFailure(name, slotTicket[slot]),
       );
     }
     if (!gated) {

@@ -11,11 +11,14 @@ export interface SimBudget extends BudgetGate {
 
 /** A breaker as the engine drives it (stormguard's `CircuitBreaker` is one): admission, outcomes, and the gate `decide` asks. */
 export interface SimBreaker extends BreakerGate {
-  acquire(
-    dependency: string,
-  ): Promise<{ allowed: boolean; snapshot: { state: string; halfOpenAtMs?: number } }>;
-  recordSuccess(dependency: string): Promise<unknown>;
-  recordFailure(dependency: string): Promise<unknown>;
+  acquire(dependency: string): Promise<{
+    allowed: boolean;
+    ticket?: string;
+    snapshot: { state: string; halfOpenAtMs?: number };
+  }>;
+  /** `admission` carries the probe ticket of a half-open probe: only those outcomes move the breaker. */
+  recordSuccess(dependency: string, admission?: { ticket?: string }): Promise<unknown>;
+  recordFailure(dependency: string, admission?: { ticket?: string }): Promise<unknown>;
 }
 
 /**
