@@ -293,8 +293,8 @@ describe('decide (properties)', () => {
     new Error('mystery'),
   ];
 
-  it('never retries past maxAttempts or maxAge, and never retries a permanent error', () => {
-    fc.assert(
+  it('never retries past maxAttempts or maxAge, and never retries a permanent error', async () => {
+    await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 1, max: 10 }),
         fc.integer({ min: 1, max: 12 }),
