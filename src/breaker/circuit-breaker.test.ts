@@ -5,6 +5,8 @@ import { isInvalidInputError } from '../errors/invalid-input-error.js';
 import { PermanentError } from '../errors/permanent-error.js';
 import { isTransientError, TransientError } from '../errors/transient-error.js';
 import { isValidationError } from '../errors/validation-error.js';
+import { decide } from '../policy/decide.js';
+import { definePolicy } from '../policy/define-policy.js';
 import { CircuitBreaker } from './circuit-breaker.js';
 import { MemoryBreakerStore } from './memory-store.js';
 import type { BreakerEvents, BreakerStore } from './types.js';
@@ -25,7 +27,11 @@ describe('CircuitBreaker', () => {
     const { clock, breaker, seen } = setup({ halfOpenProbes: 1, successesToClose: 1 });
     await breaker.recordFailure('search');
     await breaker.recordFailure('search');
-    expect(await breaker.check('search')).toEqual({ state: 'open', halfOpenAtMs: T0 + 1_000 });
+    expect(await breaker.check('search')).toEqual({
+      state: 'open',
+      halfOpenAtMs: T0 + 1_000,
+      halfOpenInMs: 1_000,
+    });
     expect((await breaker.acquire('search')).allowed).toBe(false);
     clock.advance(1_000);
     const probe = await breaker.acquire('search');
@@ -61,6 +67,30 @@ describe('CircuitBreaker', () => {
     expect(await breaker.state('search')).toMatchObject({ state: 'half-open', probeSuccesses: 1 });
     await breaker.execute('search', () => undefined);
     expect((await breaker.state('search')).state).toBe('closed');
+  });
+
+  it("a worker whose clock is 40 s ahead of the store's still waits the whole cool-down before half-open", async () => {
+    const storeClock = new FakeClock(T0);
+    const workerClock = new FakeClock(T0 + 40_000);
+    const breaker = new CircuitBreaker({
+      store: new MemoryBreakerStore({ clock: storeClock }),
+      consecutiveFailures: 1,
+      coolDownMs: 30_000,
+    });
+    await breaker.recordFailure('search');
+    const policy = definePolicy({ maxAttempts: 5, jitter: 'none', backoff: { type: 'fixed', delayMs: 0 } });
+    const ctx = {
+      policy,
+      error: new TransientError('503'),
+      attemptsMade: 1,
+      createdAtMs: workerClock.now(),
+      nowMs: workerClock.now(),
+      random: () => 0,
+      dependency: 'search',
+    };
+    expect(await decide({ ...ctx, breaker })).toMatchObject({ action: 'retry', delayMs: 30_000 });
+    const refused = await breaker.execute('search', () => 1).catch((e: unknown) => e);
+    expect(await decide({ ...ctx, error: refused })).toMatchObject({ action: 'retry', delayMs: 30_000 });
   });
 
   it('execute refuses without calling fn, with a BrokenCircuitError carrying the dependency and half-open time', async () => {

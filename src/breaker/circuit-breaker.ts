@@ -70,7 +70,8 @@ export interface ExecuteOptions {
  *
  * **Contract for a caller that wraps downstream calls** (the worker's `ctx.call(dependency, fn)`):
  * 1. `const admission = await breaker.acquire(dependency)` before the call. If `admission.allowed` is
- *    false, do not call; throw `new BrokenCircuitError(dependency, snapshot.halfOpenAtMs, 'open')` when
+ *    false, do not call; throw `new BrokenCircuitError(dependency, snapshot.halfOpenAtMs, 'open',
+ *    snapshot.halfOpenAtMs - snapshot.nowMs)` when
  *    `snapshot.state` is `open`, or `new BrokenCircuitError(dependency, undefined, 'half-open')` when it is
  *    half-open with every probe slot taken. Do not record anything for a refused call.
  * 2. After an admitted call, exactly one of `recordSuccess(dependency, admission)` /
@@ -158,7 +159,10 @@ export class CircuitBreaker implements BreakerGate {
   async check(dependency: string): Promise<BreakerVerdict> {
     const snapshot = await this.state(dependency);
     const verdict: BreakerVerdict = { state: snapshot.state };
-    if (snapshot.halfOpenAtMs !== undefined) verdict.halfOpenAtMs = snapshot.halfOpenAtMs;
+    if (snapshot.halfOpenAtMs !== undefined) {
+      verdict.halfOpenAtMs = snapshot.halfOpenAtMs;
+      verdict.halfOpenInMs = halfOpenInMs(snapshot);
+    }
     return verdict;
   }
 
@@ -274,7 +278,7 @@ export class CircuitBreaker implements BreakerGate {
     if (!admission.allowed) {
       const { state, halfOpenAtMs } = admission.snapshot;
       if (state === 'half-open') throw new BrokenCircuitError(dependency, undefined, 'half-open');
-      throw new BrokenCircuitError(dependency, halfOpenAtMs, 'open');
+      throw new BrokenCircuitError(dependency, halfOpenAtMs, 'open', halfOpenInMs(admission.snapshot));
     }
     const isFailure = options.isFailure ?? ((error: unknown) => !isPermanentError(error));
     let result: T;
@@ -349,6 +353,13 @@ export class CircuitBreaker implements BreakerGate {
 }
 
 const DEFAULT_STATE_CACHE_MS = 250;
+
+/** Time left until the breaker half-opens, on the store's clock alone: its deadline minus its own now. */
+function halfOpenInMs(snapshot: BreakerSnapshot): number | undefined {
+  return snapshot.halfOpenAtMs === undefined
+    ? undefined
+    : Math.max(0, snapshot.halfOpenAtMs - snapshot.nowMs);
+}
 
 function checkStateCacheMs(value: number): number {
   if (!Number.isInteger(value) || value < 0)

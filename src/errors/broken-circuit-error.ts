@@ -6,7 +6,8 @@ const brand = Symbol.for('stormguard.BrokenCircuitError');
  * Thrown instead of calling a dependency whose circuit breaker refuses calls: it is open, or half-open
  * with every probe slot taken. Nothing was sent downstream, so the attempt says nothing new about the
  * dependency and must not be recorded as one of its failures. A job that meets it is delayed until
- * `halfOpenAtMs` or dead-lettered with reason `breaker-open`, as its policy's `whenBreakerOpen` says.
+ * `halfOpenAtMs` (waiting `halfOpenInMs`, measured on the breaker's clock) or dead-lettered with reason
+ * `breaker-open`, as its policy's `whenBreakerOpen` says.
  *
  * It is a {@link TransientError} (a refusal is worth trying again later), so every classifier treats it as
  * retryable and `decide` reaches its breaker step, which delays the job to the half-open time without
@@ -31,6 +32,11 @@ export class BrokenCircuitError extends TransientError {
     readonly halfOpenAtMs?: number,
     /** The breaker's state when it refused: `open`, or `half-open` with no free probe slot. */
     readonly state: 'open' | 'half-open' = 'open',
+    /**
+     * How long after the refusal the breaker half-opens, on the breaker's own clock (`halfOpenAtMs` is on
+     * that clock too, which may differ from the worker's). `decide` waits this long. Undefined when unknown.
+     */
+    readonly halfOpenInMs?: number,
   ) {
     super(
       state === 'open'

@@ -153,6 +153,22 @@ describe('decide', () => {
     });
   });
 
+  it("waits the breaker's own measure of the time to half-open, whatever the worker's clock says", async () => {
+    // The store's clock says 1 000 000; this worker's clock runs 40 s fast.
+    const skewed: BreakerGate = {
+      check: () => ({ state: 'open', halfOpenAtMs: 1_030_000, halfOpenInMs: 30_000 }),
+    };
+    const d = await decide(
+      ctx({ breaker: skewed, nowMs: 1_040_000, createdAtMs: 1_000_000, random: () => 0.5 }),
+    );
+    expect(d).toMatchObject({ action: 'retry', cause: 'breaker-open', delayMs: 31_000 });
+    const refused = new BrokenCircuitError('search', 1_030_000, 'open', 30_000);
+    const r = await decide(
+      ctx({ error: refused, nowMs: 1_040_000, createdAtMs: 1_000_000, random: () => 0.5 }),
+    );
+    expect(r).toMatchObject({ action: 'retry', chargesAttempt: false, delayMs: 31_000 });
+  });
+
   describe('a call the breaker refused', () => {
     it('waits for half-open without charging an attempt or spending the budget, even on the last attempt', async () => {
       const gate = budget(true);

@@ -3,7 +3,7 @@ import { type BrokenCircuitError, isBrokenCircuitError } from '../errors/broken-
 import { backoffBase } from './backoff.js';
 import { classify } from './classify/classify.js';
 import { retryDelay, retryDelayBounds } from './retry-delay.js';
-import type { Classification, DeadLetterReason, DecideContext, Decision } from './types.js';
+import type { BreakerVerdict, Classification, DeadLetterReason, DecideContext, Decision } from './types.js';
 
 /** The part of a {@link DecideContext} that `decideSync` reads: everything except the gates. */
 export type SyncDecideContext = Omit<DecideContext, 'breaker' | 'budget'>;
@@ -58,7 +58,7 @@ export async function decide(ctx: DecideContext): Promise<Decision> {
   if ('action' in early) return early;
   if (ctx.breaker) {
     const verdict = await ctx.breaker.check(ctx.dependency);
-    if (verdict.state === 'open') return breakerOpen(ctx, early, verdict.halfOpenAtMs, true);
+    if (verdict.state === 'open') return breakerOpen(ctx, early, verdict, true);
   }
   if (ctx.budget) {
     const verdict = await ctx.budget.trySpend(ctx.dependency);
@@ -128,30 +128,26 @@ function refusedByBreaker(ctx: SyncDecideContext, refusal: BrokenCircuitError): 
   const deadlineMs =
     ctx.policy.maxAgeMs === undefined ? Number.POSITIVE_INFINITY : ctx.createdAtMs + ctx.policy.maxAgeMs;
   // Half-open with every probe slot taken carries no half-open time: the backoff's own delay is used.
-  return breakerOpen(
-    ctx,
-    { classification, retry: ctx.attemptsMade, deadlineMs },
-    refusal.halfOpenAtMs,
-    false,
-  );
+  return breakerOpen(ctx, { classification, retry: ctx.attemptsMade, deadlineMs }, refusal, false);
 }
 
 function breakerOpen(
   ctx: SyncDecideContext,
   r: Retryable,
-  halfOpenAtMs: number | undefined,
+  breaker: Pick<BreakerVerdict, 'halfOpenAtMs' | 'halfOpenInMs'>,
   /** True when the failed attempt reached the dependency; false for a call the breaker refused. */
   chargesAttempt: boolean,
 ): Decision {
+  const waitMs = untilHalfOpen(ctx, breaker);
   if (ctx.policy.whenBreakerOpen === 'dead-letter')
     return terminal(ctx, 'breaker-open', `the ${ctx.dependency} breaker is open`, r.classification);
   // Waiting jobs return spread over one backoff base after the half-open time, not all at its first
   // millisecond; without a half-open time the breaker gives no hint and the backoff's own delay is used.
-  const untilHalfOpen =
-    halfOpenAtMs === undefined
+  const delayed =
+    waitMs === undefined
       ? retryDelay(ctx.policy, r.retry, ctx)
-      : Math.max(0, halfOpenAtMs - ctx.nowMs) + Math.round(ctx.random() * backoffBase(ctx.policy.backoff));
-  const delayMs = Math.max(untilHalfOpen, r.classification.retryAfterMs ?? 0);
+      : waitMs + Math.round(ctx.random() * backoffBase(ctx.policy.backoff));
+  const delayMs = Math.max(delayed, r.classification.retryAfterMs ?? 0);
   if (ctx.nowMs + delayMs > r.deadlineMs)
     return terminal(
       ctx,
@@ -167,6 +163,20 @@ function breakerOpen(
     cause: 'breaker-open',
     classification: r.classification,
   };
+}
+
+/**
+ * How long until the breaker half-opens. Its deadline is on the breaker's clock (Redis TIME), so the wait
+ * is the duration the breaker measured on that clock; only a gate that gives none has its deadline
+ * compared with `ctx.nowMs`.
+ */
+function untilHalfOpen(
+  ctx: SyncDecideContext,
+  breaker: Pick<BreakerVerdict, 'halfOpenAtMs' | 'halfOpenInMs'>,
+): number | undefined {
+  if (breaker.halfOpenInMs !== undefined) return Math.max(0, breaker.halfOpenInMs);
+  if (breaker.halfOpenAtMs !== undefined) return Math.max(0, breaker.halfOpenAtMs - ctx.nowMs);
+  return undefined;
 }
 
 function budgetDenied(

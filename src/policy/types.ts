@@ -105,8 +105,15 @@ export interface BreakerGate {
 
 export interface BreakerVerdict {
   state: 'closed' | 'open' | 'half-open';
-  /** When an open breaker admits probes again (epoch ms). */
+  /** When an open breaker admits probes again (epoch ms, on the breaker's clock: Redis TIME for Redis). */
   halfOpenAtMs?: number;
+  /**
+   * How long until then, measured on the breaker's own clock when it answered (`halfOpenAtMs` minus the
+   * store's now), so a worker whose clock is off still waits the right time. `decide` uses it; only a gate
+   * that gives no `halfOpenInMs` has its `halfOpenAtMs` compared with `ctx.nowMs` (which then must be on
+   * the same clock, as in the simulator).
+   */
+  halfOpenInMs?: number;
 }
 
 /** The retry budget as `decide` sees it (implemented by `RetryBudget`; optional). */
