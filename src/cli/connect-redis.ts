@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
+import { parseRedisUrl } from './redis-url.js';
 
 /** How a CLI command's Redis connection behaves once it is up. */
 export interface ConnectRedisOptions {
@@ -16,7 +17,9 @@ export interface ConnectRedisOptions {
 
 /**
  * Connects to Redis for a CLI command, failing fast with a one-line error when it is not there (a CLI must
- * not hang retrying), and checking the URL first (a bad one is bad input: exit 2). The caller disconnects.
+ * not hang retrying), and checking the URL first (a bad one is bad input: exit 2, see `parseRedisUrl`).
+ * A database the server does not have is bad input too: ioredis alone would report it as an error event
+ * and go on in database 0. The caller disconnects.
  * ioredis is loaded here, on first use, so commands that never touch Redis start without it.
  *
  * @example
@@ -24,7 +27,7 @@ export interface ConnectRedisOptions {
  * const exporterRedis = await connectRedis(url, { longRunning: true, commandTimeoutMs: 1000 });
  */
 export async function connectRedis(url: string, options: ConnectRedisOptions = {}): Promise<Redis> {
-  assertRedisUrl(url);
+  const target = parseRedisUrl(url);
   const { Redis } = await import('ioredis');
   const redis = new Redis(url, {
     lazyConnect: true,
@@ -45,21 +48,31 @@ export async function connectRedis(url: string, options: ConnectRedisOptions = {
     await redis.connect();
   } catch (error) {
     redis.disconnect();
-    throw new Error(`cannot reach Redis at ${url}: ${errorMessage(lastError ?? error)}`);
+    if (isDatabaseRefusal(lastError ?? error)) throw noSuchDatabase(target.shown, target.database);
+    throw new Error(`cannot reach Redis at ${target.shown}: ${errorMessage(lastError ?? error)}`);
+  }
+  if (target.database > 0) {
+    // ioredis selects the database while connecting but only reports a refusal as an 'error' event;
+    // selecting it again here turns the refusal into an answer this command can act on.
+    try {
+      await redis.select(target.database);
+    } catch (error) {
+      redis.disconnect();
+      if (isDatabaseRefusal(error)) throw noSuchDatabase(target.shown, target.database);
+      throw new Error(`cannot use Redis at ${target.shown}: ${errorMessage(error)}`);
+    }
   }
   return redis;
 }
 
-/** Rejects anything but a redis:// or rediss:// URL as bad input, naming the flag. */
-function assertRedisUrl(url: string): void {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new InvalidInputError(`--redis: "${url}" is not a URL; write it like redis://127.0.0.1:6379`);
-  }
-  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:')
-    throw new InvalidInputError(`--redis: "${url}" must start with redis:// or rediss://`);
+function isDatabaseRefusal(error: unknown): boolean {
+  return /DB index is out of range|invalid DB index|SELECT is not allowed/i.test(errorMessage(error));
+}
+
+function noSuchDatabase(shown: string, database: number): InvalidInputError {
+  return new InvalidInputError(
+    `--redis: "${shown}": the server has no database ${database}; use one it has (0 to its "databases" setting minus 1; 0 on Redis Cluster)`,
+  );
 }
 
 function errorMessage(error: unknown): string {

@@ -1,6 +1,7 @@
+import { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { cli, ensureCliBuilt } from '../helpers/cli.js';
-import { freePort } from '../helpers/redis-server.js';
+import { freePort, TestRedis } from '../helpers/redis-server.js';
 
 beforeAll(() => ensureCliBuilt('plan'), 120_000);
 
@@ -49,12 +50,63 @@ describe('bad input: exit 2, one line naming the flag, no stack trace', () => {
     [['breaker', 'status', '--redis', 'not a url'], /^stormguard: --redis: "not a url" is not a URL/],
     [['dlq', 'list', 'index', '--redis', 'http://x'], /^stormguard: --redis: "http:\/\/x" must start with/],
     [['metrics', 'serve', '--redis', '::'], /^stormguard: --redis: "::" is not a URL/],
+    [['budget', 'status', '--redis', 'redis://'], /^stormguard: --redis: "redis:\/\/" names no host/],
+    [['breaker', 'status', '--redis', 'redis:///3'], /^stormguard: --redis: "redis:\/\/\/3" names no host/],
+    [
+      ['dlq', 'list', 'index', '--redis', 'redis://127.0.0.1:6379/abc'],
+      /^stormguard: --redis: "redis:\/\/127\.0\.0\.1:6379\/abc" has the path "\/abc", which is not a database number/,
+    ],
+    [
+      ['budget', 'status', '--redis', 'redis://:hunter2@127.0.0.1:6379/1/2'],
+      /^stormguard: --redis: "redis:\/\/:\*\*\*@127\.0\.0\.1:6379\/1\/2" has the path/,
+    ],
+    [
+      ['budget', 'status', '--redis', 'redis://127.0.0.1:6379?db=3'],
+      /^stormguard: --redis: .* has the query parameter "db", which is not supported; put the database in the path/,
+    ],
   ])('%j', async (args, message) => {
     const { code, stdout, stderr } = await cli(...args);
     expect(code).toBe(2);
     expect(stdout).toBe('');
     expect(stderr).toMatch(message);
     expect(stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('a database the server does not have is bad input (exit 2), never database 0', async () => {
+    const server = await TestRedis.start();
+    try {
+      const redis = new Redis(server.connection);
+      await redis.set('{stormguard:budget:search}:probe', 'in database 0');
+      await redis.quit();
+      for (const args of [
+        ['budget', 'status'],
+        ['dlq', 'purge', 'index', '--yes'],
+      ]) {
+        const { code, stdout, stderr } = await cli(...args, '--redis', `${server.url}/99`);
+        expect(code).toBe(2);
+        expect(stdout).toBe('');
+        expect(stderr).toBe(
+          `stormguard: --redis: "${server.url}/99": the server has no database 99; use one it has (0 to its "databases" setting minus 1; 0 on Redis Cluster)\n`,
+        );
+      }
+      const check = new Redis(server.connection);
+      expect(await check.get('{stormguard:budget:search}:probe')).toBe('in database 0');
+      await check.quit();
+      // An existing database other than 0 is used, not database 0.
+      const { code, stdout } = await cli('budget', 'status', '--json', '--redis', `${server.url}/3`);
+      expect(code).toBe(0);
+      expect(stdout).not.toContain('search');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a password in the URL never appears in a message', async () => {
+    const url = `redis://:hunter2@127.0.0.1:${await freePort()}`;
+    const { code, stderr } = await cli('budget', 'status', '--redis', url);
+    expect(code).toBe(1);
+    expect(stderr).not.toContain('hunter2');
+    expect(stderr).toMatch(/^stormguard: cannot reach Redis at redis:\/\/:\*\*\*@127\.0\.0\.1:/);
   });
 
   it('an unreachable Redis is a failure (exit 1) that says why, in one line', async () => {
