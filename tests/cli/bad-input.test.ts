@@ -53,15 +53,15 @@ describe('bad input: exit 2, one line naming the flag, no stack trace', () => {
     [['budget', 'status', '--redis', 'redis://'], /^stormguard: --redis: "redis:\/\/" names no host/],
     [['breaker', 'status', '--redis', 'redis:///3'], /^stormguard: --redis: "redis:\/\/\/3" names no host/],
     [
-      ['dlq', 'list', 'index', '--redis', 'redis://127.0.0.1:6379/abc'],
-      /^stormguard: --redis: "redis:\/\/127\.0\.0\.1:6379\/abc" has the path "\/abc", which is not a database number/,
+      ['dlq', 'list', 'index', '--redis', 'redis://127.0.0.1:1/abc'],
+      /^stormguard: --redis: "redis:\/\/127\.0\.0\.1:1\/abc" has the path "\/abc", which is not a database number/,
     ],
     [
-      ['budget', 'status', '--redis', 'redis://:hunter2@127.0.0.1:6379/1/2'],
-      /^stormguard: --redis: "redis:\/\/:\*\*\*@127\.0\.0\.1:6379\/1\/2" has the path/,
+      ['budget', 'status', '--redis', 'redis://:hunter2@127.0.0.1:1/1/2'],
+      /^stormguard: --redis: "redis:\/\/:\*\*\*@127\.0\.0\.1:1\/1\/2" has the path/,
     ],
     [
-      ['budget', 'status', '--redis', 'redis://127.0.0.1:6379?db=3'],
+      ['budget', 'status', '--redis', 'redis://127.0.0.1:1?db=3'],
       /^stormguard: --redis: .* has the query parameter "db", which is not supported; put the database in the path/,
     ],
   ])('%j', async (args, message) => {
