@@ -81,6 +81,7 @@ export interface ListedPostgresBreaker extends BreakerSnapshot {
 interface StepResult {
   allowed: boolean;
   probe: boolean;
+  ticket?: string;
   transitions: BreakerTransition[];
   view: Omit<BreakerSnapshot, 'dependency' | 'degraded'>;
   options: ResolvedBreakerOptions | null;
@@ -89,7 +90,7 @@ interface StepResult {
 /**
  * Circuit-breaker state shared by the whole fleet through PostgreSQL, for fleets that run without Redis
  * (BullMQ 6 on its PostgreSQL backend). Each operation is one round trip: one call of the plpgsql function
- * `breaker_step` (`sql/001-breaker.sql`, the same machine as the memory and Redis stores), which locks the
+ * `breaker_step` (`sql/001-breaker.sql`, `sql/003-breaker-probe-tickets.sql`; the same machine as the memory and Redis stores), which locks the
  * dependency's row for any write, so admitting a half-open probe is atomic fleet-wide; time is the
  * server's `clock_timestamp()`. Acquire on a closed breaker, the hot path, takes no lock and writes
  * nothing. A dependency's row is read as absent once idle for 2 × (windowMs + coolDownMs).
@@ -152,6 +153,7 @@ export class PostgresBreakerStore implements BreakerStore {
       return {
         allowed: result.allowed,
         probe: result.probe,
+        ...(result.ticket === undefined ? {} : { ticket: result.ticket }),
         transitions: result.transitions,
         snapshot: { dependency, ...result.view, degraded: false },
       };
@@ -165,11 +167,13 @@ export class PostgresBreakerStore implements BreakerStore {
     dependency: string,
     outcome: 'success' | 'failure',
     options: ResolvedBreakerOptions,
+    ticket?: string,
   ): Promise<BreakerRecordResult> {
-    const result = await this.#run(dependency, outcome, options);
+    const result = await this.#run(dependency, outcome, options, 0, ticket);
     if (result)
       return { transitions: result.transitions, snapshot: { dependency, ...result.view, degraded: false } };
-    if (this.#fallback === 'local') return this.#local.record(dependency, outcome, options);
+    // A ticket names the half-open period of the store that issued it: the other one never counts it.
+    if (this.#fallback === 'local') return this.#local.record(dependency, outcome, options, ticket);
     return { transitions: [], snapshot: this.#fallbackSnapshot(dependency) };
   }
 
@@ -178,7 +182,8 @@ export class PostgresBreakerStore implements BreakerStore {
     batch: BreakerBatch,
     options: ResolvedBreakerOptions,
   ): Promise<BreakerRecordResult> {
-    const result = await this.#run(dependency, batch.outcome ?? 'successes', options, batch.successes);
+    const op = batch.outcome ?? 'successes';
+    const result = await this.#run(dependency, op, options, batch.successes, batch.ticket);
     if (result)
       return { transitions: result.transitions, snapshot: { dependency, ...result.view, degraded: false } };
     if (this.#fallback === 'local') return this.#local.recordBatch(dependency, batch, options);
@@ -203,7 +208,7 @@ export class PostgresBreakerStore implements BreakerStore {
   async list(): Promise<ListedPostgresBreaker[]> {
     const q = this.#db.q;
     const rows = await this.#db.query<{ dependency: string; step: StepResult }>(
-      `SELECT b.dependency, ${q}.breaker_step(b.dependency, 'peek', NULL, 0, $1) AS step
+      `SELECT b.dependency, ${q}.breaker_step(b.dependency, 'peek', NULL, 0, $1, NULL) AS step
          FROM ${q}.breakers b
         WHERE b.expires_at_ms > ${q}.now_ms($1) AND b.options IS NOT NULL
         ORDER BY b.dependency COLLATE "C"`,
@@ -227,13 +232,21 @@ export class PostgresBreakerStore implements BreakerStore {
     op: BreakerOp,
     options: ResolvedBreakerOptions,
     batchedSuccesses = 0,
+    ticket?: string,
   ): Promise<StepResult | undefined> {
     const nowMs = this.#clock.now();
     if (nowMs < this.#retryAtMs) return undefined;
     try {
       const pending = this.#db.query<{ step: StepResult }>(
-        `SELECT ${this.#db.q}.breaker_step($1, $2, $3, $4, $5) AS step`,
-        [dependency, op, JSON.stringify(options), batchedSuccesses, this.#timeOverride?.now() ?? null],
+        `SELECT ${this.#db.q}.breaker_step($1, $2, $3, $4, $5, $6) AS step`,
+        [
+          dependency,
+          op,
+          JSON.stringify(options),
+          batchedSuccesses,
+          this.#timeOverride?.now() ?? null,
+          ticket ?? null,
+        ],
       );
       const [row] = await withTimeout(pending, this.#timeoutMs, 'PostgreSQL');
       if (this.#downSinceMs !== undefined) {
@@ -262,6 +275,7 @@ export class PostgresBreakerStore implements BreakerStore {
       consecutiveFailures: 0,
       probesAdmitted: 0,
       probeSuccesses: 0,
+      probesInFlight: 0,
       nowMs,
       degraded: true,
     };
