@@ -15,3 +15,24 @@ export { type RandomSource, seededRandom, systemRandom } from './common/random.j
 export * from './errors/index.js';
 export * from './policy/index.js';
 export type * from './policy/types.js';
+export type {
+  AttemptState,
+  AttemptStateStore,
+  DeadLetteredState,
+  DeadLetterFilter,
+  DeadLetterPage,
+  DeadLetterPageRequest,
+  DeadLetterQueueSummary,
+  DeadLetterRecord,
+  DeadLetterStore,
+  JobRef,
+  MalformedDeadLetter,
+  ReplayClaim,
+  RetentionLimits,
+  StoredDeadLetter,
+} from './runtime/contracts.js';
+export { DEAD_LETTER_REASONS, isMalformedDeadLetter } from './runtime/dead-letter-record.js';
+export {
+  MemoryDeadLetterStore,
+  type MemoryDeadLetterStoreOptions,
+} from './runtime/memory-dead-letter-store.js';

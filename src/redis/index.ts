@@ -18,6 +18,11 @@ export {
 export { assertPrefix, budgetKey, DEFAULT_PREFIX } from './budget-keys.js';
 export { RedisBudgetStore, type RedisBudgetStoreOptions } from './budget-store.js';
 export {
+  DEAD_LETTER_SCHEMA_VERSION,
+  RedisDeadLetterStore,
+  type RedisDeadLetterStoreOptions,
+} from './dead-letter-store.js';
+export {
   type IdempotencyClaim,
   type IdempotencyStore,
   RedisIdempotencyStore,

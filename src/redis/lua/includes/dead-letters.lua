@@ -1,0 +1,76 @@
+-- Shared by the dead-letter scripts (src/redis/dead-letter-store.ts). All of a queue's keys start with its
+-- hash tag "{<prefix>:q:<queue>}" (one Redis Cluster slot):
+--   T:dl:seq      the last record id given out (INCR; never reset, so an id is never reused)
+--   T:dl:rec      hash  id -> the record's JSON, as filed
+--   T:dl:ix       hash  id -> JSON [at, reasonIndexKey, dependencyIndexKey, nameIndexKey]: what to remove
+--                 from where, readable even when the record is not
+--   T:dl:claim    hash  id -> JSON {jobId, claimedAt}: a replay has taken the record
+--   T:dl:all      zset  every record; T:dl:r:<reason>, T:dl:d:<dependency>, T:dl:n:<name> one per value.
+--                 Score: deadLetteredAt (ms). Member: the id zero-padded to 16 digits, so ties order by id.
+--   T:dl:meta     hash  registeredAt, maxAgeMs, maxCount, evicted
+--   T:att:<job id>:<createdAt>   "<expiresAtMs>|<attempt state JSON>", PX ttl
+-- Index keys of other records (read from T:dl:ix) are not declared in KEYS; they share the tag's slot.
+
+local function dlNow(override)
+  if override ~= nil and override ~= '' then
+    return tonumber(override)
+  end
+  if redis.replicate_commands then
+    redis.replicate_commands()
+  end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function dlMember(id)
+  return string.format('%016d', tonumber(id))
+end
+
+local function dlId(member)
+  return string.format('%d', tonumber(member))
+end
+
+-- Removes one record and its index entries; 1 when it was there, 0 when not.
+local function dlRemove(recKey, ixKey, claimKey, allKey, id)
+  local member = dlMember(id)
+  local ix = redis.call('HGET', ixKey, id)
+  if ix then
+    local ok, fields = pcall(cjson.decode, ix)
+    if ok and type(fields) == 'table' then
+      for i = 2, 4 do
+        if type(fields[i]) == 'string' and fields[i] ~= '' then
+          redis.call('ZREM', fields[i], member)
+        end
+      end
+    end
+  end
+  local removed = redis.call('ZREM', allKey, member)
+  redis.call('HDEL', recKey, id)
+  redis.call('HDEL', ixKey, id)
+  redis.call('HDEL', claimKey, id)
+  if removed == 1 or ix then
+    return 1
+  end
+  return 0
+end
+
+-- The attempt state text stored at `key`, or nil when there is none or it expired at `now`.
+local function dlReadAttempts(key, now)
+  local value = redis.call('GET', key)
+  if not value then
+    return nil
+  end
+  local bar = string.find(value, '|', 1, true)
+  if not bar then
+    return nil
+  end
+  local expiresAt = tonumber(string.sub(value, 1, bar - 1))
+  if not expiresAt or expiresAt <= now then
+    return nil
+  end
+  return string.sub(value, bar + 1)
+end
+
+local function dlWriteAttempts(key, state, now, ttlMs)
+  redis.call('SET', key, string.format('%d', now + ttlMs) .. '|' .. state, 'PX', ttlMs)
+end

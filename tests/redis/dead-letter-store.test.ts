@@ -1,0 +1,90 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FakeClock } from '../../src/common/clock.js';
+import { queueTag } from '../../src/common/keys.js';
+import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
+import type { StoredDeadLetter } from '../../src/runtime/contracts.js';
+import { describeDeadLetterStore, sampleDeadLetter } from '../../src/runtime/dead-letter-store.case.js';
+import { TestRedis } from '../helpers/redis-server.js';
+
+let server: TestRedis;
+let redis: Redis;
+let prefixes = 0;
+/** A fresh prefix per store: tests never see each other's keys. */
+const freshPrefix = () => `sgtest-${process.pid}-${prefixes++}`;
+
+beforeAll(async () => {
+  server = await TestRedis.start();
+  redis = new Redis(server.connection);
+});
+
+afterAll(async () => {
+  redis?.disconnect();
+  await server?.close();
+});
+
+describeDeadLetterStore('RedisDeadLetterStore', async (clock) => {
+  const store = new RedisDeadLetterStore({ redis, prefix: freshPrefix(), clock });
+  return {
+    store,
+    damage: async (queue, id) => {
+      await redis.hset(`${queueTag(store.prefix, queue)}:dl:rec`, id, '{"jobId":42}');
+    },
+    close: async () => {},
+  };
+});
+
+describe('RedisDeadLetterStore on Redis', () => {
+  it("keeps all of a queue's keys in its hash tag, and nothing else outside the registry", async () => {
+    const store = new RedisDeadLetterStore({ redis, prefix: freshPrefix() });
+    await store.file(
+      sampleDeadLetter('1', { queue: 'in:dex', dependency: 'eu:search' }),
+      { attempts: 1, deferrals: 0 },
+      60_000,
+    );
+    const keys = await redis.keys(`*${store.prefix}*`);
+    const tag = queueTag(store.prefix, 'in:dex');
+    const outside = keys.filter((k) => !k.startsWith(tag)).sort();
+    expect(outside).toEqual([`{${store.prefix}:g}:dlq-queues`, `{${store.prefix}:g}:dlq-schema`]);
+    expect(keys.filter((k) => k.startsWith(tag)).length).toBeGreaterThanOrEqual(8);
+  });
+
+  it('lists a record whose stored text is not JSON as malformed, and replay-style reads go on', async () => {
+    const store = new RedisDeadLetterStore({ redis, prefix: freshPrefix() });
+    const state = { attempts: 1, deferrals: 0 };
+    const a = await store.file(sampleDeadLetter('a', { deadLetteredAt: 1 }), state, 60_000);
+    const b = await store.file(sampleDeadLetter('b', { deadLetteredAt: 2 }), state, 60_000);
+    await redis.hset(`${queueTag(store.prefix, 'index')}:dl:rec`, a.id, '{"jobId":');
+    await redis.hdel(`${queueTag(store.prefix, 'index')}:dl:ix`, a.id);
+    const page = await store.list('index', { limit: 10 });
+    expect(page.malformed).toEqual([
+      { id: a.id, malformed: true, problem: expect.stringMatching(/not JSON/) },
+    ]);
+    expect(page.records.map((r) => r.jobId)).toEqual(['b']);
+    expect(
+      (await store.list('index', { limit: 10, reason: 'max-attempts' })).records.map((r) => r.id),
+    ).toEqual([b.id]);
+    expect(await store.remove('index', a.id)).toBe(true);
+    expect(await store.count('index')).toBe(1);
+  });
+
+  it('refuses keys written by a newer layout', async () => {
+    const store = new RedisDeadLetterStore({ redis, prefix: freshPrefix() });
+    await redis.set(`{${store.prefix}:g}:dlq-schema`, '99');
+    await expect(store.queues()).rejects.toThrow(/layout version 99.*upgrade stormguard/);
+  });
+
+  it('lists the newest few of many records with a name filter in one page', async () => {
+    const store = new RedisDeadLetterStore({ redis, prefix: freshPrefix(), clock: new FakeClock(0) });
+    const state = { attempts: 1, deferrals: 0 };
+    for (let i = 0; i < 300; i++)
+      await store.file(
+        sampleDeadLetter(`j${i}`, { name: i % 100 === 99 ? 'rare' : 'common', deadLetteredAt: i }),
+        state,
+        60_000,
+      );
+    const page = await store.list('index', { name: 'rare', limit: 10, newestFirst: true });
+    expect(page.records.map((r: StoredDeadLetter) => r.jobId)).toEqual(['j299', 'j199', 'j99']);
+    expect(page.next).toBeUndefined();
+  });
+});
