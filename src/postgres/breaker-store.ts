@@ -90,8 +90,8 @@ interface StepResult {
 /**
  * Circuit-breaker state shared by the whole fleet through PostgreSQL, for fleets that run without Redis
  * (BullMQ 6 on its PostgreSQL backend). Each operation is one round trip: one call of the plpgsql function
- * `breaker_step` (`sql/001-breaker.sql`, `sql/003-breaker-probe-tickets.sql`; the same machine as the memory and Redis stores), which locks the
- * dependency's row for any write, so admitting a half-open probe is atomic fleet-wide; time is the
+ * `breaker_step` (`sql/001-breaker.sql`; the same machine as the memory and Redis stores), which locks
+ * the dependency's row for any write, so admitting a half-open probe is atomic fleet-wide; time is the
  * server's `clock_timestamp()`. Acquire on a closed breaker, the hot path, takes no lock and writes
  * nothing. A dependency's row is read as absent once idle for 2 × (windowMs + coolDownMs).
  *
@@ -145,6 +145,11 @@ export class PostgresBreakerStore implements BreakerStore {
   /** The schema holding the breaker table. */
   get schema(): string {
     return this.#db.schema;
+  }
+
+  /** The namespace of this store's rows in the schema. */
+  get prefix(): string {
+    return this.#db.prefix;
   }
 
   async acquire(dependency: string, options: ResolvedBreakerOptions): Promise<BreakerAdmission> {
@@ -208,11 +213,11 @@ export class PostgresBreakerStore implements BreakerStore {
   async list(): Promise<ListedPostgresBreaker[]> {
     const q = this.#db.q;
     const rows = await this.#db.query<{ dependency: string; step: StepResult }>(
-      `SELECT b.dependency, ${q}.breaker_step(b.dependency, 'peek', NULL, 0, $1, NULL) AS step
+      `SELECT b.dependency, ${q}.breaker_step(b.prefix, b.dependency, 'peek', NULL, 0, $2, NULL) AS step
          FROM ${q}.breakers b
-        WHERE b.expires_at_ms > ${q}.now_ms($1) AND b.options IS NOT NULL
+        WHERE b.prefix = $1 AND b.expires_at_ms > ${q}.now_ms($2) AND b.options IS NOT NULL
         ORDER BY b.dependency COLLATE "C"`,
-      [this.#timeOverride?.now() ?? null],
+      [this.#db.prefix, this.#timeOverride?.now() ?? null],
     );
     return rows.map(({ dependency, step }) => {
       const entry: ListedPostgresBreaker = { dependency, ...step.view, degraded: false };
@@ -238,8 +243,9 @@ export class PostgresBreakerStore implements BreakerStore {
     if (nowMs < this.#retryAtMs) return undefined;
     try {
       const pending = this.#db.query<{ step: StepResult }>(
-        `SELECT ${this.#db.q}.breaker_step($1, $2, $3, $4, $5, $6) AS step`,
+        `SELECT ${this.#db.q}.breaker_step($1, $2, $3, $4, $5, $6, $7) AS step`,
         [
+          this.#db.prefix,
           dependency,
           op,
           JSON.stringify(options),

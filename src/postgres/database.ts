@@ -1,4 +1,6 @@
 import pg from 'pg';
+import { DEFAULT_PREFIX } from '../common/keys.js';
+import { assertPrefix } from '../common/names.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
 import { migrate } from './migrations.js';
 import { assertSchema, DEFAULT_SCHEMA, quotedSchema } from './schema.js';
@@ -27,6 +29,11 @@ export interface PostgresStoreOptions {
    */
   schema?: string;
   /**
+   * The application's namespace inside the schema, as the Redis stores' key prefix: stores with different
+   * prefixes never see each other's rows. Any 1-64 characters. Default `stormguard`.
+   */
+  prefix?: string;
+  /**
    * Run the migrations on first use (once per pool and schema in a process; concurrent workers migrate
    * once, under an advisory lock). Set false when `stormguard migrate` runs at deploy time and the
    * workers' role may not create tables. Default true.
@@ -44,6 +51,7 @@ const migrated = new WeakMap<pg.Pool, Map<string, Promise<unknown>>>();
 export class PostgresDatabase {
   readonly pool: pg.Pool;
   readonly schema: string;
+  readonly prefix: string;
   /** The quoted schema, for SQL text. */
   readonly q: string;
   readonly #owned: boolean;
@@ -53,6 +61,9 @@ export class PostgresDatabase {
     const connection = options?.connection;
     const schema = options?.schema ?? DEFAULT_SCHEMA;
     assertSchema(schema);
+    const prefix = options?.prefix ?? DEFAULT_PREFIX;
+    assertPrefix(prefix);
+    this.prefix = prefix;
     if (typeof connection === 'string') {
       if (connection.trim() === '')
         throw new InvalidInputError(`${subject}: connection is empty; pass a pg.Pool or a postgres:// URL`);

@@ -19,8 +19,8 @@ export interface PostgresIdempotencyStoreOptions extends PostgresStoreOptions {
 /**
  * The idempotency guard's store in PostgreSQL: one row per key, one function call (one round trip) per
  * step (`sql/002-idempotency.sql`), with the Redis store's contract: a claim lives `inFlightTtlMs`, an
- * outcome `ttlMs`, both on the server's clock. Expired rows read as absent and are deleted a few at a
- * time by later claims, so the table needs no scheduled clean-up.
+ * outcome `ttlMs`, both on the server's clock. Expired rows read as absent; each claim deletes up to
+ * 4 of them, so the table needs no scheduled clean-up.
  *
  * Defaults: schema `stormguard`, migrations on first use.
  *
@@ -42,23 +42,19 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
   }
 
   async begin(key: string, token: string, inFlightTtlMs: number): Promise<IdempotencyClaim> {
-    const [row] = await this.#call<{ claim: IdempotencyClaim }>(
-      'idempotency_begin($1, $2, $3, $4) AS claim',
-      [key, token, inFlightTtlMs],
-    );
-    return row!.claim;
+    return this.#call<IdempotencyClaim>('idempotency_begin', [key, token, inFlightTtlMs]);
   }
 
   async finish(key: string, token: string, value: string, ttlMs: number): Promise<boolean> {
-    return this.#ok('idempotency_finish($1, $2, $3, $4, $5)', [key, token, value, ttlMs]);
+    return this.#call<boolean>('idempotency_finish', [key, token, value, ttlMs]);
   }
 
   async release(key: string, token: string): Promise<boolean> {
-    return this.#ok('idempotency_release($1, $2, $3)', [key, token]);
+    return this.#call<boolean>('idempotency_release', [key, token]);
   }
 
   async renew(key: string, token: string, inFlightTtlMs: number): Promise<boolean> {
-    return this.#ok('idempotency_renew($1, $2, $3, $4)', [key, token, inFlightTtlMs]);
+    return this.#call<boolean>('idempotency_renew', [key, token, inFlightTtlMs]);
   }
 
   /** Ends the pool when the store opened it from a connection string; leaves your pool alone. */
@@ -66,16 +62,14 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
     return this.#db.close();
   }
 
-  async #ok(call: string, values: unknown[]): Promise<boolean> {
-    const [row] = await this.#call<{ ok: boolean }>(`${call} AS ok`, values);
-    return row!.ok;
-  }
-
-  /** `SELECT <schema>.<call>` with the test clock's time (or NULL: the server's) as the last argument. */
-  #call<Row extends { [column: string]: unknown }>(call: string, values: unknown[]): Promise<Row[]> {
-    return this.#db.query<Row>(`SELECT ${this.#db.q}.${call}`, [
-      ...values,
-      this.#timeOverride?.now() ?? null,
-    ]);
+  /** One round trip: `SELECT <schema>.<fn>(prefix, ...values, test time or NULL for the server's)`. */
+  async #call<T>(fn: string, values: unknown[]): Promise<T> {
+    const args = [this.#db.prefix, ...values, this.#timeOverride?.now() ?? null];
+    const placeholders = args.map((_, i) => `$${i + 1}`).join(', ');
+    const [row] = await this.#db.query<{ result: T }>(
+      `SELECT ${this.#db.q}.${fn}(${placeholders}) AS result`,
+      args,
+    );
+    return row!.result;
   }
 }

@@ -39,7 +39,7 @@ describe('PostgresBreakerStore specifics', () => {
     expect(Math.abs(snapshot.nowMs - before)).toBeLessThan(60_000);
   });
 
-  it('lists every dependency of its schema with the options its breaker last wrote', async () => {
+  it('lists every dependency of its schema and prefix with the options its breaker last wrote', async () => {
     const schema = uniqueSchema();
     const store = new PostgresBreakerStore({ connection: pool, schema });
     const options = resolveBreakerOptions({ consecutiveFailures: 1 });
@@ -47,6 +47,11 @@ describe('PostgresBreakerStore specifics', () => {
     await store.record('mail', 'success', options);
     await new PostgresBreakerStore({ connection: pool, schema: uniqueSchema() }).record(
       'crm',
+      'success',
+      options,
+    );
+    await new PostgresBreakerStore({ connection: pool, schema, prefix: 'other' }).record(
+      'erp',
       'success',
       options,
     );

@@ -12,25 +12,32 @@ LANGUAGE sql VOLATILE AS $$
 $$;
 
 -- A row whose expires_at_ms has passed is read as absent: an idle breaker forgets, as a Redis key expires.
--- Buckets are parallel arrays: calls recorded while floor(now / bucketMs) = bucket_index[i].
+-- Buckets are parallel arrays: calls recorded while floor(now / bucketMs) = bucket_index[i]. The probes in
+-- flight of the current half-open period (opened at half_opened_at_ms) are parallel arrays too: probe
+-- number probe_seq[i], admitted at probe_at_ms[i].
 CREATE TABLE {{schema}}.breakers (
-  dependency text PRIMARY KEY,
+  prefix text NOT NULL,
+  dependency text NOT NULL,
   state text NOT NULL DEFAULT 'closed' CHECK (state IN ('closed', 'open', 'half-open')),
   consecutive_failures bigint NOT NULL DEFAULT 0,
   opened_at_ms bigint,
   half_open_at_ms bigint,
   probes_admitted bigint NOT NULL DEFAULT 0,
   probe_successes bigint NOT NULL DEFAULT 0,
-  probe_round_at_ms bigint,
+  half_opened_at_ms bigint,
+  probe_seq bigint[] NOT NULL DEFAULT '{}',
+  probe_at_ms bigint[] NOT NULL DEFAULT '{}',
   options jsonb,
   bucket_index bigint[] NOT NULL DEFAULT '{}',
   bucket_successes bigint[] NOT NULL DEFAULT '{}',
   bucket_failures bigint[] NOT NULL DEFAULT '{}',
-  expires_at_ms bigint NOT NULL DEFAULT 0
+  expires_at_ms bigint NOT NULL DEFAULT 0,
+  PRIMARY KEY (prefix, dependency)
 );
 
 -- One operation on one dependency's breaker, atomically (the row is locked for any write).
 --
+--   p_prefix   the application's namespace in the schema (the stores' `prefix` option)
 --   p_op       'acquire' | 'success' | 'failure' | 'peek' | 'successes'
 --   p_options  the resolved options (windowMs, bucketMs, failureRatePpm, minimumVolume,
 --              consecutiveFailures, coolDownMs, halfOpenProbes, successesToClose); NULL for 'peek' only,
@@ -39,14 +46,23 @@ CREATE TABLE {{schema}}.breakers (
 --              'failure' or 'successes' they are added to the current bucket and end the failure streak,
 --              never counting as probe successes; 'acquire' and 'peek' ignore them
 --   p_now_ms   TEST ONLY: the time to use; NULL (always, in production) uses the server's clock
+--   p_ticket   for 'success' / 'failure': the ticket the call's 'acquire' returned when it was a probe;
+--              NULL otherwise (the outcome then counts in the window only)
 --
--- Returns { allowed, probe, transitions: [{ from, to, reason, atMs }], view: { state, successes,
--- failures, volume, consecutiveFailures, probesAdmitted, probeSuccesses, nowMs, openedAtMs?,
--- halfOpenAtMs? }, options } (options null when peeking a breaker that has no state).
+-- A half-open breaker counts only the outcomes of the probes it admitted: each probe gets a ticket
+-- "<halfOpenedAtMs>:<seq>" naming the half-open period and the probe; an outcome moves a half-open
+-- breaker only when it carries the ticket of a probe of the current period still in flight, and each
+-- ticket counts once (src/breaker/machine.ts). A probe that does not report within coolDownMs of its own
+-- admission is presumed lost and frees its slot.
+--
+-- Returns { allowed, probe, ticket?, transitions: [{ from, to, reason, atMs }], view: { state,
+-- successes, failures, volume, consecutiveFailures, probesAdmitted, probeSuccesses, probesInFlight,
+-- nowMs, openedAtMs?, halfOpenAtMs? }, options } (options null when peeking a breaker with no state).
 -- 'peek', and an 'acquire' that admits no probe and changes no state, write nothing; acquire on a
 -- closed breaker takes no lock at all. A write keeps the row for 2 x (windowMs + coolDownMs).
 CREATE FUNCTION {{schema}}.breaker_step(
-  p_dependency text, p_op text, p_options jsonb, p_batched bigint, p_now_ms bigint
+  p_prefix text, p_dependency text, p_op text, p_options jsonb, p_batched bigint, p_now_ms bigint,
+  p_ticket text
 ) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -61,7 +77,16 @@ DECLARE
   v_cf bigint := 0;
   v_opened bigint;
   v_half_open bigint;
-  v_round bigint;
+  v_half_opened bigint;
+  v_probe_seq bigint[] := '{}';
+  v_probe_at bigint[] := '{}';
+  v_keep_seq bigint[];
+  v_keep_at bigint[];
+  v_is_probe boolean := false;
+  v_ticket_period bigint;
+  v_ticket_seq bigint;
+  v_probe_pos int;
+  v_ticket text;
   v_admitted bigint := 0;
   v_probe_ok bigint := 0;
   v_idx bigint[] := '{}';
@@ -91,12 +116,15 @@ BEGIN
   END IF;
 
   -- Reads take no lock; so does acquire until it finds a breaker that is not closed.
-  SELECT * INTO r FROM {{schema}}.breakers b WHERE b.dependency = p_dependency;
+  SELECT * INTO r FROM {{schema}}.breakers b WHERE b.prefix = p_prefix AND b.dependency = p_dependency;
   IF FOUND AND r.expires_at_ms > v_now AND (v_records OR (p_op = 'acquire' AND r.state <> 'closed')) THEN
-    SELECT * INTO r FROM {{schema}}.breakers b WHERE b.dependency = p_dependency FOR UPDATE;
+    SELECT * INTO r FROM {{schema}}.breakers b
+      WHERE b.prefix = p_prefix AND b.dependency = p_dependency FOR UPDATE;
   ELSIF v_records THEN
-    INSERT INTO {{schema}}.breakers (dependency) VALUES (p_dependency) ON CONFLICT (dependency) DO NOTHING;
-    SELECT * INTO r FROM {{schema}}.breakers b WHERE b.dependency = p_dependency FOR UPDATE;
+    INSERT INTO {{schema}}.breakers (prefix, dependency) VALUES (p_prefix, p_dependency)
+      ON CONFLICT (prefix, dependency) DO NOTHING;
+    SELECT * INTO r FROM {{schema}}.breakers b
+      WHERE b.prefix = p_prefix AND b.dependency = p_dependency FOR UPDATE;
   END IF;
 
   IF r.dependency IS NOT NULL AND r.expires_at_ms > v_now THEN
@@ -105,14 +133,17 @@ BEGIN
     v_cf := r.consecutive_failures;
     v_opened := r.opened_at_ms;
     v_half_open := r.half_open_at_ms;
-    v_round := r.probe_round_at_ms;
+    v_half_opened := r.half_opened_at_ms;
+    v_probe_seq := r.probe_seq;
+    v_probe_at := r.probe_at_ms;
     v_admitted := r.probes_admitted;
     v_probe_ok := r.probe_successes;
   END IF;
   IF o IS NULL THEN
     RETURN jsonb_build_object('allowed', false, 'probe', false, 'transitions', '[]'::jsonb, 'view',
       jsonb_build_object('state', 'closed', 'successes', 0, 'failures', 0, 'volume', 0,
-        'consecutiveFailures', 0, 'probesAdmitted', 0, 'probeSuccesses', 0, 'nowMs', v_now),
+        'consecutiveFailures', 0, 'probesAdmitted', 0, 'probeSuccesses', 0, 'probesInFlight', 0,
+        'nowMs', v_now),
       'options', NULL);
   END IF;
   v_bucket_ms := (o ->> 'bucketMs')::bigint;
@@ -139,11 +170,21 @@ BEGIN
     v_state := 'half-open';
     v_admitted := 0;
     v_probe_ok := 0;
-    v_round := v_now;
+    v_half_opened := v_now;
+    v_probe_seq := '{}';
+    v_probe_at := '{}';
   END IF;
-  IF v_state = 'half-open' AND v_now >= coalesce(v_round, 0) + v_cool_down THEN
-    v_admitted := v_probe_ok; -- probes admitted a whole cool-down ago that never reported are presumed lost
-  END IF;
+  -- Probes admitted a whole cool-down ago that never reported are presumed lost.
+  v_keep_seq := '{}';
+  v_keep_at := '{}';
+  FOR i IN 1 .. coalesce(array_length(v_probe_seq, 1), 0) LOOP
+    IF v_now < v_probe_at[i] + v_cool_down THEN
+      v_keep_seq := v_keep_seq || v_probe_seq[i];
+      v_keep_at := v_keep_at || v_probe_at[i];
+    END IF;
+  END LOOP;
+  v_probe_seq := v_keep_seq;
+  v_probe_at := v_keep_at;
 
   v_cur := floor(v_now::numeric / v_bucket_ms)::bigint;
   IF p_batched > 0 AND v_records THEN
@@ -161,11 +202,14 @@ BEGIN
   IF p_op = 'acquire' THEN
     IF v_state = 'closed' THEN
       v_allowed := true;
-    ELSIF v_state = 'half-open' AND v_admitted - v_probe_ok < (o ->> 'halfOpenProbes')::bigint THEN
+    ELSIF v_state = 'half-open'
+      AND coalesce(array_length(v_probe_seq, 1), 0) < (o ->> 'halfOpenProbes')::bigint THEN
       v_allowed := true;
       v_probe := true;
       v_admitted := v_admitted + 1;
-      v_round := v_now;
+      v_probe_seq := v_probe_seq || v_admitted;
+      v_probe_at := v_probe_at || v_now;
+      v_ticket := coalesce(v_half_opened, v_now)::text || ':' || v_admitted::text;
     END IF;
   ELSIF p_op IN ('success', 'failure') THEN
     v_pos := array_position(v_idx, v_cur);
@@ -175,10 +219,21 @@ BEGIN
       v_f := v_f || 0::bigint;
       v_pos := array_length(v_idx, 1);
     END IF;
+    -- Only the outcome of a probe of this half-open period still in flight moves it; a ticket counts once.
+    IF v_state = 'half-open' AND v_half_opened IS NOT NULL AND p_ticket ~ '^-?[0-9]{1,18}:[0-9]{1,18}$' THEN
+      v_ticket_period := split_part(p_ticket, ':', 1)::bigint;
+      v_ticket_seq := split_part(p_ticket, ':', 2)::bigint;
+      v_probe_pos := array_position(v_probe_seq, v_ticket_seq);
+      IF v_ticket_period = v_half_opened AND v_probe_pos IS NOT NULL THEN
+        v_is_probe := true;
+        v_probe_seq := v_probe_seq[:v_probe_pos - 1] || v_probe_seq[v_probe_pos + 1:];
+        v_probe_at := v_probe_at[:v_probe_pos - 1] || v_probe_at[v_probe_pos + 1:];
+      END IF;
+    END IF;
     IF p_op = 'success' THEN
       v_s[v_pos] := v_s[v_pos] + 1;
       v_cf := 0;
-      IF v_state = 'half-open' THEN
+      IF v_is_probe THEN
         v_probe_ok := v_probe_ok + 1;
         IF v_probe_ok >= (o ->> 'successesToClose')::bigint THEN
           v_transitions := v_transitions || jsonb_build_object('from', v_state, 'to', 'closed',
@@ -190,13 +245,15 @@ BEGIN
           v_admitted := 0;
           v_probe_ok := 0;
           v_half_open := NULL;
-          v_round := NULL;
+          v_half_opened := NULL;
+          v_probe_seq := '{}';
+          v_probe_at := '{}';
         END IF;
       END IF;
     ELSE
       v_f[v_pos] := v_f[v_pos] + 1;
       v_cf := v_cf + 1;
-      IF v_state = 'half-open' THEN
+      IF v_is_probe THEN
         v_reopen := 'probe-failed';
       ELSIF v_state = 'closed' THEN
         SELECT coalesce(sum(x), 0) INTO v_successes FROM unnest(v_s) x;
@@ -214,7 +271,9 @@ BEGIN
         v_state := 'open';
         v_opened := v_now;
         v_half_open := v_now + v_cool_down;
-        v_round := NULL;
+        v_half_opened := NULL;
+        v_probe_seq := '{}';
+        v_probe_at := '{}';
         v_admitted := 0;
         v_probe_ok := 0;
       END IF;
@@ -232,18 +291,21 @@ BEGIN
       half_open_at_ms = v_half_open,
       probes_admitted = v_admitted,
       probe_successes = v_probe_ok,
-      probe_round_at_ms = v_round,
+      half_opened_at_ms = v_half_opened,
+      probe_seq = v_probe_seq,
+      probe_at_ms = v_probe_at,
       options = o,
       bucket_index = v_idx,
       bucket_successes = v_s,
       bucket_failures = v_f,
       expires_at_ms = v_now + 2 * ((o ->> 'windowMs')::bigint + v_cool_down)
-    WHERE b.dependency = p_dependency;
+    WHERE b.prefix = p_prefix AND b.dependency = p_dependency;
   END IF;
 
   v_view := jsonb_build_object('state', v_state, 'successes', v_successes, 'failures', v_failures,
     'volume', v_successes + v_failures, 'consecutiveFailures', v_cf, 'probesAdmitted', v_admitted,
-    'probeSuccesses', v_probe_ok, 'nowMs', v_now);
+    'probeSuccesses', v_probe_ok, 'probesInFlight', coalesce(array_length(v_probe_seq, 1), 0),
+    'nowMs', v_now);
   IF v_opened IS NOT NULL THEN
     v_view := v_view || jsonb_build_object('openedAtMs', v_opened);
   END IF;
@@ -251,6 +313,7 @@ BEGIN
     v_view := v_view || jsonb_build_object('halfOpenAtMs', v_half_open);
   END IF;
   RETURN jsonb_build_object('allowed', v_allowed, 'probe', v_probe, 'transitions', v_transitions,
-    'view', v_view, 'options', o);
+    'view', v_view, 'options', o) || CASE WHEN v_ticket IS NULL THEN '{}'::jsonb
+      ELSE jsonb_build_object('ticket', v_ticket) END;
 END
 $$;
