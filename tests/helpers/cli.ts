@@ -59,6 +59,24 @@ export function spawnCli(args: string[], options: SpawnOptions = {}): ChildProce
  */
 export async function ensureCliBuilt(command: string): Promise<void> {
   if (existsSync(`${ROOT}dist/cli/commands/${command}.js`)) return;
-  await run('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT }).catch(() => undefined);
-  await run(process.execPath, ['scripts/copy-assets.mjs'], { cwd: ROOT });
+  await buildCli(ROOT);
+}
+
+/**
+ * Builds the project at `root` as `npm run build` does, and rejects with the compiler's own output when
+ * the build fails (a half-built CLI must never be left for the tests to run).
+ *
+ * @example
+ * await buildCli(ROOT);
+ */
+export async function buildCli(root: string): Promise<void> {
+  const tsc = `${ROOT}node_modules/typescript/bin/tsc`;
+  try {
+    await run(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, maxBuffer: 16 << 20 });
+    await run(process.execPath, [`${ROOT}scripts/copy-assets.mjs`], { cwd: root });
+  } catch (error) {
+    const e = error as { stdout?: string; stderr?: string; message: string };
+    const output = `${e.stdout ?? ''}${e.stderr ?? ''}`.trim();
+    throw new Error(`building the CLI in ${root} failed:\n${output || e.message}`);
+  }
 }
