@@ -35,8 +35,9 @@ export async function scanKeys(
 ): Promise<string[]> {
   const { signal } = options;
   const nodes: Redis[] = isCluster(redis) ? redis.nodes('master') : [redis];
-  // ioredis adds its keyPrefix to the keys of commands, but SCAN patterns and replies are raw.
-  const clientPrefix = (nodes[0]?.options.keyPrefix as string | undefined) ?? '';
+  // ioredis adds its keyPrefix to the keys of commands, but SCAN patterns and replies are raw. A Cluster
+  // keeps it in its own options (its node connections never prefix anything).
+  const clientPrefix = (redis.options.keyPrefix as string | undefined) ?? '';
   const match = escapeGlob(clientPrefix) + pattern;
   const keys = new Set<string>();
   for (const node of nodes) {
