@@ -3,20 +3,27 @@ import { systemClock } from '../../common/clock.js';
 import { formatDuration } from '../../common/duration.js';
 import type { ListedBreaker } from '../../redis/breaker-store.js';
 import { assertPrefix } from '../../redis/budget-keys.js';
+import { readSchema, withPostgres } from '../connect-postgres.js';
 import { withRedis } from '../connect-redis.js';
 import { type CliIO, printJson } from '../io.js';
-import { withExamples, withFleetStateOptions } from '../options.js';
+import {
+  type BackendFlags,
+  type FleetBackend,
+  fleetBackend,
+  withExamples,
+  withFleetStateOptions,
+} from '../options.js';
 import { ago, table } from './dlq-output.js';
 
-interface StatusFlags {
-  redis: string;
+interface StatusFlags extends BackendFlags {
   prefix: string;
   json?: boolean;
 }
 
 /**
- * `stormguard breaker status`: every dependency's circuit breaker as the fleet shares it in Redis: state,
- * failures and volume in the window, the failure streak, probes, when it opened and when it half-opens.
+ * `stormguard breaker status`: every dependency's circuit breaker as the fleet shares it in Redis or
+ * PostgreSQL: state, failures and volume in the window, the failure streak, probes, when it opened and
+ * when it half-opens.
  *
  * @example
  * stormguard breaker status --redis redis://10.0.0.5:6379 --prefix shop --json
@@ -26,21 +33,33 @@ export function register(program: Command, io: CliIO): void {
   withExamples(withFleetStateOptions(breaker.command('status')), [
     'stormguard breaker status',
     'stormguard breaker status --redis redis://10.0.0.5:6379 --prefix shop --json',
+    'stormguard breaker status --postgres postgres://app@db:5432/shop --schema stormguard',
   ])
     .description(
       "show every dependency's breaker: state, failures/volume in the window, open and half-open times",
     )
-    .action(async (flags: StatusFlags) => {
+    .action(async (flags: StatusFlags, command: Command) => {
       assertPrefix(flags.prefix);
-      const { RedisBreakerStore } = await import('../../redis/breaker-store.js');
-      await withRedis(flags.redis, async (redis) => {
-        const breakers = await new RedisBreakerStore({ redis, prefix: flags.prefix }).list();
-        // Redis's clock when there is a breaker to read it from, like every time the breaker itself uses.
-        const nowMs = breakers[0]?.nowMs ?? systemClock.now();
-        if (flags.json) printJson(io, { prefix: flags.prefix, nowMs, breakers });
-        else io.stdout.write(`${formatStatus(flags.prefix, breakers, nowMs)}\n`);
-      });
+      const breakers = await listBreakers(fleetBackend(flags, command), flags.prefix);
+      // The store's clock when there is a breaker to read it from, like every time the breaker itself uses.
+      const nowMs = breakers[0]?.nowMs ?? systemClock.now();
+      if (flags.json) printJson(io, { prefix: flags.prefix, nowMs, breakers });
+      else io.stdout.write(`${formatStatus(flags.prefix, breakers, nowMs)}\n`);
     });
+}
+
+/** Every breaker under `prefix` in the backend the flags name. */
+async function listBreakers(backend: FleetBackend, prefix: string): Promise<ListedBreaker[]> {
+  if (backend.kind === 'redis') {
+    const { RedisBreakerStore } = await import('../../redis/breaker-store.js');
+    return withRedis(backend.url, (redis) => new RedisBreakerStore({ redis, prefix }).list());
+  }
+  const { PostgresBreakerStore } = await import('../../postgres/breaker-store.js');
+  return withPostgres(backend.url, (pool) =>
+    readSchema(backend, () =>
+      new PostgresBreakerStore({ connection: pool, schema: backend.schema, prefix, migrate: false }).list(),
+    ),
+  );
 }
 
 /** The human `breaker status` table. */

@@ -5,6 +5,7 @@ import { register as registerBudget } from './budget.js';
 import { register as registerDlq } from './dlq.js';
 import { register as registerLint } from './lint.js';
 import { register as registerMetrics } from './metrics.js';
+import { register as registerMigrate } from './migrate.js';
 import { register as registerPlan } from './plan.js';
 import { register as registerSchedule } from './schedule.js';
 import { register as registerSimulate } from './simulate.js';
@@ -19,6 +20,7 @@ export function registerCommands(program: Command, io: CliIO): void {
   registerDlq(program, io);
   registerLint(program, io);
   registerMetrics(program, io);
+  registerMigrate(program, io);
   registerPlan(program, io);
   registerSchedule(program, io);
   registerSimulate(program, io);

@@ -1,0 +1,64 @@
+import type pg from 'pg';
+import { parsePostgresUrl } from './postgres-url.js';
+
+/**
+ * Connects to PostgreSQL for a CLI command, runs `work` with a small pool, and ends the pool whatever
+ * happens. The URL is checked first (a bad one is bad input: exit 2), and the server is asked once before
+ * `work` so an unreachable one fails within 5 s with a one-line error naming the (masked) URL. node-postgres
+ * is loaded here, on first use, so commands that never touch PostgreSQL start without it.
+ *
+ * @example
+ * const report = await withPostgres(flags.postgres, (pool) => migrate(pool, flags.schema));
+ */
+export async function withPostgres<T>(url: string, work: (pool: pg.Pool) => Promise<T>): Promise<T> {
+  const { shown } = parsePostgresUrl(url);
+  const { default: pgModule } = await import('pg').catch(() => {
+    throw new Error('--postgres needs the pg package: npm install pg');
+  });
+  const pool = new pgModule.Pool({
+    connectionString: url,
+    connectionTimeoutMillis: 5_000,
+    max: 2,
+    fallback_application_name: 'stormguard',
+  });
+  // An idle client the server dropped must not crash the CLI; the next query reports the error.
+  pool.on('error', () => undefined);
+  try {
+    try {
+      await pool.query('SELECT 1');
+    } catch (error) {
+      throw new Error(
+        `cannot reach PostgreSQL at ${shown}: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+    return await work(pool);
+  } finally {
+    await pool.end();
+  }
+}
+
+/**
+ * Runs a read-only command's `read` against `backend`'s schema; when the schema lacks stormguard's tables
+ * or functions (never migrated, or another schema named), fails with a message saying to run
+ * `stormguard migrate` instead of PostgreSQL's "relation does not exist".
+ *
+ * @example
+ * const breakers = await readSchema(backend, () => store.list());
+ */
+export async function readSchema<T>(
+  backend: { url: string; schema: string },
+  read: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    const code = (error as { code?: unknown } | null)?.code;
+    // Undefined schema, table or function.
+    if (code === '3F000' || code === '42P01' || code === '42883')
+      throw new Error(
+        `schema "${backend.schema}" holds no stormguard tables at ${parsePostgresUrl(backend.url).shown}: ` +
+          `run stormguard migrate --postgres <url> --schema ${backend.schema} (or name the schema the workers use)`,
+      );
+    throw error;
+  }
+}

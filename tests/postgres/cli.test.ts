@@ -1,0 +1,110 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveBreakerOptions } from '../../src/breaker/options.js';
+import { PostgresBreakerStore } from '../../src/postgres/breaker-store.js';
+import { migrations } from '../../src/postgres/migrations.js';
+import { cli, ensureCliBuilt } from '../helpers/cli.js';
+import { postgresBed } from '../helpers/postgres-bed.js';
+import { uniqueSchema } from '../helpers/postgres-server.js';
+import { freePort } from '../helpers/redis-server.js';
+
+const bed = postgresBed();
+let pool: pg.Pool;
+beforeAll(async () => {
+  await ensureCliBuilt('migrate');
+  pool = new pg.Pool({ connectionString: bed.url, max: 2 });
+}, 120_000);
+afterAll(async () => {
+  await pool.end();
+});
+
+describe('stormguard migrate', () => {
+  it('creates the named schema, then finds it up to date', async () => {
+    const schema = uniqueSchema();
+    const first = await cli('migrate', '--postgres', bed.url, '--schema', schema);
+    expect(first).toMatchObject({ code: 0, stderr: '' });
+    expect(first.stdout).toBe(
+      `schema "${schema}": applied ${migrations()
+        .map((m) => m.file)
+        .join(', ')}; now at version ${migrations().length}\n`,
+    );
+    const again = await cli('migrate', '--postgres', bed.url, '--schema', schema, '--json');
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.stdout)).toEqual({ schema, applied: [], current: migrations().length });
+  });
+
+  it('refuses a missing or malformed --postgres and a bad schema with exit code 2, before connecting', async () => {
+    const missing = await cli('migrate');
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/^stormguard: --postgres: required/);
+    const mysql = await cli('migrate', '--postgres', 'mysql://db/app');
+    expect(mysql.code).toBe(2);
+    expect(mysql.stderr).toContain(
+      '--postgres: "mysql://db/app" must start with postgres:// or postgresql://',
+    );
+    const schema = await cli('migrate', '--postgres', bed.url, '--schema', 'Shop');
+    expect(schema.code).toBe(2);
+    expect(schema.stderr).toContain('schema "Shop": use 1-63 lower-case letters');
+  });
+
+  it('fails with exit code 1 and the masked URL when PostgreSQL cannot be reached', async () => {
+    const url = `postgres://app:secret@127.0.0.1:${await freePort()}/app`;
+    const { code, stderr } = await cli('migrate', '--postgres', url);
+    expect(code).toBe(1);
+    expect(stderr).toContain(`cannot reach PostgreSQL at ${url.replace('secret', '***')}`);
+    expect(stderr).not.toContain('secret');
+  });
+});
+
+describe('stormguard breaker status --postgres', () => {
+  it('lists the breakers of a schema and prefix', async () => {
+    const schema = uniqueSchema();
+    const store = new PostgresBreakerStore({ connection: pool, schema, prefix: 'cli' });
+    const options = resolveBreakerOptions({ consecutiveFailures: 2, coolDownMs: 120_000 });
+    await store.record('search', 'failure', options);
+    await store.record('search', 'failure', options);
+    await store.record('mail', 'success', options);
+    const { code, stdout } = await cli(
+      'breaker',
+      'status',
+      '--postgres',
+      bed.url,
+      '--schema',
+      schema,
+      '--prefix',
+      'cli',
+      '--json',
+    );
+    expect(code).toBe(0);
+    const report = JSON.parse(stdout) as { prefix: string; breakers: Array<Record<string, number | string>> };
+    expect(report.breakers.map((b) => [b.dependency, b.state])).toEqual([
+      ['mail', 'closed'],
+      ['search', 'open'],
+    ]);
+    const search = report.breakers[1]!;
+    expect(Number(search.halfOpenAtMs) - Number(search.openedAtMs)).toBe(120_000);
+  });
+
+  it('says to run stormguard migrate when the schema holds no tables', async () => {
+    const { code, stderr } = await cli(
+      'breaker',
+      'status',
+      '--postgres',
+      bed.url,
+      '--schema',
+      'never_migrated',
+    );
+    expect(code).toBe(1);
+    expect(stderr).toContain('schema "never_migrated" holds no stormguard tables');
+    expect(stderr).toContain('run stormguard migrate --postgres <url> --schema never_migrated');
+  });
+
+  it('refuses --redis with --postgres, and --schema without --postgres, with exit code 2', async () => {
+    const both = await cli('breaker', 'status', '--postgres', bed.url, '--redis', 'redis://127.0.0.1:1');
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('--redis and --postgres: name one backend, not both');
+    const schemaOnly = await cli('breaker', 'status', '--schema', 'shop');
+    expect(schemaOnly.code).toBe(2);
+    expect(schemaOnly.stderr).toContain('--schema: applies to PostgreSQL only');
+  });
+});
