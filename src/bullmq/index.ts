@@ -5,13 +5,9 @@
  * import { deadLetterQueue, idempotencyGuard } from 'stormguard/bullmq';
  */
 
-export {
-  ATTEMPT_STATE_FIELD,
-  type AttemptState,
-  type DeadLetteredState,
-  parseAttemptState,
-} from './attempts.js';
-export type { CallBreaker, CallContext } from './call-context.js';
+export { describeError } from '../common/error-text.js';
+export type { CallBreaker, CallContext } from '../runtime/call-context.js';
+export type { AttemptState, AttemptStateStore, DeadLetteredState, JobRef } from '../runtime/contracts.js';
 export { DEAD_LETTER_REASONS, type DeadLetterFilter } from './dead-letter-filter.js';
 export {
   deadLetterJobId,
@@ -51,8 +47,17 @@ export {
   type Sleep,
 } from './replay-pacing.js';
 export type * from './types.js';
-export { createWorker, StormguardWorker } from './worker.js';
-export { deadLetterRecordOf, describeError } from './worker-dead-letter.js';
-export type { StormguardWorkerOptions, WorkerBreaker, WorkerBudget } from './worker-options.js';
+export {
+  createWorker,
+  type DeadLetteredMarker,
+  type StormguardProcessor,
+  StormguardWorker,
+} from './worker.js';
+export type {
+  QueueBackendFactory,
+  StormguardWorkerOptions,
+  WorkerBreaker,
+  WorkerBudget,
+  WorkerConnection,
+} from './worker-options.js';
 export { resolveWorkerPolicy } from './worker-policy.js';
-export type { DeadLetteredMarker, StormguardProcessor } from './worker-runner.js';

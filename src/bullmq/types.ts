@@ -1,4 +1,5 @@
 import type { Classification, DeadLetterReason } from '../policy/types.js';
+import type { JobEvents } from '../runtime/events.js';
 
 /**
  * What the dead-letter queue holds for one job: enough to understand the failure and to replay the job
@@ -30,32 +31,10 @@ export interface DeadLetterRecord {
   replays: number;
 }
 
-/** Labels every job event carries; bounded values only (never a job id or an error message). */
-export interface JobLabels {
-  queue: string;
-  /** The job name (the task). */
-  task: string;
-  dependency: string;
-}
+export type { JobLabels } from '../runtime/events.js';
 
-/** Events a stormguard worker emits; metrics and logs subscribe. */
-export interface WorkerEvents {
-  /** An attempt started. */
-  attempt: JobLabels & { attempt: number };
-  /** A downstream call (or a whole job with no ctx.call) succeeded. */
-  success: JobLabels;
-  /** A retry was scheduled. `chargesAttempt` is false for breaker and budget deferrals. */
-  retry: JobLabels & {
-    delayMs: number;
-    retry: number;
-    cause: string;
-    chargesAttempt: boolean;
-    errorClass: string;
-  };
-  /** A job was dead-lettered. */
-  'dead-letter': JobLabels & { reason: DeadLetterReason };
-  /** A job ended completed. */
-  completed: JobLabels & { attempts: number };
+/** Events a stormguard worker emits (the job runtime's, and replay's); metrics and logs subscribe. */
+export interface WorkerEvents extends JobEvents {
   /** A dead-lettered job was put back on its queue. */
   replayed: { queue: string; task: string; reason: DeadLetterReason };
 }

@@ -1,22 +1,19 @@
 import type { WorkerOptions as BullWorkerOptions, ConnectionOptions, Job } from 'bullmq';
-import type { CircuitBreaker } from '../breaker/circuit-breaker.js';
 import type { Clock } from '../common/clock.js';
 import type { RandomSource } from '../common/random.js';
-import type { BudgetGate, RetryPolicy } from '../policy/types.js';
-import type { IdempotencyGuard } from './idempotency-guard.js';
+import type { RetryPolicy } from '../policy/types.js';
+import type { AttemptStateStore, DeadLetterStore } from '../runtime/contracts.js';
+import type { RuntimeBreaker, RuntimeBudget, RuntimeGuard } from '../runtime/job-runtime.js';
 
 /**
  * The retry budget as a worker uses it: `trySpend` (through `decide`) on the failure path, and
- * `recordSuccess` on the success path, which must be synchronous and batched (no Redis round trip per
- * job). `flush` sends the batched successes; the worker calls it when it closes. `RetryBudget` is one.
+ * `recordSuccess` on the success path, which must be synchronous and batched (no round trip per job).
+ * `flush` sends the batched successes; the worker calls it when it closes. `RetryBudget` is one.
  *
  * @example
  * const budget: WorkerBudget = new RetryBudget({ store: new RedisBudgetStore({ redis }) });
  */
-export interface WorkerBudget extends BudgetGate {
-  recordSuccess(dependency: string): void;
-  flush(): Promise<unknown>;
-}
+export type WorkerBudget = RuntimeBudget;
 
 /**
  * The circuit breaker as a worker uses it: `check` in `decide`, `execute` around each `ctx.call`, and
@@ -25,26 +22,60 @@ export interface WorkerBudget extends BudgetGate {
  * @example
  * const breaker: WorkerBreaker = new CircuitBreaker({ consecutiveFailures: 5 });
  */
-export type WorkerBreaker = Pick<CircuitBreaker, 'check' | 'execute'> &
-  Partial<Pick<CircuitBreaker, 'flush'>>;
+export type WorkerBreaker = RuntimeBreaker;
 
 /**
- * Options of `createWorker`. Only `connection` and `policy` are required; the defaults are listed on each.
+ * BullMQ 6's backend factory (`createPostgresBackend`), passed to its `Worker` as it is. Typed loosely so
+ * that stormguard's types compile against BullMQ 5, which has no backends.
+ *
+ * @example
+ * import { createPostgresBackend } from 'bullmq';
+ * const backend: QueueBackendFactory = createPostgresBackend;
+ */
+// biome-ignore lint/suspicious/noExplicitAny: BullMQ 6's BackendFactory, which BullMQ 5 does not declare.
+export type QueueBackendFactory = (...args: any[]) => unknown;
+
+/**
+ * What the worker connects with: ioredis options or an instance (the Redis backend), or whatever the given
+ * `backend` takes (for BullMQ 6's PostgreSQL backend: a connection string, pool options or a `pg.Pool`).
+ */
+export type WorkerConnection = ConnectionOptions | string | { readonly [option: string]: unknown };
+
+/**
+ * Options of `createWorker`. `connection`, `policy` and `deadLetters` are required; the defaults are
+ * listed on each.
  *
  * @example
  * const options: StormguardWorkerOptions<{ docId: string }> = {
  *   connection: { host: '127.0.0.1', port: 6379 },
  *   policy: 'idempotent-internal',
+ *   deadLetters: new RedisDeadLetterStore({ redis }),
  *   budget,
  *   dependencies: { reindex: 'search' },
  *   idempotency: { guard, key: (job) => `index:${job.data.docId}` },
  * };
  */
 export interface StormguardWorkerOptions<Data = unknown, Result = unknown, Name extends string = string> {
-  /** BullMQ connection (ioredis options or instance). Give a shared instance `maxRetriesPerRequest: null`. */
-  connection: ConnectionOptions;
+  /**
+   * BullMQ connection: ioredis options or instance (give a shared instance `maxRetriesPerRequest: null`),
+   * or the `backend`'s connection (BullMQ 6 on PostgreSQL: a connection string or pool options).
+   */
+  connection: WorkerConnection;
+  /**
+   * BullMQ 6's backend factory, for a queue that is not on Redis: `createPostgresBackend` from `bullmq`.
+   * Default: BullMQ's own (Redis). BullMQ 5 has no backends: leave it out there.
+   */
+  backend?: QueueBackendFactory;
   /** The retry policy: one built with `definePolicy`, a preset object, or a preset name. */
   policy: RetryPolicy | string;
+  /**
+   * Where dead-lettered jobs are filed, and (unless `attemptState` says otherwise) where attempt states
+   * live: a `DeadLetterStore` (memory, Redis or PostgreSQL). `false` files nowhere: terminal decisions
+   * become `fail` and the job ends in BullMQ's failed set; `attemptState` is then required.
+   */
+  deadLetters: DeadLetterStore | false;
+  /** Where attempt states live between attempts. Default: the `deadLetters` store. */
+  attemptState?: AttemptStateStore;
   /** The fleet-wide retry budget. Default: none (only the policy's ceiling limits retries). */
   budget?: WorkerBudget;
   /** The circuit breaker. Default: none. */
@@ -55,11 +86,6 @@ export interface StormguardWorkerOptions<Data = unknown, Result = unknown, Name 
    */
   dependencies?: Readonly<Record<string, string>>;
   /**
-   * Where dead-lettered jobs go: `{ queueName }` (default `<queue>-dlq`), or `false` for nowhere, in which
-   * case terminal decisions become `fail` and the job ends in BullMQ's failed set. Default: `{}`.
-   */
-  deadLetter?: { queueName?: string } | false;
-  /**
    * Runs each job that has a key through the guard's `once`, so a retry or a replay of work that already
    * finished returns the stored outcome instead of repeating it; and tells the policy the job has a key
    * (a `key-required` policy retries only then). A guard that says how long it keeps outcomes (`ttlMs`, as
@@ -67,16 +93,24 @@ export interface StormguardWorkerOptions<Data = unknown, Result = unknown, Name 
    * that expires before the last retry lets that retry repeat the side effect. Default: none.
    */
   idempotency?: {
-    guard: Pick<IdempotencyGuard, 'once'> & { readonly ttlMs?: number };
+    guard: RuntimeGuard & { readonly ttlMs?: number };
     key: (job: Job<Data, Result, Name>) => string | undefined;
   };
-  /** Where `decide` gets "now" (max age, first failure time, dead-letter time). Default: the system clock. */
+  /**
+   * The one clock of the worker: "now" for `decide` (max age, first failure, dead-letter time) and the due
+   * time of every retry. BullMQ turns a due time into a delay with its own `Date.now()`, so a clock that
+   * runs apart from the system's shifts every retry by the difference. Default: the system clock.
+   */
   clock?: Clock;
   /** The random source for jitter. Default: `Math.random`. */
   random?: RandomSource;
   /** Jobs processed at once by this worker. Default: 1 (BullMQ's default). */
   concurrency?: number;
-  /** Any other BullMQ worker options (lockDuration, stalledInterval, limiter, prefix…). */
+  /**
+   * Any other BullMQ worker options (lockDuration, stalledInterval, limiter, prefix…), passed to BullMQ as
+   * they are, except `maxStalledCount` (default 1): stormguard enforces it itself, so that a job past it is
+   * dead-lettered rather than failed by BullMQ without reaching the dead-letter store.
+   */
   workerOptions?: Partial<Omit<BullWorkerOptions, 'connection' | 'concurrency'>>;
   /**
    * Told about configuration that works but is probably not what was meant (a job added with BullMQ

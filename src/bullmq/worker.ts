@@ -1,6 +1,4 @@
-import { Worker } from 'bullmq';
-// biome-ignore lint/suspicious/noExplicitAny: interim, until the worker uses only the public API
-type JobJsonRaw = any;
+import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import { dependencyNameProblem } from '../budget/dependency-name.js';
 import { systemClock } from '../common/clock.js';
 import { formatDuration } from '../common/duration.js';
@@ -8,20 +6,71 @@ import { EventBus } from '../common/events.js';
 import { systemRandom } from '../common/random.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
 import type { RetryPolicy } from '../policy/types.js';
-import { ATTEMPT_STATE_FIELD } from './attempts.js';
-import { DeadLetterQueue } from './dead-letter-queue.js';
+import type { CallContext } from '../runtime/call-context.js';
+import type { DeadLetterStore } from '../runtime/contracts.js';
+import { JobRuntime, type RunOutcome } from '../runtime/job-runtime.js';
+import { bullmqJobHandle } from './bullmq-job-handle.js';
 import type { WorkerEvents } from './types.js';
 import type { StormguardWorkerOptions, WorkerBreaker, WorkerBudget } from './worker-options.js';
 import { resolveWorkerPolicy } from './worker-policy.js';
-import { JobRunner, type StormguardProcessor } from './worker-runner.js';
+
+/**
+ * A stormguard processor: BullMQ's job plus a {@link CallContext}. Return the job's result; throw to fail
+ * the attempt (stormguard then decides: retry, dead-letter or fail).
+ *
+ * @example
+ * const index: StormguardProcessor<{ docId: string }> = async (job, ctx) =>
+ *   ctx.call('search', () => search.index(job.data.docId));
+ */
+export type StormguardProcessor<Data = unknown, Result = unknown, Name extends string = string> = (
+  job: Job<Data, Result, Name>,
+  ctx: CallContext,
+) => Promise<Result>;
+
+/**
+ * What a dead-lettered flow child completes with instead of failing, when failing it would leave its parent
+ * waiting forever. The parent sees it among `getChildrenValues()` and can tell the child's work was not done.
+ *
+ * @example
+ * const values = Object.values(await parent.getChildrenValues());
+ * const skipped = values.filter((v) => (v as DeadLetteredMarker | undefined)?.stormguard === 'dead-lettered');
+ */
+export interface DeadLetteredMarker {
+  stormguard: 'dead-lettered';
+  reason: string;
+  /** The queue whose dead letters hold the child's record. */
+  queue: string;
+  /** The record's id in the dead-letter store. */
+  recordId: string;
+  jobId: string;
+}
+
+/**
+ * BullMQ's `maxStalledCount` as stormguard hands it to BullMQ: as good as unbounded, so BullMQ never fails
+ * a stalled job on its own. Past its limit BullMQ fails a job without calling the processor, straight into
+ * its failed set, where no dead letter is filed. stormguard counts instead: the processor reads the job's
+ * `stalledCounter` (BullMQ's public count of stalled-job recoveries, the very number BullMQ compares) and
+ * dead-letters a job past the user's `maxStalledCount` as `max-attempts` (classification `stalled`),
+ * without running it. The PostgreSQL backend keeps the count in an integer column: hence 2^31 − 1.
+ */
+const UNBOUNDED_STALLS = 2_147_483_647;
+
+/** BullMQ's own control-flow errors: a processor may throw them on purpose, and they pass through untouched. */
+const BULLMQ_CONTROL_ERRORS = new Set([
+  'DelayedError',
+  'WaitingError',
+  'WaitingChildrenError',
+  'RateLimitError',
+]);
 
 /**
  * A BullMQ `Worker` (it is one: every BullMQ method and event works) whose processor runs under
- * stormguard: `ctx.call` attribution, budget and breaker, `decide` on every failed attempt, dead letters.
- * Build it with {@link createWorker}.
+ * stormguard's job runtime: `ctx.call` attribution, budget and breaker, `decide` on every failed attempt,
+ * dead letters. Only BullMQ's public API is used, so it runs on BullMQ 5 and 6, on Redis and on BullMQ 6's
+ * PostgreSQL backend. Build it with {@link createWorker}.
  *
  * @example
- * const worker: StormguardWorker<{ docId: string }> = createWorker('index', processor, { connection, policy: 'email' });
+ * const worker: StormguardWorker<{ docId: string }> = createWorker('index', processor, { connection, policy: 'email', deadLetters });
  * worker.on('failed', (job, err) => console.log(job?.id, err.message)); // BullMQ's events still work
  * worker.events.on('retry', (e) => console.log(`${e.dependency}: retry ${e.retry} in ${e.delayMs} ms`));
  */
@@ -34,12 +83,11 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
   readonly events: EventBus<WorkerEvents>;
   /** The resolved retry policy. */
   readonly policy: RetryPolicy;
-  /** The dead-letter queue's name, or `undefined` when dead letters are turned off. */
-  readonly deadLetterQueueName: string | undefined;
-  readonly #runner: JobRunner<Data, Result, Name>;
+  /** The dead-letter store, or `undefined` when dead letters are turned off. */
+  readonly deadLetters: DeadLetterStore | undefined;
   readonly #budget: WorkerBudget | undefined;
   readonly #breaker: WorkerBreaker | undefined;
-  #deadLetters: DeadLetterQueue | undefined;
+  readonly #registered: Promise<void>;
   #closed: Promise<void> | undefined;
 
   constructor(
@@ -50,70 +98,65 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
     checkOptions(queueName, processor, options);
     const policy = resolveWorkerPolicy(options.policy);
     checkKeyLifetime(policy, options.idempotency?.guard.ttlMs);
-    const { connection, concurrency, workerOptions = {} } = options;
-    // The processor is bound after super(): BullMQ takes it in its constructor, the runner needs `this`.
-    const bound: { runner?: JobRunner<Data, Result, Name> } = {};
-    super(queueName, (job, token) => (bound.runner as JobRunner<Data, Result, Name>).run(job, token), {
+    const { connection, concurrency, workerOptions = {}, backend } = options;
+    const maxStalls = workerOptions.maxStalledCount ?? 1;
+    // The processor is bound after super(): BullMQ takes it in its constructor, the runtime needs `this`.
+    const bound: { process?: (job: Job<Data, Result, Name>, token?: string) => Promise<Result> } = {};
+    const bullOptions = {
       ...workerOptions,
       connection,
       ...(concurrency === undefined ? {} : { concurrency }),
+      maxStalledCount: UNBOUNDED_STALLS,
       autorun: false,
-    });
+    };
+    // BullMQ 6 takes a backend factory as the fourth argument; BullMQ 5 a connection class, never passed.
+    const backendArgument = (backend === undefined ? [] : [backend]) as [];
+    super(
+      queueName,
+      (job, token) => (bound.process as NonNullable<typeof bound.process>)(job, token),
+      bullOptions as ConstructorParameters<typeof Worker>[2],
+      ...backendArgument,
+    );
     this.policy = policy;
     this.#budget = options.budget;
     this.#breaker = options.breaker;
+    this.deadLetters = options.deadLetters === false ? undefined : options.deadLetters;
     // A throwing listener (a broken metrics hook) is reported, and never fails a job.
     this.events = new EventBus<WorkerEvents>((error) => this.#report(error));
-    const deadLetter = options.deadLetter ?? {};
-    this.deadLetterQueueName =
-      deadLetter === false ? undefined : (deadLetter.queueName ?? `${queueName}-dlq`);
-    const prefix = workerOptions.prefix;
-    this.#runner = new JobRunner<Data, Result, Name>({
+    const runtime = new JobRuntime({
       queue: queueName,
-      processor,
       policy,
       budget: options.budget,
       breaker: options.breaker,
       dependencies: options.dependencies ?? {},
-      deadLetters:
-        this.deadLetterQueueName === undefined
-          ? undefined
-          : () => {
-              this.#deadLetters ??= new DeadLetterQueue(queueName, {
-                connection,
-                name: this.deadLetterQueueName,
-                ...(prefix === undefined ? {} : { prefix }),
-              });
-              return this.#deadLetters;
-            },
-      idempotency: options.idempotency,
+      attempts: (options.attemptState ?? this.deadLetters) as NonNullable<typeof options.attemptState>,
+      deadLetters: this.deadLetters,
+      guard: options.idempotency?.guard,
       clock: options.clock ?? systemClock,
       random: options.random ?? systemRandom,
       events: this.events,
-      warn: options.onWarning ?? ((message) => process.emitWarning(message, 'StormguardWarning')),
       internalError: (error) => this.#report(error),
-      // biome-ignore lint/suspicious/noExplicitAny: interim
-      locate: (jobId) => ({ client: (this as any).client, key: this.toKey(jobId) }),
+      maxStalls,
+      isPassThrough: (error) => isNamed(error, BULLMQ_CONTROL_ERRORS),
     });
-    bound.runner = this.#runner;
+    const warn = options.onWarning ?? ((message) => process.emitWarning(message, 'StormguardWarning'));
+    const warnedNames = new Set<string>();
+    const keyFn = options.idempotency?.key;
+    bound.process = async (job, token) => {
+      warnOnAttemptsMismatch(job, queueName, policy, warnedNames, warn);
+      const outcome: RunOutcome<Result> = await runtime.run(
+        bullmqJobHandle(job as Job, token, queueName),
+        (ctx) => processor(job, ctx),
+        keyFn && (() => keyFn(job)),
+      );
+      return settleInBullMQ(job as Job, outcome, queueName);
+    };
+    // Registered so that tools list the queue without scanning BullMQ's keys; a refusal is reported only.
+    this.#registered = Promise.resolve()
+      .then(() => this.deadLetters?.registerQueue(queueName))
+      .catch((error: unknown) => this.#report(error));
     if (workerOptions.autorun !== false)
       this.run().catch((error: unknown) => this.emit('error', asError(error)));
-  }
-
-  /**
-   * Hands the runner the attempt state that came with the job's hash (BullMQ reads the whole hash when it
-   * takes a job), so the success path needs no extra Redis round trip to know the attempt number.
-   */
-  protected override createJob(data: JobJsonRaw, jobId: string) {
-    const job = super.createJob(data, jobId);
-    const raw = (data as unknown as Record<string, unknown>)[ATTEMPT_STATE_FIELD];
-    this.#runner.arrived(job, typeof raw === 'string' ? raw : undefined);
-    if (job.deferredFailure) {
-      // BullMQ would fail it without calling the processor, bypassing the dead-letter queue.
-      this.#runner.condemned(job, job.deferredFailure);
-      job.deferredFailure = undefined as unknown as string;
-    }
-    return job;
   }
 
   /** BullMQ's 'error' event when someone listens (emitting it unheard would throw), a process warning otherwise. */
@@ -124,8 +167,8 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
 
   /**
    * Graceful shutdown: stops taking jobs, lets in-flight jobs finish (BullMQ's `close`; `force` skips the
-   * wait), then flushes the budget's and the breaker's batched successes and closes the dead-letter
-   * queue. Safe to call twice.
+   * wait), then flushes the budget's and the breaker's batched successes. The stores given in the options
+   * stay open: their owner closes them. Safe to call twice.
    */
   override close(force = false): Promise<void> {
     this.#closed ??= (async () => {
@@ -135,7 +178,7 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
         // Successes already counted must reach the store even when BullMQ's close fails.
         await this.#budget?.flush();
         await this.#breaker?.flush?.();
-        await this.#deadLetters?.close();
+        await this.#registered;
       }
     })();
     return this.#closed;
@@ -148,20 +191,25 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
  * a success for the dependency (batched in memory) or charges the failure to it. A failure thrown outside
  * `ctx.call` is charged to `dependencies[job.name]`, or to the job name when it has no mapping.
  *
- * On a failed attempt `decide` rules: a retry is rescheduled with `job.moveToDelayed` (BullMQ's own
- * `attempts` and `backoff` are ignored and never retry behind stormguard's back); a dead-letter files the
- * full record in the dead-letter queue and fails the BullMQ job with an `UnrecoverableError`.
+ * On a failed attempt `decide` rules: a retry is `job.moveToDelayed` and a `DelayedError` (BullMQ's own
+ * `attempts` and `backoff` are never used: BullMQ sees no failure it could retry); a dead-letter files the
+ * full record in the dead-letter store, then fails the BullMQ job with an `UnrecoverableError`.
  *
- * Defaults: no budget, no breaker, dead-letter queue `<queueName>-dlq`, system clock and `Math.random`,
- * concurrency 1, `process.emitWarning` for warnings. The worker starts at once unless
- * `workerOptions.autorun` is false.
+ * Defaults: no budget, no breaker, system clock and `Math.random`, concurrency 1, `process.emitWarning`
+ * for warnings. The worker starts at once unless `workerOptions.autorun` is false.
  *
  * @example
  * const worker = createWorker('index', async (job, ctx) => {
  *   await ctx.call('search', () => search.index(job.data.docId));
- * }, { connection, policy: presets.idempotentInternal, budget, dependencies: { reindex: 'search' } });
+ * }, { connection, policy: presets.idempotentInternal, deadLetters, budget, dependencies: { reindex: 'search' } });
  * worker.events.on('dead-letter', (e) => log.warn(`${e.task} dead-lettered: ${e.reason}`));
  * process.on('SIGTERM', () => worker.close());
+ *
+ * @example
+ * // BullMQ 6 on PostgreSQL: no Redis at all.
+ * import { createPostgresBackend } from 'bullmq';
+ * createWorker('index', processor, { connection: process.env.DATABASE_URL, backend: createPostgresBackend,
+ *   policy: 'idempotent-internal', deadLetters: new PostgresDeadLetterStore({ pool }) });
  */
 export function createWorker<Data = unknown, Result = unknown, Name extends string = string>(
   queueName: string,
@@ -169,6 +217,68 @@ export function createWorker<Data = unknown, Result = unknown, Name extends stri
   options: StormguardWorkerOptions<Data, Result, Name>,
 ): StormguardWorker<Data, Result, Name> {
   return new StormguardWorker(queueName, processor, options);
+}
+
+/**
+ * Ends the processor the way BullMQ understands the runtime's outcome: a result, a `DelayedError` for a job
+ * already moved to delayed, an `UnrecoverableError` (which BullMQ never retries, whatever the job's
+ * `attempts`) for a terminal decision, or the processor's own BullMQ control error.
+ */
+function settleInBullMQ<Result>(job: Job, outcome: RunOutcome<Result>, queue: string): Result {
+  switch (outcome.type) {
+    case 'completed':
+      return outcome.value;
+    case 'delayed':
+      throw new DelayedError();
+    case 'pass-through':
+      throw outcome.error;
+    case 'failed':
+      throw new UnrecoverableError(outcome.message);
+    case 'dead-lettered':
+      if (parentWouldWaitForever(job)) {
+        const marker: DeadLetteredMarker = {
+          stormguard: 'dead-lettered',
+          reason: outcome.reason,
+          queue,
+          recordId: outcome.recordId,
+          jobId: job.id ?? '',
+        };
+        return marker as Result;
+      }
+      throw new UnrecoverableError(outcome.message);
+  }
+}
+
+/**
+ * True for a flow child with none of BullMQ's on-failure options: BullMQ keeps the parent of a failed
+ * child waiting for it, and a replay enqueues the child anew without its parent, so the parent would wait
+ * forever. Such a child is completed with a {@link DeadLetteredMarker}; every other dead-lettered job fails.
+ */
+function parentWouldWaitForever(job: Job): boolean {
+  if (!job.parentKey && !job.parent) return false;
+  const opts = job.opts as Record<string, unknown>;
+  return !(
+    opts.failParentOnFailure ||
+    opts.continueParentOnFailure ||
+    opts.ignoreDependencyOnFailure ||
+    opts.removeDependencyOnFailure
+  );
+}
+
+function warnOnAttemptsMismatch(
+  job: Job,
+  queue: string,
+  policy: RetryPolicy,
+  warned: Set<string>,
+  warn: (message: string) => void,
+): void {
+  const attempts = job.opts.attempts;
+  if (attempts === undefined || attempts <= 1 || attempts === policy.maxAttempts) return;
+  if (warned.has(job.name)) return;
+  warned.add(job.name);
+  warn(
+    `queue "${queue}": job "${job.name}" was added with BullMQ attempts: ${attempts}, but policy "${policy.name}" allows ${policy.maxAttempts}; stormguard's policy decides and BullMQ's attempts and backoff are ignored (add jobs without attempts, or make them match)`,
+  );
 }
 
 function checkOptions<D, R, N extends string>(
@@ -185,7 +295,10 @@ function checkOptions<D, R, N extends string>(
       'createWorker: the processor must be a function (job, ctx) => Promise<result>',
     );
   if (!options || typeof options !== 'object' || !options.connection)
-    throw new InvalidInputError('createWorker: options.connection is required (ioredis options or instance)');
+    throw new InvalidInputError(
+      'createWorker: options.connection is required (ioredis options or instance, or the backend connection)',
+    );
+  checkStores(options);
   for (const [name, dependency] of Object.entries(options.dependencies ?? {})) {
     const problem = dependencyNameProblem(dependency);
     if (problem)
@@ -200,6 +313,11 @@ function checkOptions<D, R, N extends string>(
     throw new InvalidInputError(
       `createWorker: concurrency must be an integer >= 1, got ${options.concurrency}`,
     );
+  const maxStalls = options.workerOptions?.maxStalledCount;
+  if (maxStalls !== undefined && !(Number.isInteger(maxStalls) && maxStalls >= 0))
+    throw new InvalidInputError(
+      `createWorker: workerOptions.maxStalledCount must be an integer >= 0, got ${maxStalls}`,
+    );
   if (options.budget && typeof options.budget.recordSuccess !== 'function')
     throw new InvalidInputError(
       'createWorker: budget must be a RetryBudget (trySpend, recordSuccess, flush)',
@@ -210,11 +328,40 @@ function checkOptions<D, R, N extends string>(
     );
 }
 
+function checkStores<D, R, N extends string>(options: StormguardWorkerOptions<D, R, N>): void {
+  const { deadLetters, attemptState } = options;
+  if (deadLetters === false) {
+    if (!isStore(attemptState, ['readAttempts', 'writeAttempts', 'clearAttempts']))
+      throw new InvalidInputError(
+        'createWorker: with deadLetters: false, give attemptState (an AttemptStateStore, e.g. a dead-letter store) to keep attempt counts between attempts',
+      );
+    return;
+  }
+  if (!isStore(deadLetters, ['file', 'registerQueue', 'readAttempts', 'writeAttempts', 'clearAttempts']))
+    throw new InvalidInputError(
+      'createWorker: options.deadLetters must be a DeadLetterStore (MemoryDeadLetterStore, RedisDeadLetterStore, PostgresDeadLetterStore), or false to file nowhere',
+    );
+}
+
+function isStore(value: unknown, methods: readonly string[]): boolean {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    methods.every((method) => typeof (value as Record<string, unknown>)[method] === 'function')
+  );
+}
+
 /** An idempotency key must outlive every retry: the guard keeps outcomes at least the policy's max age. */
 function checkKeyLifetime(policy: RetryPolicy, guardTtlMs: number | undefined): void {
   if (guardTtlMs === undefined || policy.maxAgeMs === undefined || guardTtlMs >= policy.maxAgeMs) return;
   throw new InvalidInputError(
     `createWorker: the idempotency guard keeps outcomes for ${formatDuration(guardTtlMs)} (ttlMs) but policy "${policy.name}" retries for up to ${formatDuration(policy.maxAgeMs)} (maxAge); give the guard ttlMs >= ${policy.maxAgeMs} or lower the policy's maxAge, so a late retry cannot repeat the side effect`,
+  );
+}
+
+function isNamed(error: unknown, names: ReadonlySet<string>): boolean {
+  return (
+    typeof error === 'object' && error !== null && names.has((error as { name?: unknown }).name as string)
   );
 }
 

@@ -1,0 +1,34 @@
+import type { DeadLetterReason } from '../policy/types.js';
+
+/** Labels every job event carries; bounded values only (never a job id or an error message). */
+export interface JobLabels {
+  queue: string;
+  /** The job name (the task). */
+  task: string;
+  dependency: string;
+}
+
+/**
+ * What the job runtime tells about each job it runs, whatever queue runs it; metrics and logs subscribe.
+ *
+ * @example
+ * worker.events.on('retry', (e) => console.log(`${e.dependency}: retry ${e.retry} in ${e.delayMs} ms`));
+ */
+export interface JobEvents {
+  /** An attempt started. */
+  attempt: JobLabels & { attempt: number };
+  /** A downstream call (or a whole job with no ctx.call) succeeded. */
+  success: JobLabels;
+  /** A retry was scheduled. `chargesAttempt` is false for breaker and budget deferrals. */
+  retry: JobLabels & {
+    delayMs: number;
+    retry: number;
+    cause: string;
+    chargesAttempt: boolean;
+    errorClass: string;
+  };
+  /** A job was dead-lettered. */
+  'dead-letter': JobLabels & { reason: DeadLetterReason };
+  /** A job ended completed. */
+  completed: JobLabels & { attempts: number };
+}

@@ -1,0 +1,369 @@
+import type { CircuitBreaker } from '../breaker/circuit-breaker.js';
+import { dependencyNameProblem, MAX_DEPENDENCY_LENGTH } from '../budget/dependency-name.js';
+import type { Clock } from '../common/clock.js';
+import { describeError } from '../common/error-text.js';
+import type { RandomSource } from '../common/random.js';
+import { PermanentError } from '../errors/permanent-error.js';
+import { classify } from '../policy/classify/classify.js';
+import { decide } from '../policy/decide.js';
+import type { BudgetGate, DeadLetterReason, Decision, RetryPolicy } from '../policy/types.js';
+import { type CallContext, JobCallContext } from './call-context.js';
+import type { AttemptState, AttemptStateStore, DeadLetterStore } from './contracts.js';
+import type { JobEvents, JobLabels } from './events.js';
+import { type JobHandle, mayHaveAttemptState } from './job-handle.js';
+import { type SettleJob, settle } from './settle.js';
+
+/**
+ * The retry budget as the runtime uses it: `trySpend` (through `decide`) on the failure path, and
+ * `recordSuccess` on the success path, which must be synchronous and batched (no round trip per job).
+ * `flush` sends the batched successes. `RetryBudget` is one.
+ *
+ * @example
+ * const budget: RuntimeBudget = new RetryBudget({ store: new RedisBudgetStore({ redis }) });
+ */
+export interface RuntimeBudget extends BudgetGate {
+  recordSuccess(dependency: string): void;
+  flush(): Promise<unknown>;
+}
+
+/**
+ * The circuit breaker as the runtime uses it: `check` in `decide`, `execute` around each `ctx.call`, and
+ * `flush` (when it has one) at shutdown. `CircuitBreaker` is one.
+ *
+ * @example
+ * const breaker: RuntimeBreaker = new CircuitBreaker({ consecutiveFailures: 5 });
+ */
+export type RuntimeBreaker = Pick<CircuitBreaker, 'check' | 'execute'> &
+  Partial<Pick<CircuitBreaker, 'flush'>>;
+
+/** Where the runtime tells about jobs: an `EventBus` of {@link JobEvents} (or of a map that extends it). */
+export interface JobEventSink {
+  emit<K extends keyof JobEvents>(event: K, payload: JobEvents[K]): void;
+  /** True when someone listens: events nobody hears cost nothing to build. */
+  has(event: keyof JobEvents): boolean;
+}
+
+/** An idempotency guard as the runtime uses it: `IdempotencyGuard` is one. */
+export interface RuntimeGuard {
+  once<T>(key: string, fn: () => T | Promise<T>): Promise<T>;
+}
+
+/** What a {@link JobRuntime} needs; a queue adapter builds it from its user's options. */
+export interface JobRuntimeSettings {
+  queue: string;
+  policy: RetryPolicy;
+  budget?: RuntimeBudget | undefined;
+  breaker?: RuntimeBreaker | undefined;
+  /** Job name → dependency; a name with no entry is its own dependency. */
+  dependencies: Readonly<Record<string, string>>;
+  /** Where attempt states live between attempts (a dead-letter store is one). */
+  attempts: AttemptStateStore;
+  /** Where dead letters are filed; `undefined` makes every terminal decision a `fail`. */
+  deadLetters: Pick<DeadLetterStore, 'file'> | undefined;
+  guard?: RuntimeGuard | undefined;
+  /** The one clock: decisions, dead-letter times and the due time of every retry. */
+  clock: Clock;
+  random: RandomSource;
+  events: JobEventSink;
+  /** Reports a failure of the runtime's own bookkeeping (a store that refused a write). */
+  internalError: (error: unknown) => void;
+  /** Stalls a job may have before it is dead-lettered unprocessed (BullMQ's `maxStalledCount` meaning). */
+  maxStalls: number;
+  /** Errors the processor throws on purpose to steer its queue (BullMQ's `DelayedError`…): handed back as they are. */
+  isPassThrough?: (error: unknown) => boolean;
+  /** How long an attempt state outlives the moment it is needed. Default 7 days. */
+  attemptStateTtlMs?: number;
+}
+
+/**
+ * What running a job came to; the adapter turns it into its queue's terms.
+ *
+ * - `completed`: the processor returned `value`.
+ * - `delayed`: the job was rescheduled (a retry, a deferral, or bookkeeping that must be tried again).
+ * - `dead-lettered`: its record is filed (`recordId`); end the job so it never runs again.
+ * - `failed`: a terminal decision with nowhere to file it; end the job as failed with `message`.
+ * - `pass-through`: the processor threw an error the adapter asked to get back untouched.
+ */
+export type RunOutcome<Result> =
+  | { type: 'completed'; value: Result }
+  | { type: 'delayed' }
+  | { type: 'dead-lettered'; recordId: string; reason: DeadLetterReason; message: string }
+  | { type: 'failed'; message: string }
+  | { type: 'pass-through'; error: unknown };
+
+/** How long a job waits when its failure could not be recorded (a store refused the write). */
+const BOOKKEEPING_RETRY_MS = 5_000;
+const DEFAULT_ATTEMPT_STATE_TTL_MS = 7 * 24 * 3_600_000;
+const FRESH: Readonly<AttemptState> = Object.freeze({ attempts: 0, deferrals: 0 });
+
+/**
+ * Runs jobs under stormguard's control, knowing no queue library: the processor with a call context,
+ * success accounting, and on a failed attempt `decide`, {@link settle} and the one action it names. A queue
+ * adapter gives it a {@link JobHandle} per job and turns the {@link RunOutcome} into its queue's terms.
+ *
+ * Attempt state is read only for a job its queue started before (a job that never failed costs no read),
+ * written before a retry is scheduled (a crash in between over-counts an attempt, never under-counts one),
+ * and cleared when a job that had one completes. A job whose state says it was dead-lettered is never
+ * run again: its worker filed the record and crashed before ending it.
+ *
+ * @example
+ * const runtime = new JobRuntime({ queue: 'index', policy, dependencies: {}, attempts: store, deadLetters: store,
+ *   clock: systemClock, random: systemRandom, events, internalError: console.error, maxStalls: 1 });
+ * const outcome = await runtime.run(handle, (ctx) => processor(job, ctx));
+ */
+export class JobRuntime {
+  readonly #isFailure: (error: unknown) => boolean;
+  readonly #recordSuccess: (dependency: string) => void;
+  readonly #ttlMs: number;
+
+  constructor(private readonly settings: JobRuntimeSettings) {
+    const { policy, clock, budget } = settings;
+    // What counts against a dependency's breaker: a failure the policy would retry (a timeout, a 503).
+    // A permanent error means the dependency answered; for its health that is a success.
+    this.#isFailure = (error) => classify(error, policy, clock.now()).retryable;
+    // The work is done when this runs: a budget that throws is reported, never turned into a failed job.
+    this.#recordSuccess = budget
+      ? (dependency) => {
+          try {
+            budget.recordSuccess(dependency);
+          } catch (error) {
+            settings.internalError(error);
+          }
+        }
+      : () => {};
+    this.#ttlMs = Math.max(settings.attemptStateTtlMs ?? DEFAULT_ATTEMPT_STATE_TTL_MS, policy.maxAgeMs ?? 0);
+  }
+
+  /**
+   * The job's dependency: `dependencies[name]`, or the job name when it has no mapping. A job name that
+   * cannot be a dependency name (whitespace, braces, control characters, over 200 characters; queues allow
+   * them) has those characters replaced by `_` and is cut to 200: `send email` → `send_email`.
+   */
+  dependencyFor(name: string): string {
+    const mapped = this.settings.dependencies[name];
+    if (mapped !== undefined) return mapped;
+    if (dependencyNameProblem(name) === undefined) return name;
+    return name.replace(/[{}\s\p{Cc}]/gu, '_').slice(0, MAX_DEPENDENCY_LENGTH) || 'unnamed';
+  }
+
+  /**
+   * Runs one job: `work` is the user's processor bound to the queue's own job object, and `keyOf` (when
+   * the worker has an idempotency guard) its idempotency key.
+   */
+  async run<Result>(
+    job: JobHandle,
+    work: (ctx: CallContext) => Promise<Result>,
+    keyOf?: () => string | undefined,
+  ): Promise<RunOutcome<Result>> {
+    let stored: AttemptState | undefined;
+    try {
+      stored = mayHaveAttemptState(job) ? await this.settings.attempts.readAttempts(job.ref) : undefined;
+    } catch (error) {
+      return this.#retryBookkeeping(job, error);
+    }
+    if (stored?.deadLettered) {
+      const { reason, detail, recordId } = stored.deadLettered;
+      return { type: 'dead-lettered', recordId, reason, message: `dead-lettered (${reason}): ${detail}` };
+    }
+    const state = stored ?? FRESH;
+    const { settings } = this;
+    const dependency = this.dependencyFor(job.name);
+    const attempt = state.attempts + 1;
+    const { key, error: keyError } = keyOfJob(keyOf);
+    const { events } = settings;
+    const labels = (dep: string): JobLabels => ({ queue: settings.queue, task: job.name, dependency: dep });
+    const onSuccess = events.has('success')
+      ? (dep: string) => {
+          this.#recordSuccess(dep);
+          events.emit('success', labels(dep));
+        }
+      : this.#recordSuccess;
+    const ctx = new JobCallContext(dependency, attempt, key, onSuccess, settings.breaker, this.#isFailure);
+    if (events.has('attempt')) events.emit('attempt', { ...labels(dependency), attempt });
+
+    if (job.stalls > settings.maxStalls) {
+      const { error, decision } = stalledOut(
+        job.stalls,
+        settings.maxStalls,
+        settings.deadLetters !== undefined,
+      );
+      return this.#settle(job, error, ctx, state, stored !== undefined, decision);
+    }
+
+    let value: Result;
+    try {
+      if (keyError !== undefined) throw keyError;
+      const guard = settings.guard;
+      value = key !== undefined && guard ? await guard.once(key, () => work(ctx)) : await work(ctx);
+    } catch (error) {
+      if (settings.isPassThrough?.(error)) return { type: 'pass-through', error };
+      return this.#settle(job, error, ctx, state, stored !== undefined);
+    }
+    if (ctx.calls === 0) onSuccess(dependency);
+    if (stored !== undefined) await this.#clear(job);
+    if (events.has('completed')) events.emit('completed', { ...labels(dependency), attempts: attempt });
+    return { type: 'completed', value };
+  }
+
+  /** Decides, settles and acts on a failed attempt; when a store refuses the bookkeeping, delays the job. */
+  async #settle<Result>(
+    job: JobHandle,
+    error: unknown,
+    ctx: JobCallContext,
+    state: AttemptState,
+    hadState: boolean,
+    decided?: Decision,
+  ): Promise<RunOutcome<Result>> {
+    const { settings } = this;
+    try {
+      const dependency = ctx.dependencyOf(error) ?? ctx.dependency;
+      const nowMs = settings.clock.now();
+      const decision = decided ?? (await this.#decide(job, error, ctx, state, dependency, nowMs));
+      const facts: SettleJob = {
+        ref: job.ref,
+        name: job.name,
+        data: job.data,
+        opts: job.opts,
+        starts: job.starts,
+        dependency,
+        lastError: describeError(error),
+        replays: job.replays ?? 0,
+      };
+      if (ctx.idempotencyKey !== undefined) facts.idempotencyKey = ctx.idempotencyKey;
+      if (job.replayedFrom !== undefined) facts.replayedFrom = job.replayedFrom;
+      const { state: next, action } = settle(state, decision, nowMs, facts);
+      const labels: JobLabels = { queue: settings.queue, task: job.name, dependency };
+
+      if (action.type === 'retry' || action.type === 'defer') {
+        // State first, then the move: a crash in between over-counts an attempt, never under-counts one.
+        await settings.attempts.writeAttempts(job.ref, next, action.delayMs + this.#ttlMs);
+        await job.moveToDelayed(action.dueAtMs);
+        if (settings.events.has('retry'))
+          settings.events.emit('retry', {
+            ...labels,
+            delayMs: action.delayMs,
+            retry: action.retry,
+            cause: action.cause,
+            chargesAttempt: action.type === 'retry',
+            errorClass: facts.lastError.name,
+          });
+        return { type: 'delayed' };
+      }
+      if (action.type === 'dead-letter' && settings.deadLetters) {
+        // The store files the record and marks the state in one write: a worker that crashes before the
+        // job ends leaves a job the next worker only ends, never runs again.
+        const { id } = await settings.deadLetters.file(action.record, next, this.#ttlMs);
+        const { reason, detail } = action.record;
+        settings.events.emit('dead-letter', { ...labels, reason });
+        return {
+          type: 'dead-lettered',
+          recordId: id,
+          reason,
+          message: `dead-lettered (${reason}): ${detail}; last error: ${facts.lastError.message}`,
+        };
+      }
+      if (hadState) await this.#clear(job);
+      return {
+        type: 'failed',
+        message:
+          action.type === 'fail'
+            ? action.message
+            : `${action.record.reason}: ${action.record.detail}; last error: ${facts.lastError.message}`,
+      };
+    } catch (bookkeepingError) {
+      return this.#retryBookkeeping(job, bookkeepingError);
+    }
+  }
+
+  #decide(
+    job: JobHandle,
+    error: unknown,
+    ctx: JobCallContext,
+    state: AttemptState,
+    dependency: string,
+    nowMs: number,
+  ): Promise<Decision> {
+    const { settings } = this;
+    return decide({
+      policy: settings.policy,
+      // A processor's own UnrecoverableError means "never retry this": stormguard reads it as permanent.
+      error: isUnrecoverable(error)
+        ? new PermanentError(describeError(error).message, { cause: error })
+        : error,
+      attemptsMade: state.attempts + 1,
+      createdAtMs: job.ref.createdAt,
+      nowMs,
+      random: settings.random,
+      dependency,
+      ...(state.previousDelayMs === undefined ? {} : { previousDelayMs: state.previousDelayMs }),
+      hasIdempotencyKey: ctx.idempotencyKey !== undefined,
+      hasDeadLetterTarget: settings.deadLetters !== undefined,
+      ...(settings.budget ? { budget: settings.budget } : {}),
+      ...(settings.breaker ? { breaker: settings.breaker } : {}),
+    });
+  }
+
+  /**
+   * The failure could not be recorded (a store refused a write). The job is tried again later without
+   * charging an attempt; if even the move fails, the job stays active, its lock runs out and the queue's
+   * stalled-job recovery brings it back. Nothing reaches the queue that it would fail or retry on its own.
+   */
+  async #retryBookkeeping<Result>(job: JobHandle, error: unknown): Promise<RunOutcome<Result>> {
+    this.settings.internalError(error);
+    try {
+      await job.moveToDelayed(this.settings.clock.now() + BOOKKEEPING_RETRY_MS);
+    } catch (moveError) {
+      this.settings.internalError(moveError);
+    }
+    return { type: 'delayed' };
+  }
+
+  /** Clears a finished job's attempt state; a store that refuses only leaves it to expire. */
+  async #clear(job: JobHandle): Promise<void> {
+    try {
+      await this.settings.attempts.clearAttempts(job.ref);
+    } catch (error) {
+      this.settings.internalError(error);
+    }
+  }
+}
+
+/** The job's idempotency key; a key function that throws is a bug no retry fixes (a permanent failure). */
+function keyOfJob(keyOf: (() => string | undefined) | undefined): { key?: string; error?: PermanentError } {
+  if (!keyOf) return {};
+  try {
+    const key = keyOf();
+    return key === undefined ? {} : { key };
+  } catch (error) {
+    return {
+      error: new PermanentError(`idempotency.key threw: ${describeError(error).message}`, { cause: error }),
+    };
+  }
+}
+
+/**
+ * A job that stalled more often than allowed: its worker kept crashing or blocking while running it. It is
+ * dead-lettered without running again, as `max-attempts`.
+ */
+function stalledOut(
+  stalls: number,
+  limit: number,
+  hasDeadLetterTarget: boolean,
+): { error: Error; decision: Decision } {
+  const detail = `stalled ${stalls} times, more than maxStalledCount (${limit}) allows: its worker crashed or blocked while running it`;
+  return {
+    error: Object.assign(new Error(detail), { name: 'StalledJobError' }),
+    decision: {
+      action: hasDeadLetterTarget ? 'dead-letter' : 'fail',
+      reason: 'max-attempts',
+      detail,
+      classification: { retryable: false, reason: 'stalled' },
+    },
+  };
+}
+
+function isUnrecoverable(error: unknown): boolean {
+  return (
+    typeof error === 'object' && error !== null && (error as { name?: unknown }).name === 'UnrecoverableError'
+  );
+}

@@ -1,0 +1,146 @@
+import type { DeadLetterReason, Decision } from '../policy/types.js';
+import type { AttemptState, DeadLetterRecord, JobRef } from './contracts.js';
+
+/**
+ * What settling a failed attempt needs to know about the job, besides its attempt state: who it is, what
+ * to file if it leaves the retry path, and how many times its queue has started it.
+ *
+ * @example
+ * const job: SettleJob = { ref: { queue: 'index', jobId: '42', createdAt: 1_700_000_000_000 }, name: 'reindex',
+ *   data: { docId: 42 }, opts: {}, starts: 1, dependency: 'search', replays: 0,
+ *   lastError: { name: 'Error', message: 'connect ETIMEDOUT' } };
+ */
+export interface SettleJob {
+  ref: JobRef;
+  name: string;
+  data: unknown;
+  /** The job's queue options as plain JSON (what a replay enqueues it with). */
+  opts: Record<string, unknown>;
+  /** Executions the queue has started, this one included (BullMQ's `attemptsStarted`). */
+  starts: number;
+  /** The dependency the failure is charged to. */
+  dependency: string;
+  idempotencyKey?: string;
+  /** The error that failed the attempt, as a record keeps it (the classification comes from the decision). */
+  lastError: { name: string; message: string; stack?: string };
+  /** How many replays the job's lineage went through (0 for a job never replayed). */
+  replays: number;
+  /** The dead-letter record this job was replayed from. */
+  replayedFrom?: string;
+}
+
+/**
+ * The one thing to do after a failed attempt.
+ *
+ * - `retry`: run again at `dueAtMs`; the failed attempt used up one of the policy's attempts.
+ * - `defer`: run again at `dueAtMs` without charging an attempt (open breaker, budget deferral).
+ * - `dead-letter`: file `record` (with the final state, atomically) and end the job.
+ * - `fail`: end the job as failed; nothing can hold a dead letter.
+ */
+export type SettleAction =
+  | {
+      type: 'retry';
+      delayMs: number;
+      /** When the retry is due: the settling time plus the delay, on the one clock that decided it. */
+      dueAtMs: number;
+      /** n of "retry n". */
+      retry: number;
+      cause: 'backoff' | 'retry-after' | 'breaker-open' | 'budget-deferred';
+    }
+  | {
+      type: 'defer';
+      delayMs: number;
+      dueAtMs: number;
+      retry: number;
+      cause: 'backoff' | 'retry-after' | 'breaker-open' | 'budget-deferred';
+    }
+  | { type: 'dead-letter'; record: DeadLetterRecord }
+  | { type: 'fail'; reason: DeadLetterReason; detail: string; message: string };
+
+/** The job's next attempt state and the one action that goes with it. */
+export interface Settlement {
+  state: AttemptState;
+  action: SettleAction;
+}
+
+/**
+ * Settles a failed attempt: from the job's attempt state, the decision `decide` made, the time and the job's
+ * facts, the next attempt state and exactly one action. Pure: no I/O, no clock, no randomness (the decision
+ * already holds the drawn delay), so every queue adapter and the simulator settle the same way.
+ *
+ * The failed attempt counts as attempt `state.attempts + 1`. A retry charges it; a deferral gives it back
+ * (`deferrals` counts it instead) and keeps the previous delay, so decorrelated jitter continues from the
+ * last real retry. A terminal decision charges it too: the record says how many attempts were made.
+ * `starts` becomes the queue's start count, so every start is accounted for; `firstFailedAt` is kept from
+ * the first failure. A dead-letter's final state carries no `deadLettered` mark: the store adds it, with the
+ * id it gives the record, in the same atomic write that files the record.
+ *
+ * @example
+ * const { state, action } = settle(
+ *   { attempts: 0, deferrals: 0 },
+ *   { action: 'retry', delayMs: 200, retry: 1, chargesAttempt: true, cause: 'backoff', classification },
+ *   10_000,
+ *   job,
+ * );
+ * // state: { attempts: 1, deferrals: 0, starts: 1, previousDelayMs: 200, firstFailedAt: 10_000 }
+ * // action: { type: 'retry', delayMs: 200, dueAtMs: 10_200, retry: 1, cause: 'backoff' }
+ */
+export function settle(state: AttemptState, decision: Decision, nowMs: number, job: SettleJob): Settlement {
+  const firstFailedAt = state.firstFailedAt ?? nowMs;
+  const attemptsMade = state.attempts + 1;
+  if (decision.action === 'retry') {
+    const { delayMs, retry, cause } = decision;
+    const timing = { delayMs, dueAtMs: nowMs + delayMs, retry, cause };
+    if (decision.chargesAttempt)
+      return {
+        state: nextState(attemptsMade, state.deferrals, job.starts, delayMs, firstFailedAt),
+        action: { type: 'retry', ...timing },
+      };
+    return {
+      state: nextState(state.attempts, state.deferrals + 1, job.starts, state.previousDelayMs, firstFailedAt),
+      action: { type: 'defer', ...timing },
+    };
+  }
+  const final = nextState(attemptsMade, state.deferrals, job.starts, state.previousDelayMs, firstFailedAt);
+  const { reason, detail, classification } = decision;
+  if (decision.action === 'fail')
+    return {
+      state: final,
+      action: {
+        type: 'fail',
+        reason,
+        detail,
+        message: `${reason}: ${detail}; last error: ${job.lastError.message}`,
+      },
+    };
+  const record: DeadLetterRecord = {
+    ...job.ref,
+    name: job.name,
+    data: job.data,
+    opts: job.opts,
+    reason,
+    detail,
+    lastError: { ...job.lastError, classification },
+    attemptsMade,
+    dependency: job.dependency,
+    firstFailedAt,
+    deadLetteredAt: nowMs,
+    replays: job.replays,
+  };
+  if (job.idempotencyKey !== undefined) record.idempotencyKey = job.idempotencyKey;
+  if (job.replayedFrom !== undefined) record.replayedFrom = job.replayedFrom;
+  return { state: final, action: { type: 'dead-letter', record } };
+}
+
+function nextState(
+  attempts: number,
+  deferrals: number,
+  starts: number,
+  previousDelayMs: number | undefined,
+  firstFailedAt: number,
+): AttemptState {
+  const state: AttemptState = { attempts, deferrals, starts };
+  if (previousDelayMs !== undefined) state.previousDelayMs = previousDelayMs;
+  state.firstFailedAt = firstFailedAt;
+  return state;
+}
