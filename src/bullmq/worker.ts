@@ -8,6 +8,7 @@ import { InvalidInputError } from '../errors/invalid-input-error.js';
 import type { RetryPolicy } from '../policy/types.js';
 import type { CallContext } from '../runtime/call-context.js';
 import type { DeadLetterStore } from '../runtime/contracts.js';
+import type { JobHandle } from '../runtime/job-handle.js';
 import { JobRuntime, type RunOutcome } from '../runtime/job-runtime.js';
 import { bullmqJobHandle } from './bullmq-job-handle.js';
 import type { WorkerEvents } from './types.js';
@@ -88,6 +89,8 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
   readonly #budget: WorkerBudget | undefined;
   readonly #breaker: WorkerBreaker | undefined;
   readonly #registered: Promise<void>;
+  /** Dead letters being filed for jobs BullMQ failed without running them; close() waits for them. */
+  readonly #filing = new Set<Promise<void>>();
   #closed: Promise<void> | undefined;
 
   constructor(
@@ -142,7 +145,9 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
     const warn = options.onWarning ?? ((message) => process.emitWarning(message, 'StormguardWarning'));
     const warnedNames = new Set<string>();
     const keyFn = options.idempotency?.key;
+    const ranHere = new WeakSet<Job>();
     bound.process = async (job, token) => {
+      ranHere.add(job as Job);
       warnOnAttemptsMismatch(job, queueName, policy, warnedNames, warn);
       const outcome: RunOutcome<Result> = await runtime.run(
         bullmqJobHandle(job as Job, token, queueName),
@@ -151,6 +156,16 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
       );
       return settleInBullMQ(job as Job, outcome, queueName);
     };
+    this.on('failed', (job) => {
+      // BullMQ fails some jobs without calling the processor: the parent of a failed failParentOnFailure
+      // child (and a job past maxStartedAttempts). It has ended in BullMQ's failed set; its dead letter is
+      // filed now, so it is found where every other dead letter is.
+      if (!job || ranHere.has(job as Job)) return;
+      const handle = bullmqJobHandle(job as Job, undefined, queueName);
+      const filing = endedUnprocessed(runtime, handle, (job as Job).failedReason ?? '');
+      this.#filing.add(filing);
+      void filing.finally(() => this.#filing.delete(filing));
+    });
     // Registered so that tools list the queue without scanning BullMQ's keys; a refusal is reported only.
     this.#registered = Promise.resolve()
       .then(() => this.deadLetters?.registerQueue(queueName))
@@ -178,7 +193,7 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
         // Successes already counted must reach the store even when BullMQ's close fails.
         await this.#budget?.flush();
         await this.#breaker?.flush?.();
-        await this.#registered;
+        await Promise.all([this.#registered, ...this.#filing]);
       }
     })();
     return this.#closed;
@@ -247,6 +262,33 @@ function settleInBullMQ<Result>(job: Job, outcome: RunOutcome<Result>, queue: st
       }
       throw new UnrecoverableError(outcome.message);
   }
+}
+
+/**
+ * Files the dead letter of a job BullMQ failed on its own. Its failed reason says why: `child <key> failed`
+ * for the parent of a failed `failParentOnFailure` child (its own work is not wrong, so `permanent` with
+ * classification `child-failed`: the child's own dead letter says what failed), anything else for a limit
+ * BullMQ enforces (`maxStartedAttempts`).
+ */
+function endedUnprocessed(runtime: JobRuntime, handle: JobHandle, why: string): Promise<void> {
+  if (why.startsWith('child '))
+    return runtime.deadLetterEnded(
+      handle,
+      Object.assign(new Error(why), { name: 'ChildJobFailedError' }),
+      'permanent',
+      `${why} and the job was added with failParentOnFailure: the child's own dead letter says why`,
+      { retryable: false, reason: 'child-failed' },
+    );
+  return runtime.deadLetterEnded(
+    handle,
+    Object.assign(new Error(why), { name: 'UnprocessedJobError' }),
+    'max-attempts',
+    `BullMQ failed it without running it: ${why}`,
+    {
+      retryable: false,
+      reason: 'unprocessed',
+    },
+  );
 }
 
 /**

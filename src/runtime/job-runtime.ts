@@ -1,12 +1,13 @@
 import type { CircuitBreaker } from '../breaker/circuit-breaker.js';
-import { dependencyNameProblem, MAX_DEPENDENCY_LENGTH } from '../budget/dependency-name.js';
+
 import type { Clock } from '../common/clock.js';
 import { describeError } from '../common/error-text.js';
+import { dependencyNameProblem, MAX_DEPENDENCY_LENGTH } from '../common/names.js';
 import type { RandomSource } from '../common/random.js';
 import { PermanentError } from '../errors/permanent-error.js';
 import { classify } from '../policy/classify/classify.js';
 import { decide } from '../policy/decide.js';
-import type { BudgetGate, DeadLetterReason, Decision, RetryPolicy } from '../policy/types.js';
+import type { BudgetGate, Classification, DeadLetterReason, Decision, RetryPolicy } from '../policy/types.js';
 import { type CallContext, JobCallContext } from './call-context.js';
 import type { AttemptState, AttemptStateStore, DeadLetterStore } from './contracts.js';
 import type { JobEvents, JobLabels } from './events.js';
@@ -136,14 +137,14 @@ export class JobRuntime {
 
   /**
    * The job's dependency: `dependencies[name]`, or the job name when it has no mapping. A job name that
-   * cannot be a dependency name (whitespace, braces, control characters, over 200 characters; queues allow
-   * them) has those characters replaced by `_` and is cut to 200: `send email` → `send_email`.
+   * cannot be a dependency name (empty, or over 200 characters; queues allow both) is cut to 200, or
+   * becomes `unnamed`.
    */
   dependencyFor(name: string): string {
     const mapped = this.settings.dependencies[name];
     if (mapped !== undefined) return mapped;
     if (dependencyNameProblem(name) === undefined) return name;
-    return name.replace(/[{}\s\p{Cc}]/gu, '_').slice(0, MAX_DEPENDENCY_LENGTH) || 'unnamed';
+    return name.slice(0, MAX_DEPENDENCY_LENGTH) || 'unnamed';
   }
 
   /**
@@ -203,6 +204,36 @@ export class JobRuntime {
     if (stored !== undefined) await this.#clear(job);
     if (events.has('completed')) events.emit('completed', { ...labels(dependency), attempts: attempt });
     return { type: 'completed', value };
+  }
+
+  /**
+   * Files the dead letter of a job its queue ended without running it (BullMQ fails the parent of a failed
+   * `failParentOnFailure` child on its own), so that it too ends dead-lettered. The queue has ended the job
+   * already: there is nothing to delay, and a store that refuses is reported.
+   */
+  async deadLetterEnded(
+    job: JobHandle,
+    error: unknown,
+    reason: DeadLetterReason,
+    detail: string,
+    classification: Classification,
+  ): Promise<void> {
+    const { settings } = this;
+    if (!settings.deadLetters) return;
+    try {
+      const stored = mayHaveAttemptState(job) ? await settings.attempts.readAttempts(job.ref) : undefined;
+      if (stored?.deadLettered) return;
+      const ctx = new JobCallContext(
+        this.dependencyFor(job.name),
+        (stored?.attempts ?? 0) + 1,
+        undefined,
+        () => {},
+      );
+      const decision: Decision = { action: 'dead-letter', reason, detail, classification };
+      await this.#settle(job, error, ctx, stored ?? FRESH, stored !== undefined, decision);
+    } catch (bookkeepingError) {
+      settings.internalError(bookkeepingError);
+    }
   }
 
   /** Decides, settles and acts on a failed attempt; when a store refuses the bookkeeping, delays the job. */
