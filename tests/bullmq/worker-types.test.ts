@@ -1,8 +1,8 @@
 import type { Job, Worker } from 'bullmq';
 import { describe, expectTypeOf, it } from 'vitest';
-import type { CallContext } from '../../src/bullmq/call-context.js';
 import type { createWorker, StormguardWorker } from '../../src/bullmq/worker.js';
 import type { StormguardWorkerOptions } from '../../src/bullmq/worker-options.js';
+import type { CallContext } from '../../src/runtime/call-context.js';
 
 // Compile-time checks: `tsc` fails on a broken contract; vitest only runs the (empty) bodies.
 describe('createWorker types', () => {

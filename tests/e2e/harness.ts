@@ -19,6 +19,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
 import { TestRedis } from '../helpers/redis-server.js';
+import { type BackendDescriptor, type TestBackendName, testBackendName } from './backend.js';
 import {
   type BudgetStore,
   createWorker,
@@ -32,16 +33,6 @@ import {
   type StormguardWorkerOptions,
   type WorkerEvents,
 } from './stormguard.js';
-
-/** The queue backends the tests run on. */
-export type TestBackendName = 'redis' | 'postgres';
-
-/** The backend of this run, from `STORMGUARD_TEST_BACKEND` (default `redis`); anything else is refused. */
-export function testBackendName(value = process.env.STORMGUARD_TEST_BACKEND): TestBackendName {
-  if (value === undefined || value === '' || value === 'redis') return 'redis';
-  if (value === 'postgres') return 'postgres';
-  throw new Error(`STORMGUARD_TEST_BACKEND must be redis or postgres, got ${JSON.stringify(value)}`);
-}
 
 /** A queue name no other test uses. */
 export function uniqueQueue(prefix: string): string {
@@ -149,6 +140,11 @@ export class TestBed {
   /** What BullMQ connects with on this backend. */
   get connection(): { host: string; port: number } {
     return this.server.connection;
+  }
+
+  /** The bed's backend, for a child process (see `workerConnectionOf`). */
+  get descriptor(): BackendDescriptor {
+    return { backend: this.backend, connection: this.connection };
   }
 
   /** The dead-letter store every worker of the bed files into (and keeps attempt states in). */

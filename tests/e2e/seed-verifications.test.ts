@@ -1,20 +1,18 @@
 /**
- * The four verifications of a retry budget, end to end: real redis-server, real BullMQ, the Redis budget store,
+ * The four verifications of a retry budget, end to end: a real queue backend (redis-server, or PostgreSQL),
+ * real BullMQ, the backend's budget store,
  * windows of one to two seconds.
  */
 import { describe, expect, it } from 'vitest';
-import { RetryBudget } from '../../src/budget/retry-budget.js';
-import { definePolicy } from '../../src/policy/define-policy.js';
-import { planForWindow } from '../../src/policy/plan-window.js';
-import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { waitFor } from '../helpers/redis-server.js';
-import { recordEvents, TestBed, timeoutError, unfinished, uniqueQueue } from './harness.js';
+import { recordEvents, TestBed, timeoutError, unfinished } from './harness.js';
+import { definePolicy, planForWindow, RetryBudget } from './stormguard.js';
 
 const bed = TestBed.perFile();
 
 function budgetFor(windowMs: number, extra: { ratio?: number; minAllowance?: number } = {}) {
   const budget = new RetryBudget({
-    store: new RedisBudgetStore({ redis: bed.redis, prefix: uniqueQueue('budget') }),
+    store: bed.budgetStore(),
     ratio: extra.ratio ?? 0.2,
     minAllowance: extra.minAllowance ?? 10,
     windowMs,

@@ -13,6 +13,7 @@ import { createWorker } from '../../src/bullmq/worker.js';
 import { createMetrics, type MetricsServer, serveMetrics } from '../../src/metrics/index.js';
 import { definePolicy } from '../../src/policy/define-policy.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
+import { MemoryDeadLetterStore } from '../../src/runtime/memory-dead-letter-store.js';
 import { TestRedis, waitFor } from '../helpers/redis-server.js';
 import { parseExposition, type Sample, sampleValue } from './exposition.js';
 
@@ -37,6 +38,8 @@ afterAll(async () => {
   redis.disconnect();
   await server.close();
 });
+
+const fleetDeadLetters = new MemoryDeadLetterStore();
 
 /** One worker process of the fleet: its own budget client, worker, registry and /metrics server. */
 async function startMember(calls: { n: number }) {
@@ -66,6 +69,8 @@ async function startMember(calls: { n: number }) {
     {
       connection: server.connection,
       policy,
+      // The fleet's members share one process here, so one memory store stands for the fleet's store.
+      deadLetters: fleetDeadLetters,
       budget,
       concurrency: 3,
       dependencies: { 'index-document': 'search' },
