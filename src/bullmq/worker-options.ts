@@ -42,8 +42,7 @@ export type QueueBackendFactory = (...args: any[]) => unknown;
 export type WorkerConnection = ConnectionOptions | string | { readonly [option: string]: unknown };
 
 /**
- * Options of `createWorker`. `connection`, `policy` and `deadLetters` are required; the defaults are
- * listed on each.
+ * Options of `createWorker`. `connection` and `policy` are required; the defaults are listed on each.
  *
  * @example
  * const options: StormguardWorkerOptions<{ docId: string }> = {
@@ -72,8 +71,9 @@ export interface StormguardWorkerOptions<Data = unknown, Result = unknown, Name 
    * Where dead-lettered jobs are filed, and (unless `attemptState` says otherwise) where attempt states
    * live: a `DeadLetterStore` (memory, Redis or PostgreSQL). `false` files nowhere: terminal decisions
    * become `fail` and the job ends in BullMQ's failed set; `attemptState` is then required.
+   * Required for now: the default, a Redis dead-letter store on `connection`, comes with that store.
    */
-  deadLetters: DeadLetterStore | false;
+  deadLetters?: DeadLetterStore | false;
   /** Where attempt states live between attempts. Default: the `deadLetters` store. */
   attemptState?: AttemptStateStore;
   /** The fleet-wide retry budget. Default: none (only the policy's ceiling limits retries). */

@@ -1,21 +1,16 @@
 /**
- * Every job ends completed or dead-lettered, and replay and crashes lose and duplicate nothing: real
- * redis-server, real BullMQ, killed child processes.
+ * Every job ends completed or dead-lettered, and replay and crashes lose and duplicate nothing: a real
+ * queue backend, real BullMQ, killed child processes.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { Job } from 'bullmq';
 import { describe, expect, it } from 'vitest';
-import { RetryBudget } from '../../src/budget/retry-budget.js';
-import { idempotencyGuard } from '../../src/bullmq/idempotency-guard.js';
-import { PermanentError } from '../../src/errors/permanent-error.js';
-import { TransientError } from '../../src/errors/transient-error.js';
-import { definePolicy } from '../../src/policy/define-policy.js';
-import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { waitFor } from '../helpers/redis-server.js';
 import { CRASH_TEST_WORKER_OPTIONS } from './fixtures/crash-settings.js';
-import { recordEvents, TestBed, timeoutError, unfinished, uniqueQueue } from './harness.js';
+import { recordEvents, TestBed, timeoutError, unfinished } from './harness.js';
+import { definePolicy, PermanentError, TransientError } from './stormguard.js';
 
 const bed = TestBed.perFile();
 
