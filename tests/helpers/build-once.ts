@@ -1,5 +1,14 @@
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
+import { dirname, join } from 'node:path';
 import { waitFor } from './redis-server.js';
 
 /**
@@ -7,7 +16,8 @@ import { waitFor } from './redis-server.js';
  * runs: the first caller takes a lock (`<target>.lock`, made with an atomic mkdir), builds, and marks
  * the result complete (`<target>.ready`); callers that arrive meanwhile wait for the lock, then find the
  * mark and return. A build that throws leaves no mark, so the next caller builds again; a lock whose
- * holder died (its pid is gone) is taken over. Test files run in several workers at once, and each may
+ * holder died (its pid is gone) is taken over. Each use touches the mark, so {@link pruneUnused} can tell
+ * what no run has used for a while. Test files run in several workers at once, and each may
  * need the same packed tarball or installed project.
  *
  * @example
@@ -19,7 +29,7 @@ export async function buildOnce(
   timeoutMs: number,
 ): Promise<void> {
   const ready = `${target}.ready`;
-  if (existsSync(ready)) return;
+  if (markUsed(ready)) return;
   mkdirSync(dirname(target), { recursive: true });
   const lock = `${target}.lock`;
   await waitFor(
@@ -29,12 +39,49 @@ export async function buildOnce(
     200,
   );
   try {
-    if (existsSync(ready)) return;
+    if (markUsed(ready)) return;
     rmSync(target, { recursive: true, force: true });
     await build(target);
     writeFileSync(ready, `${new Date().toISOString()}\n`);
   } finally {
     rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Removes what {@link buildOnce} built in `folder` that no run has used for `idleMs`, and what a build
+ * that failed left there, so a cache that gets a new entry for every new build does not fill the disk.
+ * Entries that are being built (locked) stay.
+ *
+ * @example
+ * pruneUnused(FIXTURE_CACHE, 60 * 60_000);
+ */
+export function pruneUnused(folder: string, idleMs: number): void {
+  if (!existsSync(folder)) return;
+  const names = new Set(readdirSync(folder));
+  const idleSince = Date.now() - idleMs;
+  for (const name of names) {
+    if (name.endsWith('.ready') || name.endsWith('.lock')) continue;
+    const ready = `${name}.ready`;
+    const lastUse = names.has(ready) ? lastModified(join(folder, ready)) : lastModified(join(folder, name));
+    if (names.has(`${name}.lock`) || lastUse === undefined || lastUse > idleSince) continue;
+    rmSync(join(folder, ready), { force: true });
+    rmSync(join(folder, name), { recursive: true, force: true });
+  }
+}
+
+function markUsed(ready: string): boolean {
+  if (!existsSync(ready)) return false;
+  const now = new Date();
+  utimesSync(ready, now, now);
+  return true;
+}
+
+function lastModified(path: string): number | undefined {
+  try {
+    return statSync(path).mtimeMs;
+  } catch {
+    return undefined;
   }
 }
 

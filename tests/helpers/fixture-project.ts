@@ -1,6 +1,15 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { buildOnce } from './build-once.js';
@@ -129,5 +138,10 @@ export function packageVersion(dir: string, name: string): string | undefined {
 export function runFolder(fixture: FixtureProject, prefix: string): string {
   const runs = join(fixture.dir, 'runs');
   mkdirSync(runs, { recursive: true });
+  // Failed runs are kept for their output; an hour later they have been read.
+  for (const old of readdirSync(runs)) {
+    const path = join(runs, old);
+    if (statSync(path).mtimeMs < Date.now() - 60 * 60_000) rmSync(path, { recursive: true, force: true });
+  }
   return mkdtempSync(join(runs, prefix));
 }

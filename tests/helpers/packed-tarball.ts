@@ -1,13 +1,16 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { buildOnce } from './build-once.js';
+import { buildOnce, pruneUnused } from './build-once.js';
 import { ROOT } from './cli.js';
 
 const run = promisify(execFile);
+
+/** How long a packed tarball or an installed fixture is kept after its last use (a run lasts minutes). */
+const UNUSED_FOR_MS = 60 * 60_000;
 
 /**
  * Where packed tarballs and installed fixture projects are kept between runs: outside the repository,
@@ -40,6 +43,9 @@ export async function packedTarball(): Promise<string> {
       });
       const name = stdout.trim().split('\n').at(-1) ?? '';
       renameSync(join(destination, name), target);
+      rmSync(destination, { recursive: true, force: true });
+      // A new build makes a new tarball and new fixtures: drop the ones older builds left unused.
+      pruneUnused(FIXTURE_CACHE, UNUSED_FOR_MS);
     },
     120_000,
   );

@@ -1,0 +1,191 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import {
+  cpSync,
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import { ROOT } from '../helpers/cli.js';
+import { type FixtureProject, fixtureProject, runFolder } from '../helpers/fixture-project.js';
+import type { MatrixCell } from './cells.js';
+
+/** What the end-to-end tests import beside the packages under test: linked from the repository when the fixture lacks them. */
+const TEST_TOOLS = ['vitest', 'tsx', 'fast-check', 'ioredis', 'pg'] as const;
+
+/** The test folders a cell copies into its fixture: the end-to-end tests and the helpers they import. */
+const COPIED = ['tests/e2e', 'tests/helpers'] as const;
+
+/** Checks, inside the cell, that the packages under test resolve to the fixture's install. */
+const PROBE = 'tests/matrix/fixtures/resolution.probe.ts';
+
+/** One end-to-end test's outcome in a cell. */
+export interface CellTest {
+  readonly name: string;
+  readonly state: 'passed' | 'failed' | 'skipped';
+  /** The first line of each failure message. */
+  readonly failures: readonly string[];
+}
+
+/** What a cell's own vitest run reported. */
+export interface CellRun {
+  readonly fixture: FixtureProject;
+  /** The vitest exit code (0 when every test passed and nothing failed outside them). */
+  readonly exitCode: number | null;
+  readonly tests: readonly CellTest[];
+  /** Errors vitest reported outside any test (a file that failed to load, an unhandled rejection). */
+  readonly errors: readonly string[];
+  /** The run's folder, kept when the run failed: its copied tests, vitest's output (`output.log`). */
+  readonly dir: string;
+}
+
+interface JsonReport {
+  success?: boolean;
+  testResults?: {
+    name: string;
+    status: string;
+    message?: string;
+    assertionResults?: { fullName: string; status: string; failureMessages?: string[] }[];
+  }[];
+}
+
+/**
+ * Runs tests/e2e on one cell of the matrix: inside the cell's fixture project (the install test's), so
+ * `bullmq`, `ioredis`, `pg` and `stormguard` resolve to what that project installed, and so do the
+ * worker processes the tests spawn. The tests are copied into a folder of the fixture and run by the
+ * repository's vitest with `STORMGUARD_TEST_BACKEND` naming the cell's backend; test tooling the
+ * fixture lacks (vitest, tsx, a client the harness needs) is linked into that folder, never into the
+ * fixture's own node_modules, so the packages under test are the user's install and nothing else.
+ *
+ * @example
+ * const run = await runCell(CELLS.bullmq5Redis);
+ */
+export async function runCell(cell: MatrixCell): Promise<CellRun> {
+  const fixture = await fixtureProject(cell.fixture);
+  const dir = runFolder(fixture, 'e2e-');
+  for (const folder of COPIED) cpSync(join(ROOT, folder), join(dir, folder), { recursive: true });
+  cpSync(join(ROOT, PROBE), join(dir, 'tests', 'resolution.probe.ts'));
+  linkTestTools(fixture, dir);
+  writeFileSync(
+    join(dir, 'vitest.config.mjs'),
+    `export default ${JSON.stringify({
+      test: {
+        include: ['tests/resolution.probe.ts', 'tests/e2e/**/*.test.ts'],
+        // The probe first: when the packages resolve wrongly, the rest of the run means nothing.
+        sequence: { shuffle: false },
+        testTimeout: 30_000,
+        hookTimeout: 30_000,
+        // The outer suite runs beside this one on a small machine: one file at a time here.
+        fileParallelism: false,
+      },
+    })};\n`,
+  );
+  const output = createWriteStream(join(dir, 'output.log'));
+  const child = spawn(
+    process.execPath,
+    [
+      join(ROOT, 'node_modules', 'vitest', 'vitest.mjs'),
+      'run',
+      '--config',
+      'vitest.config.mjs',
+      '--reporter=default',
+      '--reporter=json',
+      '--outputFile.json=report.json',
+    ],
+    { cwd: dir, env: cellEnvironment(cell, fixture), stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  child.stdout.pipe(output);
+  child.stderr.pipe(output);
+  const [exitCode] = (await once(child, 'exit')) as [number | null];
+  await new Promise((resolve) => output.end(resolve));
+  const report = readReport(join(dir, 'report.json'));
+  const tests = (report.testResults ?? []).flatMap((file) =>
+    (file.assertionResults ?? []).map((test) => ({
+      name: `${file.name.slice(dir.length + 1)} > ${test.fullName}`,
+      state: stateOf(test.status),
+      failures: (test.failureMessages ?? []).map((message) => message.split('\n')[0] ?? ''),
+    })),
+  );
+  const errors = (report.testResults ?? [])
+    .filter((file) => file.status === 'failed' && (file.assertionResults ?? []).length === 0)
+    .map((file) => `${file.name.slice(dir.length + 1)}: ${file.message ?? 'failed to run'}`);
+  const run = { fixture, exitCode, tests, errors, dir };
+  if (passedCleanly(run)) rmSync(dir, { recursive: true, force: true });
+  return run;
+}
+
+/**
+ * One paragraph for a failing cell: which versions it ran, what failed and where the whole output is.
+ *
+ * @example
+ * expect(passedCleanly(run), describeRun(cell, run)).toBe(true);
+ */
+export function describeRun(cell: MatrixCell, run: CellRun): string {
+  const versions = Object.entries(run.fixture.versions)
+    .filter(([, version]) => version !== undefined)
+    .map(([name, version]) => `${name} ${version}`)
+    .join(', ');
+  const failed = run.tests.filter((test) => test.state === 'failed');
+  const lines = [
+    `${cell.name} (${versions}; STORMGUARD_TEST_BACKEND=${cell.backend}): vitest exited ${run.exitCode}, ` +
+      `${failed.length} of ${run.tests.length} tests in the cell failed`,
+    ...run.errors.map((error) => `  error: ${error.split('\n')[0]}`),
+    ...failed.map((test) => `  ✗ ${test.name}: ${test.failures[0] ?? ''}`),
+    `  whole output: ${join(run.dir, 'output.log')}`,
+  ];
+  if (run.tests.length === 0) lines.push('  no test ran: a cell that runs nothing checks nothing');
+  return lines.join('\n');
+}
+
+/** True when the cell ran at least one test, every test passed, and vitest reported nothing else. */
+export function passedCleanly(run: CellRun): boolean {
+  return (
+    run.exitCode === 0 &&
+    run.errors.length === 0 &&
+    run.tests.length > 0 &&
+    run.tests.every((t) => t.state !== 'failed')
+  );
+}
+
+function linkTestTools(fixture: FixtureProject, dir: string): void {
+  const tools = join(dir, 'node_modules');
+  mkdirSync(tools, { recursive: true });
+  for (const tool of TEST_TOOLS) {
+    const source = join(ROOT, 'node_modules', tool);
+    if (existsSync(join(fixture.dir, 'node_modules', tool)) || !existsSync(source)) continue;
+    symlinkSync(source, join(tools, tool), 'dir');
+  }
+}
+
+/** The environment of the cell's vitest: ours without the outer vitest's own variables, plus the backend. */
+function cellEnvironment(cell: MatrixCell, fixture: FixtureProject): NodeJS.ProcessEnv {
+  const inherited = Object.entries(process.env).filter(
+    ([name]) => !name.startsWith('VITEST') && name !== 'TEST',
+  );
+  const packages = {
+    nodeModules: join(fixture.dir, 'node_modules'),
+    majors: { ...cell.majors, stormguard: null },
+  };
+  return {
+    ...Object.fromEntries(inherited),
+    STORMGUARD_TEST_BACKEND: cell.backend,
+    STORMGUARD_CELL_PACKAGES: JSON.stringify(packages),
+    FORCE_COLOR: '0',
+  };
+}
+
+function readReport(path: string): JsonReport {
+  if (!existsSync(path)) return {};
+  return JSON.parse(readFileSync(path, 'utf8')) as JsonReport;
+}
+
+function stateOf(status: string): CellTest['state'] {
+  if (status === 'passed') return 'passed';
+  if (status === 'failed') return 'failed';
+  return 'skipped';
+}
