@@ -1,18 +1,8 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import {
-  cpSync,
-  createWriteStream,
-  existsSync,
-  mkdirSync,
-  readFileSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from '../helpers/cli.js';
 import { type FixtureProject, fixtureProject, runFolder } from '../helpers/fixture-project.js';
+import { runVitest } from '../helpers/vitest-child.js';
 import type { MatrixCell } from './cells.js';
 
 /** What the end-to-end tests import beside the packages under test: linked from the repository when the fixture lacks them. */
@@ -85,11 +75,8 @@ export async function runCell(cell: MatrixCell): Promise<CellRun> {
       },
     })};\n`,
   );
-  const output = createWriteStream(join(dir, 'output.log'));
-  const child = spawn(
-    process.execPath,
+  const { code: exitCode } = await runVitest(
     [
-      join(ROOT, 'node_modules', 'vitest', 'vitest.mjs'),
       'run',
       '--config',
       'vitest.config.mjs',
@@ -97,12 +84,8 @@ export async function runCell(cell: MatrixCell): Promise<CellRun> {
       '--reporter=json',
       '--outputFile.json=report.json',
     ],
-    { cwd: dir, env: cellEnvironment(cell, fixture), stdio: ['ignore', 'pipe', 'pipe'] },
+    { cwd: dir, env: cellEnvironment(cell, fixture), logFile: join(dir, 'output.log') },
   );
-  child.stdout.pipe(output);
-  child.stderr.pipe(output);
-  const [exitCode] = (await once(child, 'exit')) as [number | null];
-  await new Promise((resolve) => output.end(resolve));
   const report = readReport(join(dir, 'report.json'));
   const tests = (report.testResults ?? []).flatMap((file) =>
     (file.assertionResults ?? []).map((test) => ({
@@ -162,21 +145,13 @@ function linkTestTools(fixture: FixtureProject, dir: string): void {
   }
 }
 
-/** The environment of the cell's vitest: ours without the outer vitest's own variables, plus the backend. */
+/** What the cell's vitest adds to the environment: the backend, and what the resolution probe checks. */
 function cellEnvironment(cell: MatrixCell, fixture: FixtureProject): NodeJS.ProcessEnv {
-  const inherited = Object.entries(process.env).filter(
-    ([name]) => !name.startsWith('VITEST') && name !== 'TEST',
-  );
   const packages = {
     nodeModules: join(fixture.dir, 'node_modules'),
     majors: { ...cell.majors, stormguard: null },
   };
-  return {
-    ...Object.fromEntries(inherited),
-    STORMGUARD_TEST_BACKEND: cell.backend,
-    STORMGUARD_CELL_PACKAGES: JSON.stringify(packages),
-    FORCE_COLOR: '0',
-  };
+  return { STORMGUARD_TEST_BACKEND: cell.backend, STORMGUARD_CELL_PACKAGES: JSON.stringify(packages) };
 }
 
 function readReport(path: string): JsonReport {
