@@ -56,6 +56,7 @@ interface JsonReport {
  * const run = await runCell(CELLS.bullmq5Redis);
  */
 export async function runCell(cell: MatrixCell): Promise<CellRun> {
+  const primary = (await import('../../vitest.config.js')).default.test ?? {};
   const fixture = await fixtureProject(cell.fixture);
   const dir = runFolder(fixture, 'e2e-');
   for (const folder of COPIED) cpSync(join(ROOT, folder), join(dir, folder), { recursive: true });
@@ -66,10 +67,11 @@ export async function runCell(cell: MatrixCell): Promise<CellRun> {
     `export default ${JSON.stringify({
       test: {
         include: ['tests/resolution.probe.ts', 'tests/e2e/**/*.test.ts'],
-        // The probe first: when the packages resolve wrongly, the rest of the run means nothing.
-        sequence: { shuffle: false },
-        testTimeout: 30_000,
-        hookTimeout: 30_000,
+        // The repository's own timeouts and global setup (the run's PostgreSQL folder), so the tests run
+        // as they do in the primary cell; the copied folders keep the paths valid.
+        testTimeout: primary.testTimeout,
+        hookTimeout: primary.hookTimeout,
+        globalSetup: primary.globalSetup,
         // The outer suite runs beside this one on a small machine: one file at a time here.
         fileParallelism: false,
       },
