@@ -1,9 +1,9 @@
 import { Worker } from 'bullmq';
 import { describe, expect, it } from 'vitest';
+import { deadLetterQueue } from '../../src/bullmq/dead-letter-queue.js';
 import { FakeClock } from '../../src/common/clock.js';
 import { isInvalidInputError } from '../../src/errors/invalid-input-error.js';
 import { isValidationError } from '../../src/errors/validation-error.js';
-import { deadLetterQueue } from '../../src/bullmq/dead-letter-queue.js';
 import { deadLetter, redisForFile, uniqueQueue } from './dlq-fixtures.js';
 
 const env = redisForFile();

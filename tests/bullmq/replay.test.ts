@@ -1,11 +1,11 @@
 import { Queue } from 'bullmq';
 import { describe, expect, it } from 'vitest';
 import type { BudgetSnapshot } from '../../src/budget/types.js';
-import { FakeClock } from '../../src/common/clock.js';
-import { isValidationError } from '../../src/errors/validation-error.js';
 import { replayJobOptions, replayOrigin } from '../../src/bullmq/dead-letter-ids.js';
 import { type DeadLetterQueue, deadLetterQueue } from '../../src/bullmq/dead-letter-queue.js';
 import type { Sleep } from '../../src/bullmq/replay-pacing.js';
+import { FakeClock } from '../../src/common/clock.js';
+import { isValidationError } from '../../src/errors/validation-error.js';
 import { deadLetter, redisForFile, uniqueQueue } from './dlq-fixtures.js';
 
 const env = redisForFile();
