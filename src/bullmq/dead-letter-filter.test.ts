@@ -1,46 +1,34 @@
 import { describe, expect, it } from 'vitest';
+import { isInvalidInputError } from '../errors/invalid-input-error.js';
 import { isValidationError } from '../errors/validation-error.js';
-import { parseFilter, recordMatcher } from './dead-letter-filter.js';
-import type { DeadLetterRecord } from './types.js';
+import { resolveFilter } from './dead-letter-filter.js';
 
-const record = (overrides: Partial<DeadLetterRecord>): DeadLetterRecord =>
-  ({
-    reason: 'permanent',
-    dependency: 'search',
-    name: 'reindex',
-    deadLetteredAt: 5_000,
-    ...overrides,
-  }) as DeadLetterRecord;
-
-describe('recordMatcher', () => {
-  it('matches everything with an empty filter', () => {
-    expect(recordMatcher({}, 0)(record({}))).toBe(true);
+describe('resolveFilter', () => {
+  it('keeps only the fields that are set', () => {
+    expect(resolveFilter({ reason: 'permanent', dependency: undefined }, 0)).toEqual({ reason: 'permanent' });
   });
 
-  it('combines fields with AND', () => {
-    const keep = recordMatcher({ reason: 'budget-exhausted', dependency: 'mail', name: 'welcome' }, 0);
-    expect(keep(record({ reason: 'budget-exhausted', dependency: 'mail', name: 'welcome' }))).toBe(true);
-    expect(keep(record({ reason: 'budget-exhausted', dependency: 'mail', name: 'reindex' }))).toBe(false);
-    expect(keep(record({ reason: 'permanent', dependency: 'mail', name: 'welcome' }))).toBe(false);
+  it('resolves sinceMs against the given now, and the later of since and sinceMs wins', () => {
+    expect(resolveFilter({ sinceMs: 1_000 }, 10_000)).toEqual({ since: 9_000 });
+    expect(resolveFilter({ sinceMs: 1_000, since: 9_500 }, 10_000)).toEqual({ since: 9_500 });
+    expect(resolveFilter({ sinceMs: 1_000, since: 2_000 }, 10_000)).toEqual({ since: 9_000 });
+    expect(resolveFilter({ sinceMs: 50_000 }, 10_000)).toEqual({ since: 0 });
   });
 
-  it('takes the later of since and now - sinceMs, inclusive', () => {
-    expect(recordMatcher({ sinceMs: 5_000 }, 10_000)(record({ deadLetteredAt: 5_000 }))).toBe(true);
-    expect(recordMatcher({ sinceMs: 5_000 }, 10_000)(record({ deadLetteredAt: 4_999 }))).toBe(false);
-    expect(recordMatcher({ since: 8_000, sinceMs: 5_000 }, 10_000)(record({ deadLetteredAt: 7_000 }))).toBe(
-      false,
-    );
-  });
-});
-
-describe('parseFilter', () => {
-  it('names the field and the rule', () => {
-    expect(() => parseFilter({ reason: 'nope' as never })).toThrow(/reason/);
+  it('refuses an unknown reason, an empty name and a negative window, naming them', () => {
+    expect(() => resolveFilter({ reason: 'tired' as never }, 0)).toThrow(/reason/);
     try {
-      parseFilter({ sinceMs: -1 });
+      resolveFilter({ name: '' }, 0);
       expect.unreachable();
     } catch (error) {
-      expect(isValidationError(error) && (error as Error).message).toMatch(/sinceMs/);
+      expect(isValidationError(error) && /name/.test((error as Error).message)).toBe(true);
+    }
+    expect(() => resolveFilter({ sinceMs: -1 }, 0)).toThrow(/sinceMs/);
+    try {
+      resolveFilter({ sinceMs: Number.NaN }, 0);
+      expect.unreachable();
+    } catch (error) {
+      expect(isInvalidInputError(error)).toBe(true);
     }
   });
 });

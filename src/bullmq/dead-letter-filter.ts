@@ -1,77 +1,34 @@
-import { z } from 'zod';
-import { parseWith } from '../common/validation.js';
-import type { DeadLetterReason } from '../policy/types.js';
-import type { DeadLetterRecord } from './types.js';
+import { InvalidInputError } from '../errors/invalid-input-error.js';
+import type { DeadLetterFilter as StoreFilter } from '../runtime/contracts.js';
+import { parseDeadLetterFilter } from '../runtime/dead-letter-record.js';
+
+export { DEAD_LETTER_REASONS } from '../runtime/dead-letter-record.js';
 
 /**
- * The dead-letter reasons stormguard writes, for validating filters.
- *
- * @example
- * DEAD_LETTER_REASONS.includes('budget-exhausted'); // true
- */
-export const DEAD_LETTER_REASONS = [
-  'permanent',
-  'max-attempts',
-  'max-age',
-  'budget-exhausted',
-  'breaker-open',
-  'retry-after-too-long',
-  'no-idempotency-key',
-] as const satisfies readonly DeadLetterReason[];
-
-/**
- * Selects dead-letter records. Every field is optional and they combine with AND; an empty filter
+ * Selects dead-letter records: the store's filter (reason, dependency, name, `since`, `before`) plus
+ * `sinceMs`, a window back from now. Every field is optional and they combine with AND; an empty filter
  * selects everything.
  *
  * @example
  * const filter: DeadLetterFilter = { reason: 'budget-exhausted', dependency: 'search', sinceMs: 3_600_000 };
  */
-export interface DeadLetterFilter {
-  reason?: DeadLetterReason;
-  dependency?: string;
-  /** The original job name (the task). */
-  name?: string;
-  /** Only records dead-lettered at or after this epoch ms. */
-  since?: number;
+export interface DeadLetterFilter extends StoreFilter {
   /** Only records dead-lettered within the last `sinceMs` milliseconds (relative to the clock's now). */
   sinceMs?: number;
 }
 
-const FilterSchema = z.object({
-  reason: z.enum(DEAD_LETTER_REASONS).optional(),
-  dependency: z.string().min(1).optional(),
-  name: z.string().min(1).optional(),
-  since: z.number().finite().nonnegative().optional(),
-  sinceMs: z.number().finite().nonnegative().optional(),
-});
-
 /**
- * Validates a filter, naming the field and the rule when it is wrong.
+ * The store filter for `filter`, validated, with `sinceMs` resolved against `nowMs` once (so one listing or
+ * replay uses one cut-off; with `since` as well, the later of the two wins).
  *
  * @example
- * parseFilter({ reason: 'permanent', sinceMs: 3_600_000 });
+ * resolveFilter({ reason: 'permanent', sinceMs: 3_600_000 }, Date.now()); // { reason: 'permanent', since: … }
  */
-export function parseFilter(input: DeadLetterFilter): DeadLetterFilter {
-  return parseWith(FilterSchema, input, 'dead-letter filter');
-}
-
-/**
- * A predicate for `filter`, with `sinceMs` resolved against `nowMs` once, so one listing or replay uses
- * one cut-off.
- *
- * @example
- * const keep = recordMatcher({ reason: 'permanent' }, Date.now());
- * records.filter(keep);
- */
-export function recordMatcher(
-  filter: DeadLetterFilter,
-  nowMs: number,
-): (record: DeadLetterRecord) => boolean {
-  const cutoffs = [filter.since, filter.sinceMs === undefined ? undefined : nowMs - filter.sinceMs];
-  const since = Math.max(...cutoffs.map((c) => c ?? Number.NEGATIVE_INFINITY));
-  return (record) =>
-    (filter.reason === undefined || record.reason === filter.reason) &&
-    (filter.dependency === undefined || record.dependency === filter.dependency) &&
-    (filter.name === undefined || record.name === filter.name) &&
-    record.deadLetteredAt >= since;
+export function resolveFilter(filter: DeadLetterFilter, nowMs: number): StoreFilter {
+  const { sinceMs, ...rest } = filter;
+  if (sinceMs !== undefined && !(Number.isFinite(sinceMs) && sinceMs >= 0))
+    throw new InvalidInputError(`dead-letter filter: sinceMs must be a number of ms >= 0 (got ${sinceMs})`);
+  const parsed = parseDeadLetterFilter(rest);
+  if (sinceMs !== undefined) parsed.since = Math.max(parsed.since ?? 0, Math.max(0, nowMs - sinceMs));
+  return parsed;
 }

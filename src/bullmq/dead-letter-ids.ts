@@ -1,16 +1,16 @@
 /**
- * How dead-lettered and replayed jobs are named in BullMQ. Deterministic ids are what make moving a job to
- * the dead-letter queue, and replaying it back, safe to repeat: BullMQ ignores an `add` whose job id
- * already exists.
+ * How replayed jobs are named in BullMQ. A replay job's id is derived from the dead-letter record's own
+ * id (unique per queue in the store, never reused), never from the original job id alone: a producer
+ * that reuses its job ids, or an older replay's job still in the queue, can never make BullMQ take a
+ * replay for a duplicate and skip it.
  */
 
 /**
- * The job option stormguard sets on a replayed job: the id the job had when it was first enqueued and how
- * many times it has been replayed. BullMQ keeps unknown options as they are, so it survives in `job.opts`
- * and the job's `data` stays exactly what the producer wrote.
+ * The job option stormguard sets on a replayed job: where it comes from. BullMQ keeps unknown options as
+ * they are, so it survives in `job.opts` and the job's `data` stays exactly what the producer wrote.
  *
  * @example
- * job.opts[REPLAY_OPTION]; // { originalJobId: '42', replays: 1 } on job 42-r1
+ * job.opts[REPLAY_OPTION]; // { originalJobId: '42', replays: 1, recordId: '17', claimedAt: 1700000000000 }
  */
 export const REPLAY_OPTION = 'stormguardReplay';
 
@@ -25,29 +25,38 @@ export interface ReplayOrigin {
   originalJobId: string;
   /** 0 for a job that was never replayed, n for the n-th replay. */
   replays: number;
+  /** The dead-letter record this job was replayed from. */
+  recordId?: string;
+  /** When the replay claimed that record (store time): with `recordId`, what tells this replay's job apart. */
+  claimedAt?: number;
+}
+
+/** BullMQ refuses `:` in custom ids; a record may carry any id (a hand-made or migrated one). */
+const NOT_IN_IDS = /:/g;
+
+/**
+ * The id a replay gives the job on its queue: `<originalJobId>-r<n>.<recordId>` for the n-th replay of
+ * the record `recordId`. The same for every run of one replay of one record (BullMQ then ignores a second
+ * add), and new for every record, whatever job ids repeat.
+ *
+ * @example
+ * replayJobId('42', 1, '17'); // "42-r1.17"
+ */
+export function replayJobId(originalJobId: string, replay: number, recordId: string): string {
+  return `${originalJobId.replace(NOT_IN_IDS, '_')}-r${replay}.${recordId}`;
 }
 
 /**
- * The dead-letter job's BullMQ id for an original job id: `dl-<jobId>`. A prefix, because BullMQ refuses
- * integer custom ids and its own generated ids are integers.
+ * The candidate ids of one replay, in the order it tries them: the claimed id, then `<id>~2`, `<id>~3`…
+ * A later one is used only when a job that is not this replay's already holds an earlier one (a store that
+ * was reset, a hand-added job). The order is fixed, so a replay run again finds the job it added.
  *
  * @example
- * deadLetterJobId('42'); // "dl-42"
+ * replayJobCandidate('42-r1.17', 1); // "42-r1.17"
+ * replayJobCandidate('42-r1.17', 2); // "42-r1.17~2"
  */
-export function deadLetterJobId(jobId: string): string {
-  return `dl-${jobId}`;
-}
-
-/**
- * The id a replay gives the job on its source queue: `<originalJobId>-r<n>` for the n-th replay. It is
- * new for each replay (a completed job with the original id would block re-adding it) and the same when
- * one replay is repeated (BullMQ then ignores the second add).
- *
- * @example
- * replayJobId('42', 1); // "42-r1"
- */
-export function replayJobId(originalJobId: string, replay: number): string {
-  return `${originalJobId}-r${replay}`;
+export function replayJobCandidate(claimedJobId: string, attempt: number): string {
+  return attempt <= 1 ? claimedJobId : `${claimedJobId}~${attempt}`;
 }
 
 /**
@@ -56,13 +65,16 @@ export function replayJobId(originalJobId: string, replay: number): string {
  * job that fails again is filed under its original id with `replays` counted.
  *
  * @example
- * replayOrigin({ id: '42-r1', opts: { stormguardReplay: { originalJobId: '42', replays: 1 } } });
- * // { originalJobId: '42', replays: 1 }
+ * replayOrigin({ id: '42-r1.17', opts: { stormguardReplay: { originalJobId: '42', replays: 1, recordId: '17' } } });
+ * // { originalJobId: '42', replays: 1, recordId: '17' }
  */
 export function replayOrigin(job: { id?: string | undefined; opts?: object | undefined }): ReplayOrigin {
   const origin = (job.opts as Record<string, unknown> | undefined)?.[REPLAY_OPTION];
-  if (isReplayOrigin(origin)) return { originalJobId: origin.originalJobId, replays: origin.replays };
-  return { originalJobId: job.id ?? '', replays: 0 };
+  if (!isReplayOrigin(origin)) return { originalJobId: job.id ?? '', replays: 0 };
+  const read: ReplayOrigin = { originalJobId: origin.originalJobId, replays: origin.replays };
+  if (typeof origin.recordId === 'string') read.recordId = origin.recordId;
+  if (typeof origin.claimedAt === 'number') read.claimedAt = origin.claimedAt;
+  return read;
 }
 
 function isReplayOrigin(value: unknown): value is ReplayOrigin {
@@ -95,23 +107,30 @@ const NOT_REPLAYED = new Set([
 
 /**
  * The BullMQ options a replay enqueues a dead-lettered job with: the original options (attempts, backoff,
- * priority, retention…) minus placement and scheduling, plus the replay id and {@link REPLAY_OPTION}.
- * Attempts start again from zero because the replay is a new BullMQ job.
+ * priority, retention…) minus placement and scheduling, plus the replay's job id, a deduplication key of
+ * the same id that outlives the job for `dedupTtlMs`, and {@link REPLAY_OPTION}. Attempts start again from
+ * zero because the replay is a new BullMQ job.
  *
  * @example
- * replayJobOptions({ jobId: '42', opts: { attempts: 5, delay: 1000 }, replays: 0 });
- * // { attempts: 5, jobId: '42-r1', stormguardReplay: { originalJobId: '42', replays: 1 } }
+ * replayJobOptions({ id: '17', jobId: '42', opts: { attempts: 5, delay: 1000 }, replays: 0 }, { jobId: '42-r1.17', claimedAt: 5 }, 86_400_000);
+ * // { attempts: 5, jobId: '42-r1.17', deduplication: { id: '42-r1.17', ttl: 86400000 },
+ * //   stormguardReplay: { originalJobId: '42', replays: 1, recordId: '17', claimedAt: 5 } }
  */
-export function replayJobOptions(record: {
-  jobId: string;
-  opts: Record<string, unknown>;
-  replays: number;
-}): Record<string, unknown> {
+export function replayJobOptions(
+  record: { id: string; jobId: string; opts: Record<string, unknown>; replays: number },
+  replay: { jobId: string; claimedAt: number },
+  dedupTtlMs: number,
+): Record<string, unknown> {
   const options: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(record.opts ?? {}))
     if (!NOT_REPLAYED.has(key)) options[key] = value;
-  const replays = record.replays + 1;
-  options.jobId = replayJobId(record.jobId, replays);
-  options[REPLAY_OPTION] = { originalJobId: record.jobId, replays } satisfies ReplayOrigin;
+  options.jobId = replay.jobId;
+  options.deduplication = { id: replay.jobId, ttl: dedupTtlMs };
+  options[REPLAY_OPTION] = {
+    originalJobId: record.jobId,
+    replays: record.replays + 1,
+    recordId: record.id,
+    claimedAt: replay.claimedAt,
+  } satisfies ReplayOrigin;
   return options;
 }

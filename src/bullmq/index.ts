@@ -10,9 +10,9 @@ export type { CallBreaker, CallContext } from '../runtime/call-context.js';
 export type { AttemptState, AttemptStateStore, DeadLetteredState, JobRef } from '../runtime/contracts.js';
 export { DEAD_LETTER_REASONS, type DeadLetterFilter } from './dead-letter-filter.js';
 export {
-  deadLetterJobId,
   REPLAY_OPTION,
   type ReplayOrigin,
+  replayJobCandidate,
   replayJobId,
   replayJobOptions,
   replayOrigin,
@@ -34,10 +34,11 @@ export {
   type ReplayedJob,
   type ReplayOptions,
   type ReplayProgress,
+  type ReplayQueue,
   type ReplayReport,
+  type ReplayTarget,
   replayDeadLetters,
 } from './replay.js';
-export { type MoveResult, ReplayMover } from './replay-move.js';
 export {
   type BudgetStateReader,
   type HealthGate,

@@ -1,14 +1,14 @@
-import type { ConnectionOptions } from 'bullmq';
+import type { JobsOptions } from 'bullmq';
 import { z } from 'zod';
 import { type Clock, systemClock } from '../common/clock.js';
 import { parseWith } from '../common/validation.js';
 import type { DeadLetterReason } from '../policy/types.js';
-import type { DeadLetterFilter } from './dead-letter-filter.js';
-import { replayJobId } from './dead-letter-ids.js';
-import type { DeadLetterQueue } from './dead-letter-queue.js';
-import { ReplayMover } from './replay-move.js';
+import type { DeadLetterStore, ReplayClaim, StoredDeadLetter } from '../runtime/contracts.js';
+import { isMalformedDeadLetter } from '../runtime/dead-letter-record.js';
+import { type DeadLetterFilter, resolveFilter } from './dead-letter-filter.js';
+import { replayJobCandidate, replayJobId, replayJobOptions, replayOrigin } from './dead-letter-ids.js';
 import { type HealthGate, Pacer, realSleep, type Sleep, waitUntilHealthy } from './replay-pacing.js';
-import type { DeadLetterRecord } from './types.js';
+import type { WorkerEvents } from './types.js';
 
 /**
  * Options of a replay: a filter on the records, and how fast and when to put them back.
@@ -25,6 +25,12 @@ export interface ReplayOptions extends DeadLetterFilter {
   dryRun?: boolean;
   /** Replay at most this many records (oldest first). Default: all that match. */
   limit?: number;
+  /**
+   * How long BullMQ keeps each replay job's deduplication key, ms: a replay interrupted and run again
+   * within this time never adds a job twice, even one that already completed and was removed. Default:
+   * 7 days.
+   */
+  dedupTtlMs?: number;
   /** Aborting stops the replay between two records; the report says `interrupted`. */
   signal?: AbortSignal;
   /** Called after every record and whenever the replay starts waiting for a dependency. */
@@ -54,12 +60,14 @@ export interface ReplayProgress {
  * One job a replay moved (or, in a dry run, would move).
  *
  * @example
- * report.moved[0]; // { jobId: '42', replayJobId: '42-r1', name: 'reindex', reason: 'max-attempts', dependency: 'search' }
+ * report.moved[0]; // { id: '17', jobId: '42', replayJobId: '42-r1.17', name: 'reindex', reason: 'max-attempts', dependency: 'search' }
  */
 export interface ReplayedJob {
+  /** The dead-letter record's id. */
+  id: string;
   /** The original job id. */
   jobId: string;
-  /** The replay job's id on the source queue. */
+  /** The replay job's id on the queue. */
   replayJobId: string;
   name: string;
   reason: DeadLetterReason;
@@ -75,82 +83,119 @@ export interface ReplayedJob {
  */
 export interface ReplayReport {
   queue: string;
-  deadLetterQueue: string;
   dryRun: boolean;
-  /** Records that matched the filter (capped by `limit`). */
+  /** Records that matched the filter (capped by `limit`), malformed ones not included. */
   matched: number;
-  /** Jobs put back on the source queue (in a dry run: the jobs that would be). */
+  /** Jobs put back on the queue (in a dry run: the jobs that would be). */
   moved: ReplayedJob[];
   /** Records that were gone by the time their turn came (replayed or purged meanwhile). */
-  skipped: { jobId: string; why: string }[];
-  /** Records that could not be moved; they stay in the dead-letter queue. */
-  failed: { jobId: string; error: string }[];
+  skipped: { id: string; jobId?: string; why: string }[];
+  /** Records that could not be moved; they stay in the store, claimed, for the next run. */
+  failed: { id: string; jobId: string; error: string }[];
+  /** Records that do not read: never replayed, listed with what is wrong, left in the store. */
+  malformed: { id: string; problem: string }[];
   /** True when the signal stopped the replay before every record was handled. */
   interrupted: boolean;
   /** Why the replay stopped early, when it did. */
   stoppedBecause?: string;
 }
 
+/** What a replay needs: the store and queue the records come from, and the BullMQ queue they go back to. */
+export interface ReplayTarget {
+  store: DeadLetterStore;
+  /** The queue's name in the store (the source queue). */
+  queue: string;
+  /** The BullMQ queue jobs are re-added to: any backend, through its public API only. */
+  jobs: ReplayQueue;
+  /** Receives `replayed` for every job put back. */
+  events?: { emit(event: 'replayed', payload: WorkerEvents['replayed']): void };
+}
+
+/**
+ * The part of a BullMQ `Queue` a replay uses.
+ *
+ * @example
+ * const jobs: ReplayQueue = new Queue('index', { connection });
+ */
+export interface ReplayQueue {
+  add(name: string, data: unknown, opts?: JobsOptions): Promise<{ id?: string | undefined }>;
+  getJob(id: string): Promise<{ id?: string | undefined; opts?: object } | undefined>;
+}
+
 const OptionsSchema = z.object({
   ratePerSecond: z.number().positive().optional(),
   limit: z.number().int().nonnegative().optional(),
   dryRun: z.boolean().optional(),
+  dedupTtlMs: z.number().int().positive().optional(),
   whenHealthy: z.object({ pollMs: z.number().int().positive().optional() }).loose().optional(),
 });
 
-/** Stop after this many failures in a row: Redis is likely gone, and every further record would fail too. */
+const DEFAULT_DEDUP_TTL_MS = 7 * 86_400_000;
+/** Stop after this many failures in a row: the store or the queue is likely gone. */
 const MAX_FAILURES_IN_A_ROW = 3;
+/** Candidate ids tried per record before it counts as failed (see `replayJobCandidate`). */
+const MAX_CANDIDATES = 5;
+/** Records read per page while taking the snapshot. */
+const PAGE = 500;
+
+/** The part of a record the replay loop keeps from its snapshot; the rest is read when its turn comes. */
+type Planned = Pick<
+  StoredDeadLetter,
+  'id' | 'jobId' | 'name' | 'reason' | 'dependency' | 'replays' | 'replay'
+>;
 
 /**
- * Replays dead-letter records onto their source queue, oldest first: the original name, data and
- * options, a new BullMQ job (so attempts start from zero) with the deterministic id `<jobId>-r<n>`, the
- * idempotency key kept inside the data. Each record moves in one atomic step (see {@link ReplayMover}), so
- * an interrupted replay (abort, Ctrl-C, a crash, a lost connection) can be run again: records already
- * moved are gone from the dead-letter queue, the rest are moved once.
+ * Replays dead-letter records onto their queue, oldest first, through BullMQ's public API only: the
+ * original name, data and options, as a new BullMQ job (attempts start from zero), the idempotency key
+ * kept inside the data. For each record:
+ *
+ * 1. claim it in the store under a replay job id derived from the record's own id (`replayJobId`); a
+ *    claim an earlier run left is reused as it is;
+ * 2. `queue.add(name, data, { ...opts, jobId, deduplication: { id: jobId, ttl: dedupTtlMs } })`, and check
+ *    that the job now under that id is this replay's (its `stormguardReplay` option names this record and
+ *    claim); if another job holds the id, try the next candidate id (`replayJobCandidate`);
+ * 3. remove the record.
+ *
+ * Why a replay interrupted anywhere (abort, Ctrl-C, SIGKILL, a lost connection) and run again never adds a
+ * job twice: the second run reuses the claim, so it re-adds under the same id; BullMQ ignores an add
+ * whose job id exists, and the deduplication key (kept `dedupTtlMs` after the job completes, even when
+ * `removeOnComplete` removed it) ignores one whose job is gone. Why it never loses one: a record is
+ * removed only after its job is in the queue, checked by id and origin; until then it stays, so the
+ * next run picks it up. Two replays running at once add each job once and remove each record once.
  *
  * @example
- * const report = await replayDeadLetters(dlq, connection, { reason: 'budget-exhausted', ratePerSecond: 50 });
+ * const report = await replayDeadLetters({ store, queue: 'index', jobs: new Queue('index', { connection }) }, {
+ *   reason: 'budget-exhausted', ratePerSecond: 50 });
  * console.log(`${report.moved.length} moved, ${report.failed.length} failed`);
  */
 export async function replayDeadLetters(
-  dlq: DeadLetterQueue,
-  connection: ConnectionOptions,
+  target: ReplayTarget,
   options: ReplayOptions = {},
 ): Promise<ReplayReport> {
   parseWith(OptionsSchema, options, 'replay options');
   const { ratePerSecond, whenHealthy, dryRun = false, limit, signal, onProgress } = options;
   const clock = options.clock ?? systemClock;
   const sleep = options.sleep ?? realSleep;
-  // `sinceMs` is resolved here, on this replay's clock, so the listing and the replay share one cut-off.
-  const cutoffs = [options.since, options.sinceMs === undefined ? undefined : clock.now() - options.sinceMs];
-  const defined = cutoffs.filter((c): c is number => c !== undefined);
-  const filter: DeadLetterFilter = {
-    reason: options.reason,
-    dependency: options.dependency,
-    name: options.name,
-    since: defined.length > 0 ? Math.max(0, ...defined) : undefined,
-  };
-
-  // A snapshot first: records dead-lettered again while this replay runs wait for the next one. Only what
-  // the loop needs is kept; the mover reads each record afresh when its turn comes.
-  const records: Pick<DeadLetterRecord, 'jobId' | 'name' | 'reason' | 'dependency' | 'replays'>[] = [];
-  for await (const { jobId, name, reason, dependency, replays } of dlq.scan(filter)) {
-    if (limit !== undefined && records.length >= limit) break;
-    records.push({ jobId, name, reason, dependency, replays });
-  }
+  const dedupTtlMs = options.dedupTtlMs ?? DEFAULT_DEDUP_TTL_MS;
+  const { store, queue } = target;
   const report: ReplayReport = {
-    queue: dlq.sourceQueue,
-    deadLetterQueue: dlq.name,
+    queue,
     dryRun,
-    matched: records.length,
+    matched: 0,
     moved: [],
     skipped: [],
     failed: [],
+    malformed: [],
     interrupted: false,
   };
+
+  // A snapshot first (of what the loop needs only): records dead-lettered again while this replay runs
+  // wait for the next one. `sinceMs` is resolved once, on this replay's clock.
+  const planned = await snapshot(store, queue, resolveFilter(options, clock.now()), limit, report);
+  report.matched = planned.length;
   const progress = (waitingFor?: string) =>
     onProgress?.({
-      total: records.length,
+      total: planned.length,
       moved: report.moved.length,
       skipped: report.skipped.length,
       failed: report.failed.length,
@@ -158,64 +203,123 @@ export async function replayDeadLetters(
     });
 
   if (dryRun) {
-    report.moved = records.map((record) => describe(record, replayJobId(record.jobId, record.replays + 1)));
+    report.moved = planned.map((r) =>
+      describe(r, r.replay?.jobId ?? replayJobId(r.jobId, r.replays + 1, r.id)),
+    );
     return report;
   }
 
-  const mover =
-    records.length > 0 ? await ReplayMover.open(dlq.sourceQueue, dlq.queue, connection) : undefined;
   const pacer = new Pacer(ratePerSecond, clock, sleep);
   let failuresInARow = 0;
-  try {
-    for (const record of records) {
+  for (const plan of planned) {
+    if (signal?.aborted) break;
+    try {
+      if (whenHealthy)
+        await waitUntilHealthy(plan.dependency, whenHealthy, sleep, signal, () => progress(plan.dependency));
+      await pacer.next(signal);
+    } catch (error) {
       if (signal?.aborted) break;
-      try {
-        if (whenHealthy)
-          await waitUntilHealthy(record.dependency, whenHealthy, sleep, signal, () =>
-            progress(record.dependency),
-          );
-        await pacer.next(signal);
-      } catch (error) {
-        if (signal?.aborted) break;
-        throw error;
-      }
-      try {
-        const result = await (mover as ReplayMover).move(record.jobId);
-        if (result.status === 'moved') {
-          report.moved.push(describe(result.record, result.replayJobId));
-          dlq.events.emit('replayed', {
-            queue: dlq.sourceQueue,
-            task: result.record.name,
-            reason: result.record.reason,
-          });
-        } else report.skipped.push({ jobId: record.jobId, why: 'no longer in the dead-letter queue' });
-        failuresInARow = 0;
-      } catch (error) {
-        report.failed.push({
-          jobId: record.jobId,
-          error: error instanceof Error ? error.message : String(error),
-        });
-        if (++failuresInARow >= MAX_FAILURES_IN_A_ROW) {
-          report.stoppedBecause = `${failuresInARow} records in a row failed to move; last: ${report.failed.at(-1)?.error}`;
-          break;
-        }
-      }
-      progress();
+      throw error;
     }
-  } finally {
-    await mover?.close();
+    try {
+      const outcome = await replayOne(target, plan, dedupTtlMs);
+      if (outcome.moved) {
+        report.moved.push(describe(outcome.record, outcome.replayJobId));
+        target.events?.emit('replayed', { queue, task: outcome.record.name, reason: outcome.record.reason });
+      } else report.skipped.push({ id: plan.id, jobId: plan.jobId, why: outcome.why });
+      failuresInARow = 0;
+    } catch (error) {
+      report.failed.push({
+        id: plan.id,
+        jobId: plan.jobId,
+        error: error instanceof Error ? error.message : String(error),
+      });
+      if (++failuresInARow >= MAX_FAILURES_IN_A_ROW) {
+        report.stoppedBecause = `${failuresInARow} records in a row failed to move; last: ${report.failed.at(-1)?.error}`;
+        break;
+      }
+    }
+    progress();
   }
   const handled = report.moved.length + report.skipped.length + report.failed.length;
-  report.interrupted = signal?.aborted === true && handled < records.length;
+  report.interrupted = signal?.aborted === true && handled < planned.length;
   if (report.interrupted) report.stoppedBecause ??= 'interrupted';
   return report;
 }
 
+async function snapshot(
+  store: DeadLetterStore,
+  queue: string,
+  filter: ReturnType<typeof resolveFilter>,
+  limit: number | undefined,
+  report: ReplayReport,
+): Promise<Planned[]> {
+  const planned: Planned[] = [];
+  let cursor: string | undefined;
+  while (limit === undefined || planned.length < limit) {
+    const page = await store.list(queue, { ...filter, limit: PAGE, ...(cursor ? { cursor } : {}) });
+    for (const { id, jobId, name, reason, dependency, replays, replay } of page.records) {
+      if (limit !== undefined && planned.length >= limit) break;
+      planned.push({ id, jobId, name, reason, dependency, replays, ...(replay ? { replay } : {}) });
+    }
+    for (const { id, problem } of page.malformed) report.malformed.push({ id, problem });
+    if (!page.next) break;
+    cursor = page.next;
+  }
+  return planned;
+}
+
+type Outcome = { moved: true; record: StoredDeadLetter; replayJobId: string } | { moved: false; why: string };
+
+/** Claim, add (once), remove: see {@link replayDeadLetters} for why each step is safe to repeat. */
+async function replayOne(target: ReplayTarget, plan: Planned, dedupTtlMs: number): Promise<Outcome> {
+  const { store, queue } = target;
+  const record = await store.get(queue, plan.id);
+  if (!record) return { moved: false, why: 'no longer in the dead-letter store' };
+  if (isMalformedDeadLetter(record)) return { moved: false, why: `malformed: ${record.problem}` };
+  const claim = await store.claimReplay(
+    queue,
+    record.id,
+    replayJobId(record.jobId, record.replays + 1, record.id),
+  );
+  if (!claim) return { moved: false, why: 'no longer in the dead-letter store' };
+  const jobId = await addOnce(target, record, claim, dedupTtlMs);
+  if (!(await store.completeReplay(queue, record.id)))
+    return { moved: false, why: 'replayed by another run at the same time' };
+  return { moved: true, record, replayJobId: jobId };
+}
+
+/** Adds the record's job under the first candidate id no other job holds; returns the id it is under. */
+async function addOnce(
+  target: ReplayTarget,
+  record: StoredDeadLetter,
+  claim: ReplayClaim,
+  dedupTtlMs: number,
+): Promise<string> {
+  for (let attempt = 1; attempt <= MAX_CANDIDATES; attempt++) {
+    const jobId = replayJobCandidate(claim.jobId, attempt);
+    const opts = replayJobOptions(record, { jobId, claimedAt: claim.claimedAt }, dedupTtlMs);
+    const added = await target.jobs.add(record.name, record.data, opts as JobsOptions);
+    // Another id back: the deduplication key names another job, so this id is not this replay's.
+    if (added.id !== undefined && String(added.id) !== jobId) continue;
+    const held = await target.jobs.getJob(jobId);
+    // Gone already: this replay's job ran and was removed (a job that is not ours does not vanish between
+    // two calls of one replay). Present: ours only if it names this record and this claim.
+    if (!held) return jobId;
+    const origin = replayOrigin(held);
+    if (origin.recordId === record.id && origin.claimedAt === claim.claimedAt) return jobId;
+  }
+  throw new Error(
+    `replay of record ${record.id} (job ${record.jobId}): other jobs hold ids ${replayJobCandidate(claim.jobId, 1)} to ${replayJobCandidate(claim.jobId, MAX_CANDIDATES)}; the record is kept, remove those jobs or purge the record`,
+  );
+}
+
 function describe(
-  record: Pick<DeadLetterRecord, 'jobId' | 'name' | 'reason' | 'dependency'>,
+  record: Pick<StoredDeadLetter, 'id' | 'jobId' | 'name' | 'reason' | 'dependency'>,
   replayJobId: string,
 ): ReplayedJob {
   return {
+    id: record.id,
     jobId: record.jobId,
     replayJobId,
     name: record.name,

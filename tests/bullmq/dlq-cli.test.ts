@@ -5,7 +5,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
 import { replayOrigin } from '../../src/bullmq/dead-letter-ids.js';
 import { type DeadLetterQueue, deadLetterQueue } from '../../src/bullmq/dead-letter-queue.js';
+import { queueTag } from '../../src/common/keys.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
+import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
 import { type CliResult, ensureCliBuilt, cli as runCli, spawnCli } from '../helpers/cli.js';
 import { freePort, waitFor } from '../helpers/redis-server.js';
 import { deadLetter, redisForFile, uniqueQueue } from './dlq-fixtures.js';
@@ -18,23 +20,27 @@ function cli(...args: string[]): Promise<CliResult> {
   return runCli(...args, '--redis', env.server.url);
 }
 
+/** The dead letters of a fresh queue, in the store the CLI reads by default (prefix "stormguard"). */
 async function withFilledDlq(records: number, run: (dlq: DeadLetterQueue, source: Queue) => Promise<void>) {
   const queue = uniqueQueue('cli');
-  const dlq = deadLetterQueue(queue, { connection: env.connection });
   const source = new Queue(queue, { connection: env.connection });
+  const dlq = deadLetterQueue(queue, {
+    store: new RedisDeadLetterStore({ redis: env.redis }),
+    queue: source,
+  });
   for (let i = 0; i < records; i++)
     await dlq.add(
       deadLetter(`job-${i}`, {
         queue,
         reason: i % 2 === 0 ? 'budget-exhausted' : 'permanent',
-        deadLetteredAt: Date.now() - 1_000,
+        deadLetteredAt: Date.now() - 1_000 + i,
       }),
     );
   try {
     await run(dlq, source);
   } finally {
-    await source.close();
     await dlq.close();
+    await source.close();
   }
 }
 
@@ -48,12 +54,12 @@ function allIds(n: number): string[] {
 }
 
 describe('stormguard dlq', () => {
-  it('list prints a table, and JSON with --json; filters apply', async () => {
+  it('list prints a table, and JSON with --json; filters apply; pages continue with --after', async () => {
     await withFilledDlq(4, async (dlq) => {
       const human = await cli('dlq', 'list', dlq.sourceQueue);
       expect(human.code).toBe(0);
-      expect(human.stdout).toMatch(/1-4 of 4 matching \(4 in the queue\)/);
-      expect(human.stdout).toMatch(/job-0\s+reindex\s+budget-exhausted\s+search/);
+      expect(human.stdout).toMatch(/4 of 4 matching \(4 in the queue\), oldest first/);
+      expect(human.stdout).toMatch(/\d+\s+job-0\s+reindex\s+budget-exhausted\s+search/);
       const json = await cli(
         'dlq',
         'list',
@@ -72,7 +78,11 @@ describe('stormguard dlq', () => {
       };
       expect([parsed.total, parsed.matched]).toEqual([4, 2]);
       expect(parsed.records.map((r) => r.jobId)).toEqual(['job-1', 'job-3']);
-      const page = await cli(
+      const first = await cli('dlq', 'list', dlq.sourceQueue, '--reason', 'budget-exhausted', '--limit', '1');
+      expect(first.stdout).toMatch(/job-0/);
+      const after = /more: --after (\S+)/.exec(first.stdout)?.[1];
+      expect(after).toBeDefined();
+      const second = await cli(
         'dlq',
         'list',
         dlq.sourceQueue,
@@ -80,25 +90,91 @@ describe('stormguard dlq', () => {
         'budget-exhausted',
         '--limit',
         '1',
-        '--offset',
-        '1',
+        '--after',
+        after as string,
       );
-      expect(page.stdout).toMatch(/2-2 of 2 matching \(4 in the queue\)/);
-      expect(page.stdout).toMatch(/job-2/);
-      expect(page.stdout).not.toMatch(/job-0/);
+      expect(second.stdout).toMatch(/job-2/);
+      expect(second.stdout).not.toMatch(/job-0/);
+      const newest = await cli('dlq', 'list', dlq.sourceQueue, '--newest', '--limit', '1', '--json');
+      expect(
+        (JSON.parse(newest.stdout) as { records: { jobId: string }[] }).records.map((r) => r.jobId),
+      ).toEqual(['job-3']);
     });
   });
 
-  it('show prints one record, and fails with exit 1 for an unknown id', async () => {
+  it('list without a queue lists the queues that have dead letters', async () => {
+    await withFilledDlq(2, async (dlq) => {
+      const human = await cli('dlq', 'list');
+      expect(human.code).toBe(0);
+      expect(human.stdout).toMatch(
+        new RegExp(`${dlq.sourceQueue}\\s+2\\s+0\\s+kept until replayed or purged`),
+      );
+      const json = JSON.parse((await cli('dlq', 'list', '--json')).stdout) as {
+        queues: { queue: string; count: number }[];
+      };
+      expect(json.queues.find((q) => q.queue === dlq.sourceQueue)).toMatchObject({ count: 2, evicted: 0 });
+    });
+  });
+
+  it('a queue the store does not know is bad input (exit 2) naming the queues it does know, and writes nothing', async () => {
     await withFilledDlq(1, async (dlq) => {
-      const json = await cli('dlq', 'show', dlq.sourceQueue, 'job-0', '--json');
+      const before = (await env.redis.keys('*')).sort();
+      for (const sub of [['list'], ['replay'], ['purge'], ['show']]) {
+        const result = await cli('dlq', ...sub, 'nosuchqueue', ...(sub[0] === 'show' ? ['1'] : []));
+        expect(result.code, sub[0]).toBe(2);
+        expect(result.stderr).toMatch(
+          /no dead letters are kept for queue "nosuchqueue".*queues with dead letters: .*/,
+        );
+        expect(result.stderr).toContain(dlq.sourceQueue);
+        expect(result.stderr.trim().split('\n')).toHaveLength(1);
+      }
+      expect((await env.redis.keys('*')).sort()).toEqual(before);
+      const empty = await cli('dlq', 'list', '');
+      expect(empty.code).toBe(2);
+      expect(empty.stderr).toMatch(/<queue>: must not be empty/);
+    });
+  });
+
+  it('a malformed record is listed as malformed, shown as such, skipped by replay; nothing crashes', async () => {
+    await withFilledDlq(3, async (dlq, source) => {
+      const ids = (await dlq.list()).records.map((r) => r.id);
+      const recordsKey = `${queueTag('stormguard', dlq.sourceQueue)}:dl:rec`;
+      await env.redis.hset(recordsKey, ids[1] as string, '{"name": 7}');
+      const list = await cli('dlq', 'list', dlq.sourceQueue);
+      expect(list.code).toBe(0);
+      expect(list.stdout).toMatch(new RegExp(`${ids[1]}\\s+\\?\\s+\\?\\s+malformed`));
+      expect(list.stdout).toMatch(/job-0/);
+      expect(list.stdout).toMatch(/job-2/);
+      const show = await cli('dlq', 'show', dlq.sourceQueue, ids[1] as string);
+      expect(show.code).toBe(0);
+      expect(show.stdout).toMatch(/malformed:/);
+      const replay = await cli('dlq', 'replay', dlq.sourceQueue, '--json');
+      expect(replay.code).toBe(0);
+      const report = JSON.parse(replay.stdout) as { moved: unknown[]; malformed: { id: string }[] };
+      expect(report.moved).toHaveLength(2);
+      expect(report.malformed.map((m) => m.id)).toEqual([ids[1]]);
+      expect(await replayedOriginals(source)).toEqual(['job-0', 'job-2']);
+    });
+  });
+
+  it('show prints one record by its id; an unknown id fails (exit 1), a non-id is bad input (exit 2)', async () => {
+    await withFilledDlq(1, async (dlq) => {
+      const [record] = (await dlq.list()).records;
+      const id = record?.id as string;
+      const json = await cli('dlq', 'show', dlq.sourceQueue, id, '--json');
       expect(json.code).toBe(0);
-      expect(JSON.parse(json.stdout)).toEqual(await dlq.get('job-0'));
-      const human = await cli('dlq', 'show', dlq.sourceQueue, 'job-0');
+      expect(JSON.parse(json.stdout)).toEqual(await dlq.get(id));
+      const human = await cli('dlq', 'show', dlq.sourceQueue, id);
       expect(human.stdout).toMatch(/reason:\s+budget-exhausted: 5 of 5 attempts used/);
-      const missing = await cli('dlq', 'show', dlq.sourceQueue, 'nope');
+      expect(human.stdout).toMatch(/job:\s+job-0/);
+      const missing = await cli('dlq', 'show', dlq.sourceQueue, '999999');
       expect(missing.code).toBe(1);
-      expect(missing.stderr).toMatch(/no dead-letter record for job "nope"/);
+      expect(missing.stderr).toMatch(/no dead-letter record 999999/);
+      for (const bad of ['job-0', '']) {
+        const result = await cli('dlq', 'show', dlq.sourceQueue, bad);
+        expect(result.code).toBe(2);
+        expect(result.stderr).toMatch(/is not a record id/);
+      }
     });
   });
 
@@ -153,7 +229,7 @@ describe('stormguard dlq', () => {
     await withFilledDlq(3, async (dlq, source) => {
       const client = new Redis(env.server.connection);
       const budget = new RetryBudget({
-        store: new RedisBudgetStore({ redis: client, prefix: 'cli-budget' }),
+        store: new RedisBudgetStore({ redis: client }),
         minAllowance: 1,
       });
       try {
@@ -168,8 +244,6 @@ describe('stormguard dlq', () => {
             '--redis',
             env.server.url,
             '--when-healthy',
-            '--budget-prefix',
-            'cli-budget',
             '--budget-floor',
             '1',
             '--poll-interval',

@@ -1,59 +1,60 @@
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
-import type { DeadLetterRecord } from '../../src/bullmq/types.js';
+import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
+import type { DeadLetterRecord } from '../../src/runtime/contracts.js';
+import { sampleDeadLetter } from '../../src/runtime/dead-letter-store.case.js';
 import { TestRedis } from '../helpers/redis-server.js';
 
-/** A redis-server for one test file and the BullMQ connection options for it. */
+/** A redis-server for one test file, the BullMQ connection options for it, and dead-letter stores on it. */
 export interface RedisForFile {
   readonly server: TestRedis;
   readonly connection: { host: string; port: number; maxRetriesPerRequest: null };
+  /** One client for the file's stores (closed after the file). */
+  readonly redis: Redis;
+  /** A dead-letter store under a prefix no other test in the file uses. */
+  store(): RedisDeadLetterStore;
 }
+
+let prefixes = 0;
 
 /** Starts a redis-server before the file's tests and stops it after them. */
 export function redisForFile(): RedisForFile {
   let server: TestRedis | undefined;
+  let redis: Redis | undefined;
   beforeAll(async () => {
     server = await TestRedis.start();
+    redis = new Redis(server.connection);
   });
   afterAll(async () => {
+    redis?.disconnect();
     await server?.close();
   });
   const started = () => {
-    if (!server) throw new Error('redis-server is not started yet (use it inside a test)');
-    return server;
+    if (!server || !redis) throw new Error('redis-server is not started yet (use it inside a test)');
+    return { server, redis };
   };
   return {
     get server() {
-      return started();
+      return started().server;
     },
     get connection() {
-      return { ...started().connection, maxRetriesPerRequest: null };
+      return { ...started().server.connection, maxRetriesPerRequest: null };
     },
+    get redis() {
+      return started().redis;
+    },
+    store: () => new RedisDeadLetterStore({ redis: started().redis, prefix: `sgtest-${prefixes++}` }),
   };
 }
 
-/** A dead-letter record as a worker files it; `overrides` change what a test cares about. */
+/** A dead-letter record of queue `index` as a worker files it; `overrides` change what a test cares about. */
 export function deadLetter(jobId: string, overrides: Partial<DeadLetterRecord> = {}): DeadLetterRecord {
-  return {
-    jobId,
-    queue: 'index',
-    name: 'reindex',
-    data: { docId: jobId },
-    opts: { attempts: 5, backoff: { type: 'exponential', delay: 1000 }, jobId },
-    reason: 'max-attempts',
-    detail: '5 of 5 attempts used',
-    lastError: {
-      name: 'TransientError',
-      message: 'search timed out',
-      classification: { retryable: true, reason: 'ETIMEDOUT' },
-    },
-    attemptsMade: 5,
-    dependency: 'search',
+  return sampleDeadLetter(jobId, {
     createdAt: 1_000,
     firstFailedAt: 2_000,
     deadLetteredAt: 10_000,
-    replays: 0,
     ...overrides,
-  };
+  });
 }
 
 let counter = 0;

@@ -1,26 +1,33 @@
-import { Queue } from 'bullmq';
+import { Queue, UnrecoverableError, Worker } from 'bullmq';
 import { describe, expect, it } from 'vitest';
 import type { BudgetSnapshot } from '../../src/budget/types.js';
-import { replayJobOptions, replayOrigin } from '../../src/bullmq/dead-letter-ids.js';
+import { REPLAY_OPTION, replayJobOptions, replayOrigin } from '../../src/bullmq/dead-letter-ids.js';
 import { type DeadLetterQueue, deadLetterQueue } from '../../src/bullmq/dead-letter-queue.js';
 import type { Sleep } from '../../src/bullmq/replay-pacing.js';
 import { FakeClock } from '../../src/common/clock.js';
+import { queueTag } from '../../src/common/keys.js';
 import { isValidationError } from '../../src/errors/validation-error.js';
+import type { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
+import type { StoredDeadLetter } from '../../src/runtime/contracts.js';
+import { waitFor } from '../helpers/redis-server.js';
 import { deadLetter, redisForFile, uniqueQueue } from './dlq-fixtures.js';
 
 const env = redisForFile();
 
 interface Fixture {
   dlq: DeadLetterQueue;
+  store: RedisDeadLetterStore;
   source: Queue;
+  queue: string;
   /** Every job on the source queue, whatever its state. */
   sourceJobs(): Promise<{ id: string; originalJobId: string; name: string; data: unknown; opts: object }[]>;
 }
 
 async function withQueues(records: number, run: (f: Fixture) => Promise<void>): Promise<void> {
   const queue = uniqueQueue('replay');
-  const dlq = deadLetterQueue(queue, { connection: env.connection });
+  const store = env.store();
   const source = new Queue(queue, { connection: env.connection });
+  const dlq = deadLetterQueue(queue, { store, queue: source });
   for (let i = 0; i < records; i++)
     await dlq.add(deadLetter(`job-${i}`, { queue, deadLetteredAt: 10_000 + i }));
   const sourceJobs = async () =>
@@ -32,10 +39,10 @@ async function withQueues(records: number, run: (f: Fixture) => Promise<void>): 
       opts: job.opts,
     }));
   try {
-    await run({ dlq, source, sourceJobs });
+    await run({ dlq, store, source, queue, sourceJobs });
   } finally {
-    await source.close();
     await dlq.close();
+    await source.close();
   }
 }
 
@@ -53,12 +60,18 @@ function expectEachOnce(jobs: { originalJobId: string }[], count: number): void 
   expect(originals).toEqual(Array.from({ length: count }, (_, i) => `job-${i}`).sort());
 }
 
+async function onlyRecord(dlq: DeadLetterQueue): Promise<StoredDeadLetter> {
+  const { records } = await dlq.list();
+  expect(records).toHaveLength(1);
+  return records[0] as StoredDeadLetter;
+}
+
 describe('dlq.replay', () => {
-  it('puts each record back with its name, data and options, under a new id, attempts reset', async () => {
-    await withQueues(0, async ({ dlq, source, sourceJobs }) => {
-      await dlq.add(
+  it('puts each record back with its name, data and options, under an id of its own, attempts reset', async () => {
+    await withQueues(0, async ({ dlq, source, sourceJobs, queue }) => {
+      const id = await dlq.add(
         deadLetter('42', {
-          queue: dlq.sourceQueue,
+          queue,
           data: { docId: 42, idempotencyKey: 'doc-42' },
           idempotencyKey: 'doc-42',
           opts: { attempts: 5, priority: 3, delay: 60_000, jobId: '42', removeOnComplete: 100 },
@@ -71,32 +84,34 @@ describe('dlq.replay', () => {
         interrupted: false,
         skipped: [],
         failed: [],
+        malformed: [],
       });
+      const replayJobId = `42-r1.${id}`;
       expect(report.moved).toEqual([
-        { jobId: '42', replayJobId: '42-r1', name: 'reindex', reason: 'max-attempts', dependency: 'search' },
+        { id, jobId: '42', replayJobId, name: 'reindex', reason: 'max-attempts', dependency: 'search' },
       ]);
-      const job = await source.getJob('42-r1');
+      const job = await source.getJob(replayJobId);
       expect(job?.name).toBe('reindex');
       expect(job?.data).toEqual({ docId: 42, idempotencyKey: 'doc-42' });
       expect(job?.attemptsMade).toBe(0);
       expect(job?.opts).toMatchObject({ attempts: 5, priority: 3, removeOnComplete: 100 });
       expect(job?.opts.delay ?? 0).toBe(0);
       expect(await job?.getState()).toBe('prioritized');
-      expect(replayOrigin(job as never)).toEqual({ originalJobId: '42', replays: 1 });
+      expect(replayOrigin(job as never)).toMatchObject({ originalJobId: '42', replays: 1, recordId: id });
       expect(await dlq.count()).toBe(0);
       expect(await sourceJobs()).toHaveLength(1);
     });
   });
 
   it('emits replayed for each job it puts back, and nothing on a dry run', async () => {
-    await withQueues(2, async ({ dlq }) => {
+    await withQueues(2, async ({ dlq, queue }) => {
       const events: unknown[] = [];
       const sub = dlq.events.on('replayed', (e) => events.push(e));
       await dlq.replay({ dryRun: true });
       expect(events).toEqual([]);
       await dlq.replay();
       sub.dispose();
-      const replayed = { queue: dlq.sourceQueue, task: 'reindex', reason: 'max-attempts' };
+      const replayed = { queue, task: 'reindex', reason: 'max-attempts' };
       expect(events).toEqual([replayed, replayed]);
     });
   });
@@ -129,15 +144,49 @@ describe('dlq.replay', () => {
     });
   });
 
-  it('re-run after a crash that left the replay job on the queue and its record behind: no duplicate', async () => {
-    await withQueues(3, async ({ dlq, source, sourceJobs }) => {
-      // The state a crash between "add to the source queue" and "remove the record" would leave.
-      const record = (await dlq.get('job-1'))!;
-      await source.add(record.name, record.data, replayJobOptions(record) as never);
+  it('re-run after a crash that left the claim and the job behind, but not the removal: no duplicate', async () => {
+    await withQueues(3, async ({ dlq, store, source, queue, sourceJobs }) => {
+      // The state a crash between "add to the queue" and "remove the record" leaves.
+      const record = (await dlq.list()).records[1] as StoredDeadLetter;
+      const claim = (await store.claimReplay(queue, record.id, `job-1-r1.${record.id}`))!;
+      await source.add(record.name, record.data, replayJobOptions(record, claim, 60_000) as never);
       const report = await dlq.replay();
-      expect(report.moved.map((m) => m.replayJobId)).toEqual(['job-0-r1', 'job-1-r1', 'job-2-r1']);
+      expect(report.moved.map((m) => m.jobId)).toEqual(['job-0', 'job-1', 'job-2']);
+      expect(report.moved[1]?.replayJobId).toBe(claim.jobId);
       expectEachOnce(await sourceJobs(), 3);
       expect(await dlq.count()).toBe(0);
+    });
+  });
+
+  it('re-run after a crash whose job already ran and was removed (removeOnComplete): it is not added again', async () => {
+    await withQueues(0, async ({ dlq, store, source, queue }) => {
+      await dlq.add(deadLetter('once', { queue, opts: { removeOnComplete: true } }));
+      const record = await onlyRecord(dlq);
+      const claim = (await store.claimReplay(queue, record.id, `once-r1.${record.id}`))!;
+      await source.add(record.name, record.data, replayJobOptions(record, claim, 60_000) as never);
+      let runs = 0;
+      const worker = new Worker(queue, async () => void runs++, { connection: env.connection });
+      try {
+        await waitFor(
+          async () => runs === 1 && (await source.getJob(claim.jobId)) === undefined,
+          10_000,
+          'the job to run and go',
+        );
+        const report = await dlq.replay();
+        expect(report.moved.map((m) => m.replayJobId)).toEqual([claim.jobId]);
+        expect(await dlq.count()).toBe(0);
+        // Give the worker every chance to run a second copy, then check there is none.
+        await worker.close();
+        expect(await source.getJobCounts('wait', 'active', 'delayed', 'prioritized')).toEqual({
+          wait: 0,
+          active: 0,
+          delayed: 0,
+          prioritized: 0,
+        });
+        expect(runs).toBe(1);
+      } finally {
+        await worker.close();
+      }
     });
   });
 
@@ -151,40 +200,95 @@ describe('dlq.replay', () => {
     });
   });
 
-  it('a replayed job dead-lettered again is replayed under the next id', async () => {
-    await withQueues(1, async ({ dlq, source }) => {
-      await dlq.replay();
-      const replayed = (await source.getJob('job-0-r1'))!;
-      const origin = replayOrigin(replayed);
-      await dlq.add(deadLetter(origin.originalJobId, { queue: dlq.sourceQueue, replays: origin.replays }));
-      const report = await dlq.replay();
-      expect(report.moved.map((m) => m.replayJobId)).toEqual(['job-0-r2']);
-      expect(replayOrigin((await source.getJob('job-0-r2'))!)).toEqual({
-        originalJobId: 'job-0',
-        replays: 2,
-      });
+  it('a reused job id: two jobs with one custom id, both dead-lettered, both records kept, both replayed', async () => {
+    await withQueues(0, async ({ dlq, store, source, queue }) => {
+      // A producer that deduplicates with its own ids and removes failed jobs: the second job reuses the id.
+      const worker = new Worker(
+        queue,
+        async (job) => {
+          if (replayOrigin(job).replays > 0) return 'done';
+          await store.file(
+            deadLetter(String(job.id), { queue, createdAt: job.timestamp, data: job.data, opts: {} }),
+            { attempts: 1, deferrals: 0 },
+            60_000,
+          );
+          throw new UnrecoverableError('dead-lettered');
+        },
+        { connection: env.connection },
+      );
+      try {
+        for (const round of [1, 2]) {
+          await source.add('charge', { round }, { jobId: 'order-1', removeOnFail: true });
+          await waitFor(
+            async () => (await dlq.count()) === round && !(await source.getJob('order-1')),
+            10_000,
+            `order-1 #${round} to be dead-lettered and removed`,
+          );
+        }
+        const { records } = await dlq.list();
+        expect(records.map((r) => [r.jobId, r.data])).toEqual([
+          ['order-1', { round: 1 }],
+          ['order-1', { round: 2 }],
+        ]);
+        const report = await dlq.replay();
+        expect(report.moved).toHaveLength(2);
+        const ids = report.moved.map((m) => m.replayJobId);
+        expect(new Set(ids).size).toBe(2);
+        const replayed = await Promise.all(ids.map((id) => source.getJob(id)));
+        expect(replayed.map((j) => j?.data)).toEqual([{ round: 1 }, { round: 2 }]);
+      } finally {
+        await worker.close();
+      }
+    });
+  });
+
+  it("a replay whose derived id an older replay's job still holds uses the next id, never skips", async () => {
+    await withQueues(0, async ({ dlq, source, queue }) => {
+      await dlq.add(deadLetter('doc-9', { queue, data: { v: 'old' } }));
+      const old = await dlq.replay();
+      const oldJobId = old.moved[0]?.replayJobId as string;
+      expect(await source.getJob(oldJobId)).toBeDefined();
+      // The store starts afresh (a new prefix, say), so record ids start again and the derived id repeats.
+      const fresh = deadLetterQueue(queue, { store: env.store(), queue: source });
+      await fresh.add(deadLetter('doc-9', { queue, data: { v: 'new' } }));
+      const report = await fresh.replay();
+      expect(report.skipped).toEqual([]);
+      expect(report.moved.map((m) => m.replayJobId)).toEqual([`${oldJobId}~2`]);
+      expect((await source.getJob(`${oldJobId}~2`))?.data).toEqual({ v: 'new' });
+      expect((await source.getJob(oldJobId))?.data).toEqual({ v: 'old' });
+      expect(await fresh.count()).toBe(0);
+      // Run again: nothing left, nothing added.
+      expect((await fresh.replay()).moved).toEqual([]);
+      expect(await source.getJob(`${oldJobId}~3`)).toBeUndefined();
     });
   });
 
   it('replays only what the filters select, up to the limit, oldest first', async () => {
-    await withQueues(0, async ({ dlq, sourceJobs }) => {
-      const q = dlq.sourceQueue;
-      await dlq.add(deadLetter('a', { queue: q, reason: 'budget-exhausted', dependency: 'search' }));
-      await dlq.add(deadLetter('b', { queue: q, reason: 'permanent', dependency: 'search' }));
-      await dlq.add(deadLetter('c', { queue: q, reason: 'budget-exhausted', dependency: 'mail' }));
-      await dlq.add(deadLetter('d', { queue: q, reason: 'budget-exhausted', dependency: 'search' }));
-      await dlq.add(deadLetter('e', { queue: q, reason: 'budget-exhausted', dependency: 'search' }));
+    await withQueues(0, async ({ dlq, sourceJobs, queue }) => {
+      await dlq.add(
+        deadLetter('a', { queue, reason: 'budget-exhausted', dependency: 'search', deadLetteredAt: 1 }),
+      );
+      await dlq.add(deadLetter('b', { queue, reason: 'permanent', dependency: 'search', deadLetteredAt: 2 }));
+      await dlq.add(
+        deadLetter('c', { queue, reason: 'budget-exhausted', dependency: 'mail', deadLetteredAt: 3 }),
+      );
+      await dlq.add(
+        deadLetter('d', { queue, reason: 'budget-exhausted', dependency: 'search', deadLetteredAt: 4 }),
+      );
+      await dlq.add(
+        deadLetter('e', { queue, reason: 'budget-exhausted', dependency: 'search', deadLetteredAt: 5 }),
+      );
       const report = await dlq.replay({ reason: 'budget-exhausted', dependency: 'search', limit: 2 });
       expect(report.moved.map((m) => m.jobId)).toEqual(['a', 'd']);
       expect((await sourceJobs()).map((j) => j.originalJobId).sort()).toEqual(['a', 'd']);
-      expect((await dlq.list()).map((r) => r.jobId)).toEqual(['b', 'c', 'e']);
+      expect((await dlq.list()).records.map((r) => r.jobId)).toEqual(['b', 'c', 'e']);
     });
   });
 
   it('selects by age on its own clock', async () => {
-    await withQueues(0, async ({ dlq }) => {
-      await dlq.add(deadLetter('old', { queue: dlq.sourceQueue, deadLetteredAt: 1_000 }));
-      await dlq.add(deadLetter('new', { queue: dlq.sourceQueue, deadLetteredAt: 9_000 }));
+    await withQueues(0, async ({ dlq, queue }) => {
+      await dlq.add(deadLetter('old', { queue, deadLetteredAt: 1_000 }));
+      await dlq.add(deadLetter('new', { queue, deadLetteredAt: 9_000 }));
       const report = await dlq.replay({ sinceMs: 5_000, clock: new FakeClock(10_000) });
       expect(report.moved.map((m) => m.jobId)).toEqual(['new']);
     });
@@ -192,14 +296,10 @@ describe('dlq.replay', () => {
 
   it('a dry run reports what would move and moves nothing', async () => {
     await withQueues(4, async ({ dlq, sourceJobs }) => {
+      const ids = (await dlq.list()).records.map((r) => r.id);
       const report = await dlq.replay({ dryRun: true });
       expect(report.dryRun).toBe(true);
-      expect(report.moved.map((m) => m.replayJobId)).toEqual([
-        'job-0-r1',
-        'job-1-r1',
-        'job-2-r1',
-        'job-3-r1',
-      ]);
+      expect(report.moved.map((m) => m.replayJobId)).toEqual(ids.map((id, i) => `job-${i}-r1.${id}`));
       expect(await sourceJobs()).toEqual([]);
       expect(await dlq.count()).toBe(4);
     });
@@ -277,32 +377,29 @@ describe('dlq.replay', () => {
     });
   });
 
-  it('keeps a record it cannot move and reports why', async () => {
-    await withQueues(0, async ({ dlq }) => {
+  it('keeps a record it cannot move, claimed, and reports why; the next run tries it again', async () => {
+    await withQueues(0, async ({ dlq, queue }) => {
       // BullMQ refuses fractional priorities: this record cannot be enqueued as it is.
-      await dlq.add(deadLetter('bad', { queue: dlq.sourceQueue, opts: { priority: 1.5 } }));
-      await dlq.add(deadLetter('good', { queue: dlq.sourceQueue }));
+      const bad = await dlq.add(deadLetter('bad', { queue, opts: { priority: 1.5 }, deadLetteredAt: 1 }));
+      await dlq.add(deadLetter('good', { queue, deadLetteredAt: 2 }));
       const report = await dlq.replay();
-      expect(report.failed).toEqual([{ jobId: 'bad', error: expect.stringMatching(/[Pp]riority/) }]);
+      expect(report.failed).toEqual([{ id: bad, jobId: 'bad', error: expect.stringMatching(/[Pp]riority/) }]);
       expect(report.moved.map((m) => m.jobId)).toEqual(['good']);
-      expect((await dlq.list()).map((r) => r.jobId)).toEqual(['bad']);
+      const kept = await onlyRecord(dlq);
+      expect([kept.jobId, kept.replay?.jobId]).toEqual(['bad', `bad-r1.${bad}`]);
+      expect((await dlq.replay()).failed.map((f) => f.id)).toEqual([bad]);
     });
   });
 
-  it("keeps the record when BullMQ's add fails half-way, and replays it once the queue is sound again", async () => {
-    await withQueues(1, async ({ dlq, source, sourceJobs }) => {
-      // A wait list of the wrong type makes BullMQ's add script fail after it wrote the job hash.
-      const client = await source.client;
-      await client.set(source.toKey('wait'), 'not a list');
-      const broken = await dlq.replay();
-      expect(broken.failed).toEqual([{ jobId: 'job-0', error: expect.stringMatching(/WRONGTYPE/) }]);
-      expect(await dlq.get('job-0')).toBeDefined();
-      expect(await source.getJob('job-0-r1')).toBeUndefined();
-      await client.del(source.toKey('wait'));
-      const fixed = await dlq.replay();
-      expect(fixed.moved.map((m) => m.replayJobId)).toEqual(['job-0-r1']);
-      expect(await (await source.getJob('job-0-r1'))?.getState()).toBe('waiting');
-      expectEachOnce(await sourceJobs(), 1);
+  it('skips a malformed record with what is wrong, and replays the good ones', async () => {
+    await withQueues(3, async ({ dlq, store, queue, sourceJobs }) => {
+      const ids = (await dlq.list()).records.map((r) => r.id);
+      await env.redis.hset(`${queueTag(store.prefix, queue)}:dl:rec`, ids[1] as string, '{"jobId":');
+      const report = await dlq.replay();
+      expect(report.malformed).toEqual([{ id: ids[1], problem: expect.stringMatching(/not JSON/) }]);
+      expect(report.moved.map((m) => m.jobId)).toEqual(['job-0', 'job-2']);
+      expect((await sourceJobs()).map((j) => j.originalJobId).sort()).toEqual(['job-0', 'job-2']);
+      expect(await dlq.count()).toBe(1);
     });
   });
 
@@ -312,6 +409,16 @@ describe('dlq.replay', () => {
         (e: unknown) => isValidationError(e) && /ratePerSecond/.test((e as Error).message),
       );
       await expect(dlq.replay({ limit: 1.5 })).rejects.toSatisfy(isValidationError);
+    });
+  });
+
+  it('marks its jobs with where they came from', async () => {
+    await withQueues(1, async ({ dlq, source }) => {
+      const [moved] = (await dlq.replay()).moved;
+      const job = await source.getJob(moved?.replayJobId as string);
+      expect(job?.opts).toMatchObject({
+        [REPLAY_OPTION]: { originalJobId: 'job-0', replays: 1, recordId: moved?.id },
+      });
     });
   });
 });

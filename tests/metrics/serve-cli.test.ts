@@ -7,6 +7,7 @@ import { deadLetterQueue } from '../../src/bullmq/dead-letter-queue.js';
 import type { DeadLetterRecord } from '../../src/bullmq/types.js';
 import { RedisBreakerStore } from '../../src/redis/breaker-store.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
+import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
 import { cli, ensureCliBuilt, spawnCli } from '../helpers/cli.js';
 import { freePort, TestRedis, waitFor } from '../helpers/redis-server.js';
 import { parseExposition, type Sample, sampleValue } from './exposition.js';
@@ -106,7 +107,7 @@ describe('stormguard metrics serve (built binary)', () => {
     });
     await breaker.recordFailure('mail');
     await breaker.recordFailure('mail');
-    const dlq = deadLetterQueue('index', { connection: redis });
+    const dlq = deadLetterQueue('index', { store: new RedisDeadLetterStore({ redis, prefix: PREFIX }) });
     for (const id of ['a', 'b', 'c']) await dlq.add(record(id));
     await dlq.close();
   });

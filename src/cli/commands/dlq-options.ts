@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
-import { parseDuration } from '../../common/duration.js';
-import { InvalidInputError } from '../../errors/invalid-input-error.js';
 import type { DeadLetterFilter } from '../../bullmq/dead-letter-filter.js';
+import { parseDuration } from '../../common/duration.js';
+import { DEFAULT_PREFIX } from '../../common/keys.js';
+import { InvalidInputError } from '../../errors/invalid-input-error.js';
 import type { DeadLetterReason } from '../../policy/types.js';
 import { withRedisOption } from '../options.js';
 
@@ -22,7 +23,7 @@ const REASON_NAMES = Object.keys(REASONS) as DeadLetterReason[];
 export interface CommonDlqOptions {
   redis: string;
   prefix: string;
-  dlq?: string;
+  bullPrefix: string;
   json?: boolean;
 }
 
@@ -34,11 +35,11 @@ export interface FilterFlags {
   name?: string;
 }
 
-/** Adds `--redis`, `--prefix`, `--dlq` and `--json` to a subcommand. */
+/** Adds `--redis`, `--prefix`, `--bull-prefix` and `--json` to a subcommand. */
 export function withCommonOptions(command: Command): Command {
   return withRedisOption(command)
-    .option('--prefix <prefix>', 'BullMQ key prefix', 'bull')
-    .option('--dlq <name>', 'dead-letter queue name (default: <queue>-dlq)')
+    .option('--prefix <prefix>', 'stormguard key prefix (where the dead-letter store is)', DEFAULT_PREFIX)
+    .option('--bull-prefix <prefix>', 'BullMQ key prefix of the queue jobs are replayed to', 'bull')
     .option('--json', 'print JSON');
 }
 

@@ -1,11 +1,18 @@
-import { formatDuration } from '../../common/duration.js';
 import type { ReplayReport } from '../../bullmq/replay.js';
-import type { DeadLetterRecord } from '../../bullmq/types.js';
+import { formatDuration } from '../../common/duration.js';
+import type {
+  DeadLetterPage,
+  DeadLetterQueueSummary,
+  MalformedDeadLetter,
+  StoredDeadLetter,
+} from '../../runtime/contracts.js';
+import { isMalformedDeadLetter } from '../../runtime/dead-letter-record.js';
 
-/** Pads columns to their widest cell; the last column is left ragged. */
-export function table(rows: string[][]): string {
-  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
-  return rows
+/** Pads columns to their widest cell; the last column is left ragged. Any cell may be missing. */
+export function table(rows: readonly (readonly unknown[])[]): string {
+  const text = rows.map((row) => row.map(cellText));
+  const widths = text[0]?.map((_, i) => Math.max(...text.map((r) => (r[i] ?? '').length))) ?? [];
+  return text
     .map((row) =>
       row
         .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
@@ -15,52 +22,86 @@ export function table(rows: string[][]): string {
     .join('\n');
 }
 
+/** One table cell on one line, whatever the value: a table never breaks on what a record holds. */
+function cellText(value: unknown): string {
+  const text = typeof value === 'string' ? value : value === undefined || value === null ? '' : String(value);
+  return text.replace(/\s+/g, ' ');
+}
+
 /** How long ago `atMs` was, for people: `4m ago`. */
 export function ago(atMs: number, nowMs: number): string {
   return `${formatDuration(Math.max(0, nowMs - atMs))} ago`;
 }
 
-/** One page of a listing: the records shown, how many match, how many the queue holds. */
-export interface ListPage {
-  records: DeadLetterRecord[];
-  matched: number;
-  total: number;
-  offset: number;
+/** The `dlq list` (no queue) table: every queue the store knows. */
+export function formatQueues(queues: readonly DeadLetterQueueSummary[]): string {
+  if (queues.length === 0) return 'no queue has dead letters yet (workers register their queue on start)\n';
+  const rows: unknown[][] = [['QUEUE', 'RECORDS', 'EVICTED', 'RETENTION']];
+  for (const q of queues) rows.push([q.queue, q.count, q.evicted, retentionText(q.retention)]);
+  return `${table(rows)}\n`;
 }
 
-/** The `dlq list` table, under a line that says what is shown of what. */
-export function formatList(dlqName: string, page: ListPage, nowMs: number): string {
-  const { records, matched, total, offset } = page;
-  if (records.length === 0)
-    return `${dlqName}: nothing to show (${matched} matching, ${total} in the queue)\n`;
-  const range = `${offset + 1}-${offset + records.length}`;
-  const rows = [['ID', 'NAME', 'REASON', 'DEPENDENCY', 'ATTEMPTS', 'REPLAYS', 'DEAD-LETTERED', 'DETAIL']];
+function retentionText(retention: DeadLetterQueueSummary['retention']): string {
+  const parts = [];
+  if (retention.maxAgeMs !== undefined) parts.push(`max age ${formatDuration(retention.maxAgeMs)}`);
+  if (retention.maxCount !== undefined) parts.push(`max ${retention.maxCount} records`);
+  return parts.length > 0 ? parts.join(', ') : 'kept until replayed or purged';
+}
+
+/** One page of a listing, with how many match and how many the queue holds. */
+export interface ListPage extends DeadLetterPage {
+  matched: number;
+  total: number;
+  newestFirst: boolean;
+}
+
+/** The `dlq list <queue>` table, under a line that says what is shown of what; malformed records too. */
+export function formatList(queue: string, page: ListPage, nowMs: number): string {
+  const { records, malformed, matched, total } = page;
+  const shown = records.length + malformed.length;
+  if (shown === 0) return `${queue}: nothing to show (${matched} matching, ${total} in the queue)\n`;
+  const order = page.newestFirst ? 'newest first' : 'oldest first';
+  const rows: unknown[][] = [
+    ['ID', 'JOB', 'NAME', 'REASON', 'DEPENDENCY', 'ATTEMPTS', 'REPLAYS', 'DEAD-LETTERED', 'DETAIL'],
+  ];
   for (const r of records)
     rows.push([
+      r.id,
       r.jobId,
       r.name,
       r.reason,
       r.dependency,
-      String(r.attemptsMade),
-      String(r.replays),
+      r.attemptsMade,
+      r.replays,
       ago(r.deadLetteredAt, nowMs),
-      r.detail,
+      r.replay ? `${r.detail} (replay claimed as ${r.replay.jobId})` : r.detail,
     ]);
-  return `${dlqName}: ${range} of ${matched} matching (${total} in the queue), oldest first\n${table(rows)}\n`;
+  for (const m of malformed) rows.push([m.id, '?', '?', 'malformed', '?', '?', '?', '?', m.problem]);
+  const more = page.next ? `\nmore: --after ${page.next}` : '';
+  return `${queue}: ${shown} of ${matched} matching (${total} in the queue), ${order}\n${table(rows)}${more}\n`;
 }
 
-/** The `dlq show` view of one record. */
-export function formatRecord(r: DeadLetterRecord, nowMs: number): string {
+/** The `dlq show` view of one record (or of what is wrong with it). */
+export function formatRecord(entry: StoredDeadLetter | MalformedDeadLetter, nowMs: number): string {
+  if (isMalformedDeadLetter(entry))
+    return `${table([
+      ['record:', entry.id],
+      ['malformed:', entry.problem],
+    ])}\nreplay skips it; \`stormguard dlq purge\` removes it\n`;
+  const r = entry;
   const at = (ms: number | undefined) =>
     ms === undefined ? '-' : `${new Date(ms).toISOString()} (${ago(ms, nowMs)})`;
   const lines = [
+    ['record', r.id],
     ['job', r.jobId],
     ['queue', r.queue],
     ['name', r.name],
     ['reason', `${r.reason}: ${r.detail}`],
     ['dependency', r.dependency],
-    ['attempts', String(r.attemptsMade)],
-    ['replays', String(r.replays)],
+    ['attempts', r.attemptsMade],
+    ['replays', r.replays],
+    ['replayed from', r.replayedFrom ?? '-'],
+    ['replay claim', r.replay ? `${r.replay.jobId} at ${at(r.replay.claimedAt)}` : '-'],
     ['idempotency key', r.idempotencyKey ?? '-'],
     ['created', at(r.createdAt)],
     ['first failed', at(r.firstFailedAt)],
@@ -73,21 +114,22 @@ export function formatRecord(r: DeadLetterRecord, nowMs: number): string {
     ['options', JSON.stringify(r.opts)],
   ];
   const stack = r.lastError.stack ? `\n${r.lastError.stack}\n` : '';
-  return `${table(lines.map(([k, v]) => [`${k}:`, v ?? '']))}\n${stack}`;
+  return `${table(lines.map(([k, v]) => [`${k}:`, v]))}\n${stack}`;
 }
 
 /** The closing lines of `dlq replay`. */
 export function formatReport(report: ReplayReport): string {
-  const { moved, skipped, failed } = report;
+  const { moved, skipped, failed, malformed } = report;
   const verb = report.dryRun ? 'would replay' : 'replayed';
   const lines = [
-    `${verb} ${moved.length} of ${report.matched} matching jobs from ${report.deadLetterQueue} to ${report.queue}` +
+    `${verb} ${moved.length} of ${report.matched} matching jobs of queue "${report.queue}"` +
       (report.dryRun ? '' : ` (${skipped.length} already gone, ${failed.length} failed)`),
   ];
   if (report.dryRun)
     for (const m of moved)
-      lines.push(`  ${m.jobId} -> ${m.replayJobId}  ${m.name}  ${m.reason}  ${m.dependency}`);
-  for (const f of failed) lines.push(`  failed ${f.jobId}: ${f.error}`);
+      lines.push(`  ${m.id} (job ${m.jobId}) -> ${m.replayJobId}  ${m.name}  ${m.reason}  ${m.dependency}`);
+  for (const f of failed) lines.push(`  failed ${f.id} (job ${f.jobId}): ${f.error}`);
+  for (const m of malformed) lines.push(`  skipped malformed record ${m.id}: ${m.problem}`);
   if (report.stoppedBecause)
     lines.push(
       `stopped early: ${report.stoppedBecause}. Run the same command again to replay the rest: ` +

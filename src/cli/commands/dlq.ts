@@ -1,11 +1,13 @@
 import type { Command } from 'commander';
 import type { Redis } from 'ioredis';
 import type { RetryBudget } from '../../budget/retry-budget.js';
-import { systemClock } from '../../common/clock.js';
-import { parseDuration } from '../../common/duration.js';
-import { InvalidInputError } from '../../errors/invalid-input-error.js';
 import type { DeadLetterQueue } from '../../bullmq/dead-letter-queue.js';
 import type { ReplayOptions, ReplayProgress } from '../../bullmq/replay.js';
+import { systemClock } from '../../common/clock.js';
+import { parseDuration } from '../../common/duration.js';
+import { assertPrefix } from '../../common/names.js';
+import { InvalidInputError } from '../../errors/invalid-input-error.js';
+import type { DeadLetterStore } from '../../runtime/contracts.js';
 import { connectRedis } from '../connect-redis.js';
 import { type CliIO, printJson } from '../io.js';
 import { withExamples } from '../options.js';
@@ -19,16 +21,15 @@ import {
   withCommonOptions,
   withFilterOptions,
 } from './dlq-options.js';
-import { formatList, formatRecord, formatReport } from './dlq-output.js';
+import { formatList, formatQueues, formatRecord, formatReport } from './dlq-output.js';
 
-type ListFlags = CommonDlqOptions & FilterFlags & { limit?: string; offset?: string };
+type ListFlags = CommonDlqOptions & FilterFlags & { limit?: string; after?: string; newest?: boolean };
 type ReplayFlags = CommonDlqOptions &
   FilterFlags & {
     rate?: string;
     whenHealthy?: boolean;
     dryRun?: boolean;
     limit?: string;
-    budgetPrefix: string;
     budgetRatio: string;
     budgetWindow: string;
     budgetFloor: string;
@@ -37,50 +38,67 @@ type ReplayFlags = CommonDlqOptions &
 type PurgeFlags = CommonDlqOptions & FilterFlags & { yes?: boolean };
 
 /**
- * `stormguard dlq list|show|replay|purge <queue>`: read, replay and purge a queue's dead-letter queue.
- * The same functions a user calls (`deadLetterQueue(queue).list()`, `.get()`, `.replay()`, `.purge()`).
+ * `stormguard dlq list|show|replay|purge <queue>`: read, replay and purge a queue's dead letters in the
+ * dead-letter store. The same functions a user calls (`deadLetterQueue(queue, { store }).list()`, `.get()`,
+ * `.replay()`, `.purge()`). Reading never writes; a queue the store does not know is named as such,
+ * with the queues it does know.
  */
 export function register(program: Command, io: CliIO): void {
-  const dlq = program.command('dlq').description("read, replay and purge a queue's dead-letter queue");
+  const dlq = program.command('dlq').description("read, replay and purge a queue's dead letters");
 
   // Every action parses its flags before it connects, so bad input reads the same whether Redis is up or not.
-  withExamples(withFilterOptions(withCommonOptions(dlq.command('list <queue>'))), [
+  withExamples(withFilterOptions(withCommonOptions(dlq.command('list [queue]'))), [
+    'stormguard dlq list',
     'stormguard dlq list search-index --reason budget-exhausted --since 1h',
   ])
-    .description('list dead-lettered jobs, oldest first')
+    .description("list the queues with dead letters, or one queue's dead letters, oldest first")
     .option('--limit <n>', 'at most this many records', '50')
-    .option('--offset <n>', 'skip this many matching records first', '0')
-    .action((queue: string, flags: ListFlags) => {
+    .option('--after <cursor>', 'continue a listing where the previous page said "more"')
+    .option('--newest', 'newest first')
+    .action((queue: string | undefined, flags: ListFlags) => {
       const filter = parseFilterFlags(flags);
       const limit = parseWholeNumber(flags.limit ?? '50', '--limit');
-      const offset = parseWholeNumber(flags.offset ?? '0', '--offset');
+      if (queue === undefined)
+        return withStore(flags, async (store) => {
+          const queues = await store.queues();
+          if (flags.json) printJson(io, { queues });
+          else io.stdout.write(formatQueues(queues));
+        });
       return withDlq(queue, flags, async (dlq) => {
-        const [records, matched, total] = await Promise.all([
-          dlq.list({ ...filter, limit, offset }),
-          dlq.count(filter),
-          dlq.count(),
-        ]);
-        if (flags.json) printJson(io, { queue, deadLetterQueue: dlq.name, total, matched, offset, records });
-        else io.stdout.write(formatList(dlq.name, { records, matched, total, offset }, systemClock.now()));
+        const listing = { ...filter, limit, cursor: flags.after, newestFirst: flags.newest === true };
+        const [page, matched, total] = await Promise.all([dlq.list(listing), dlq.count(filter), dlq.count()]);
+        if (flags.json) printJson(io, { queue, total, matched, ...page });
+        else
+          io.stdout.write(
+            formatList(
+              queue,
+              { ...page, matched, total, newestFirst: listing.newestFirst },
+              systemClock.now(),
+            ),
+          );
       });
     });
 
   withExamples(withCommonOptions(dlq.command('show <queue> <id>')), [
     'stormguard dlq show search-index 4242 --json',
   ])
-    .description('show one dead-lettered job by its original job id')
-    .action((queue: string, id: string, flags: CommonDlqOptions) =>
-      withDlq(queue, flags, async (dlq) => {
+    .description('show one dead-letter record by its id (the ID column of dlq list)')
+    .action((queue: string, id: string, flags: CommonDlqOptions) => {
+      if (!/^\d+$/.test(id))
+        throw new InvalidInputError(
+          `<id>: "${id}" is not a record id; use the ID column of \`stormguard dlq list ${queue}\``,
+        );
+      return withDlq(queue, flags, async (dlq) => {
         const record = await dlq.get(id);
         if (!record) {
-          io.stderr.write(`stormguard: no dead-letter record for job "${id}" in ${dlq.name}\n`);
+          io.stderr.write(`stormguard: no dead-letter record ${id} for queue "${queue}"\n`);
           io.exitCode = 1;
           return;
         }
         if (flags.json) printJson(io, record);
         else io.stdout.write(formatRecord(record, systemClock.now()));
-      }),
-    );
+      });
+    });
 
   withExamples(withFilterOptions(withCommonOptions(dlq.command('replay <queue>'))), [
     'stormguard dlq replay search-index --dependency search --rate 50/s --when-healthy',
@@ -91,7 +109,6 @@ export function register(program: Command, io: CliIO): void {
     .option('--when-healthy', "wait while the dependency's retry budget is denying retries")
     .option('--dry-run', 'show what would be replayed and replay nothing')
     .option('--limit <n>', 'replay at most this many jobs')
-    .option('--budget-prefix <prefix>', 'retry budget key prefix (with --when-healthy)', 'stormguard')
     .option('--budget-ratio <ratio>', "the workers' budget ratio (with --when-healthy)", '0.2')
     .option('--budget-window <duration>', "the workers' budget window (with --when-healthy)", '60s')
     .option('--budget-floor <n>', "the workers' minimum allowance (with --when-healthy)", '10')
@@ -102,7 +119,7 @@ export function register(program: Command, io: CliIO): void {
       if (flags.limit !== undefined) options.limit = parseWholeNumber(flags.limit, '--limit', 1);
       const budgetSettings = flags.whenHealthy ? parseBudgetFlags(flags) : undefined;
       return withDlq(queue, flags, async (dlq, redis) => {
-        const budget = budgetSettings ? await budgetReader(redis, budgetSettings) : undefined;
+        const budget = budgetSettings ? await budgetReader(redis, flags.prefix, budgetSettings) : undefined;
         if (budget && budgetSettings) options.whenHealthy = { budget, pollMs: budgetSettings.pollMs };
         const progress = await progressBar(io);
         options.onProgress = progress.update;
@@ -122,7 +139,7 @@ export function register(program: Command, io: CliIO): void {
   withExamples(withFilterOptions(withCommonOptions(dlq.command('purge <queue>'))), [
     'stormguard dlq purge search-index --reason permanent --yes',
   ])
-    .description('delete dead-lettered jobs for good (needs --yes)')
+    .description('delete dead-letter records for good (needs --yes)')
     .option('--yes', 'really delete them')
     .action((queue: string, flags: PurgeFlags) => {
       const filter = parseFilterFlags(flags);
@@ -130,37 +147,62 @@ export function register(program: Command, io: CliIO): void {
         if (!flags.yes) {
           const n = await dlq.count(filter);
           throw new InvalidInputError(
-            `dlq purge: refusing to delete ${n} record(s) from ${dlq.name} without --yes (it cannot be undone)`,
+            `dlq purge: refusing to delete ${n} record(s) of queue "${queue}" without --yes (it cannot be undone)`,
           );
         }
         const purged = await dlq.purge(filter);
-        if (flags.json) printJson(io, { queue, deadLetterQueue: dlq.name, purged });
-        else io.stdout.write(`purged ${purged} record(s) from ${dlq.name}\n`);
+        if (flags.json) printJson(io, { queue, purged });
+        else io.stdout.write(`purged ${purged} record(s) of queue "${queue}"\n`);
       });
     });
 }
 
-/** Opens Redis and the dead-letter queue, runs `work`, and closes both whatever happens. */
-async function withDlq(
-  queue: string,
+/** Opens Redis and the dead-letter store on it, runs `work`, and disconnects whatever happens. */
+async function withStore(
   flags: CommonDlqOptions,
-  work: (dlq: DeadLetterQueue, redis: Redis) => Promise<void>,
+  work: (store: DeadLetterStore, redis: Redis) => Promise<void>,
 ): Promise<void> {
-  if (!queue || queue.includes(':'))
-    throw new InvalidInputError(`<queue>: "${queue}" is not a BullMQ queue name (non-empty, no ':')`);
+  assertPrefix(flags.prefix);
   const redis = await connectRedis(flags.redis);
-  const { deadLetterQueue } = await import('../../bullmq/dead-letter-queue.js');
-  const dlq = deadLetterQueue(queue, { connection: redis, prefix: flags.prefix, name: flags.dlq });
   try {
-    await work(dlq, redis);
+    const { RedisDeadLetterStore } = await import('../../redis/dead-letter-store.js');
+    await work(new RedisDeadLetterStore({ redis, prefix: flags.prefix }), redis);
   } finally {
-    await dlq.close().catch(() => {});
     redis.disconnect();
   }
 }
 
+/**
+ * Like {@link withStore}, for one queue the store must know: a mistyped queue name is bad input, named
+ * with the queues that do have dead letters (never an empty listing, and never a write).
+ */
+function withDlq(
+  queue: string,
+  flags: CommonDlqOptions,
+  work: (dlq: DeadLetterQueue, redis: Redis) => Promise<void>,
+): Promise<void> {
+  if (!queue)
+    throw new InvalidInputError('<queue>: must not be empty; `stormguard dlq list` lists the queues');
+  return withStore(flags, async (store, redis) => {
+    if (!(await store.queue(queue))) {
+      const known = (await store.queues()).map((q) => q.queue);
+      throw new InvalidInputError(
+        `<queue>: no dead letters are kept for queue "${queue}" under prefix "${flags.prefix}"; ${
+          known.length > 0 ? `queues with dead letters: ${known.join(', ')}` : 'no queue has any yet'
+        }`,
+      );
+    }
+    const { deadLetterQueue } = await import('../../bullmq/dead-letter-queue.js');
+    const dlq = deadLetterQueue(queue, { store, connection: redis, prefix: flags.bullPrefix });
+    try {
+      await work(dlq, redis);
+    } finally {
+      await dlq.close().catch(() => {});
+    }
+  });
+}
+
 interface BudgetSettings {
-  prefix: string;
   ratio: number;
   windowMs: number;
   minAllowance: number;
@@ -175,7 +217,6 @@ function parseBudgetFlags(flags: ReplayFlags): BudgetSettings {
       `--budget-ratio: "${flags.budgetRatio}" must be a number in (0, 1], e.g. 0.2`,
     );
   return {
-    prefix: flags.budgetPrefix,
     ratio,
     windowMs: parseDuration(flags.budgetWindow, '--budget-window'),
     minAllowance: parseWholeNumber(flags.budgetFloor, '--budget-floor'),
@@ -183,14 +224,14 @@ function parseBudgetFlags(flags: ReplayFlags): BudgetSettings {
   };
 }
 
-/** A read-only view of the workers' retry budget, for `--when-healthy`. */
-async function budgetReader(redis: Redis, settings: BudgetSettings): Promise<RetryBudget> {
+/** A read-only view of the workers' retry budget (under the same stormguard prefix), for `--when-healthy`. */
+async function budgetReader(redis: Redis, prefix: string, settings: BudgetSettings): Promise<RetryBudget> {
   const [{ RetryBudget }, { RedisBudgetStore }] = await Promise.all([
     import('../../budget/retry-budget.js'),
     import('../../redis/budget-store.js'),
   ]);
   return new RetryBudget({
-    store: new RedisBudgetStore({ redis, prefix: settings.prefix }),
+    store: new RedisBudgetStore({ redis, prefix }),
     ratio: settings.ratio,
     windowMs: settings.windowMs,
     minAllowance: settings.minAllowance,

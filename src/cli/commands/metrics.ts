@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
+import type { DeadLetterQueue } from '../../bullmq/dead-letter-queue.js';
 import { parseDuration } from '../../common/duration.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
-import type { DeadLetterQueue } from '../../bullmq/dead-letter-queue.js';
 import { assertPrefix, DEFAULT_PREFIX } from '../../redis/budget-keys.js';
 import { connectRedis } from '../connect-redis.js';
 import { interruption } from '../interruption.js';
@@ -64,6 +64,7 @@ export function register(program: Command, io: CliIO): void {
           { readOnlyBreaker, readOnlyBudget },
           { RedisBreakerStore },
           { RedisBudgetStore },
+          { RedisDeadLetterStore },
         ] = await Promise.all([
           import('prom-client'),
           import('../../bullmq/dead-letter-queue.js'),
@@ -72,6 +73,7 @@ export function register(program: Command, io: CliIO): void {
           import('../../metrics/store-views.js'),
           import('../../redis/breaker-store.js'),
           import('../../redis/budget-store.js'),
+          import('../../redis/dead-letter-store.js'),
         ]);
         const registry = new Registry();
         const exporter = createMetrics({ registry, readTimeoutMs });
@@ -81,8 +83,13 @@ export function register(program: Command, io: CliIO): void {
         exporter.observeBreaker(
           readOnlyBreaker(new RedisBreakerStore({ redis, prefix: flags.prefix }), { listIntervalMs }),
         );
+        const deadLetters = new RedisDeadLetterStore({ redis, prefix: flags.prefix });
         for (const queue of queueNames) {
-          const dlq = deadLetterQueue(queue, { connection: redis, prefix: flags.bullPrefix });
+          const dlq = deadLetterQueue(queue, {
+            store: deadLetters,
+            connection: redis,
+            prefix: flags.bullPrefix,
+          });
           queues.push(dlq);
           exporter.observeDeadLetters(dlq);
         }
