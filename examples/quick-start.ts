@@ -5,7 +5,7 @@
 import { Redis } from 'ioredis';
 import { presets, RetryBudget, retry } from 'stormguard';
 import { createWorker, deadLetterQueue } from 'stormguard/bullmq';
-import { RedisBudgetStore } from 'stormguard/redis';
+import { RedisBudgetStore, RedisDeadLetterStore } from 'stormguard/redis';
 
 // Stand-ins for your own clients.
 const search = { index: async (docId: string) => ({ indexed: docId }) };
@@ -17,6 +17,8 @@ const connection = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', 
 
 // One budget for the whole fleet, keyed by dependency: retries ≤ 20 % of successes over a sliding minute.
 const budget = new RetryBudget({ store: new RedisBudgetStore({ redis: connection }), ratio: 0.2 });
+// Where dead letters go: stormguard's own store, indexed by reason, dependency, job name and time.
+const deadLetters = new RedisDeadLetterStore({ redis: connection });
 
 const worker = createWorker<{ docId: string }>(
   'index',
@@ -24,11 +26,17 @@ const worker = createWorker<{ docId: string }>(
     // Each downstream call is attributed to its dependency: successes refill that budget, failures spend it.
     await ctx.call('search', () => search.index(job.data.docId));
   },
-  { connection, policy: presets.idempotentInternal, budget, dependencies: { reindex: 'search' } },
+  {
+    connection,
+    policy: presets.idempotentInternal,
+    deadLetters,
+    budget,
+    dependencies: { reindex: 'search' },
+  },
 );
 
-// What the budget refused, the ceiling exhausted or a permanent error stopped waits in `index-dlq`:
-const dlq = deadLetterQueue('index', { connection });
+// What the budget refused, the ceiling exhausted or a permanent error stopped waits in the store:
+const dlq = deadLetterQueue('index', { store: deadLetters, connection });
 const report = await dlq.replay({ reason: 'budget-exhausted', ratePerSecond: 50 }); // after the incident
 console.log(report);
 

@@ -80,7 +80,7 @@ async function startMember(calls: { n: number }) {
   const metrics = createMetrics({ registry });
   metrics.observeWorker(worker);
   metrics.observeBudget(budget);
-  const dlq = deadLetterQueue(QUEUE, { connection: server.connection });
+  const dlq = deadLetterQueue(QUEUE, { store: fleetDeadLetters, connection: server.connection });
   metrics.observeDeadLetters(dlq);
   const http: MetricsServer = await serveMetrics({ port: 0, host: '127.0.0.1', registry });
   open.push(budget, dlq, worker, http);
@@ -103,7 +103,7 @@ describe('metrics of a real worker fleet against a failing dependency', () => {
     const calls = { n: 0 };
     const members = [await startMember(calls), await startMember(calls)];
     const queue = new Queue(QUEUE, { connection: server.connection });
-    const dlq = deadLetterQueue(QUEUE, { connection: server.connection });
+    const dlq = deadLetterQueue(QUEUE, { store: fleetDeadLetters, connection: server.connection });
     open.push(queue, dlq);
     let completed = 0;
     for (const m of members) m.worker.events.on('completed', () => completed++);
