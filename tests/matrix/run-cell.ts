@@ -117,8 +117,12 @@ export async function runCell(cell: MatrixCell): Promise<CellRun> {
     })),
   );
   const errors = (report.testResults ?? [])
-    .filter((file) => file.status === 'failed' && (file.assertionResults ?? []).length === 0)
-    .map((file) => `${file.name.slice(dir.length + 1)}: ${file.message ?? 'failed to run'}`);
+    // A file that failed with no failing test: it could not load, or a hook threw and its tests were skipped.
+    .filter(
+      (file) =>
+        file.status === 'failed' && !(file.assertionResults ?? []).some((test) => test.status === 'failed'),
+    )
+    .map((file) => `${file.name.slice(dir.length + 1)}: ${file.message || 'failed outside its tests'}`);
   const run = { fixture, exitCode, tests, errors: [...bypasses, ...errors], dir };
   if (passedCleanly(run)) rmSync(dir, { recursive: true, force: true });
   return run;
@@ -138,7 +142,7 @@ export function describeRun(cell: MatrixCell, run: CellRun): string {
   const failed = run.tests.filter((test) => test.state === 'failed');
   const lines = [
     `${cell.name} (${versions}; STORMGUARD_TEST_BACKEND=${cell.backend}): vitest exited ${run.exitCode}, ` +
-      `${failed.length} of ${run.tests.length} tests in the cell failed`,
+      `${count(run, 'passed')} passed, ${failed.length} failed, ${count(run, 'skipped')} skipped`,
     ...run.errors.map((error) => `  error: ${error.split('\n')[0]}`),
     ...failed.map((test) => `  ✗ ${test.name}: ${test.failures[0] ?? ''}`),
     `  whole output: ${join(run.dir, 'output.log')}`,
@@ -187,6 +191,10 @@ function sourceImports(folder: string): string[] {
   return readdirSync(folder, { recursive: true, encoding: 'utf8' })
     .map((name) => join(folder, name))
     .filter((file) => file.endsWith('.ts') && /(['"])(?:\.\.\/)+src\//.test(readFileSync(file, 'utf8')));
+}
+
+function count(run: CellRun, state: CellTest['state']): number {
+  return run.tests.filter((test) => test.state === state).length;
 }
 
 function linkTestTools(fixture: FixtureProject, dir: string): void {
