@@ -1,5 +1,5 @@
-import type { Disposable } from '../common/events.js';
 import type { JobLabels, WorkerEvents } from '../bullmq/types.js';
+import type { Disposable } from '../common/events.js';
 import { noteDependency, type ObserverContext } from './context.js';
 import { DEAD_LETTER_REASON_SET, DEFERRAL_CAUSES, LabelBounds } from './labels.js';
 import type { ObservableWorker, Subscribable } from './sources.js';
