@@ -27,6 +27,12 @@ import {
   finalStateOf,
   MAX_EVICTIONS_PER_FILING,
 } from '../runtime/dead-letter-store-rules.js';
+import {
+  type DurableWrites,
+  type DurableWritesOption,
+  resolveDurableWrites,
+  runDurably,
+} from './durable-writes.js';
 import { defineScript, type RedisClient, type ScriptSpec } from './scripts.js';
 
 /**
@@ -45,6 +51,13 @@ export interface RedisDeadLetterStoreOptions {
    * run retention and expiry cases on a fake clock. In production leave it unset.
    */
   clock?: Clock;
+  /**
+   * Whether `file` waits until a replica has the record (`WAIT`), so a failover cannot lose it: `true` (one
+   * replica, up to 1 s), `{ replicas, timeoutMs }`, or `false`. A filing no replica acknowledged in time
+   * rejects (filing again is safe: it is idempotent per job). Default: `true` on a Redis Cluster client,
+   * `false` on a single Redis.
+   */
+  durableWrites?: DurableWritesOption;
 }
 
 /**
@@ -154,6 +167,7 @@ export class RedisDeadLetterStore implements DeadLetterStore {
   readonly prefix: string;
   readonly #redis: RedisClient;
   readonly #clock: Clock | undefined;
+  readonly #durable: DurableWrites | undefined;
   readonly #scripts: { [K in keyof typeof SCRIPTS]: Script };
   readonly #registered = new Set<string>();
   #schemaChecked: Promise<void> | undefined;
@@ -164,6 +178,7 @@ export class RedisDeadLetterStore implements DeadLetterStore {
     this.prefix = prefix;
     this.#redis = options.redis;
     this.#clock = options.clock;
+    this.#durable = resolveDurableWrites(options.redis, options.durableWrites);
     this.#scripts = Object.fromEntries(
       Object.entries(SCRIPTS).map(([name, spec]) => [name, defineScript(options.redis, spec)]),
     ) as { [K in keyof typeof SCRIPTS]: Script };
@@ -233,29 +248,32 @@ export class RedisDeadLetterStore implements DeadLetterStore {
     if (!this.#registered.has(record.queue)) await this.registerQueue(record.queue);
     const keys = new QueueKeys(this.prefix, record.queue);
     const [head, tail] = splitAtId(JSON.stringify(finalStateOf(record, finalState, '\u0000')));
-    const [created, id] = (await this.#scripts.file(
-      [
-        keys.seq,
-        keys.rec,
-        keys.ix,
-        keys.claim,
-        keys.all,
-        keys.reason(record.reason),
-        keys.dependency(record.dependency),
-        keys.name(record.name),
-        keys.attempts(record),
-        keys.meta,
-      ],
-      [
-        JSON.stringify(record),
-        record.deadLetteredAt,
-        head,
-        tail,
-        Math.max(1, Math.ceil(ttlMs)),
-        this.#now(),
-        MAX_EVICTIONS_PER_FILING,
-      ],
-    )) as [number, string];
+    const fileKeys = [
+      keys.seq,
+      keys.rec,
+      keys.ix,
+      keys.claim,
+      keys.all,
+      keys.reason(record.reason),
+      keys.dependency(record.dependency),
+      keys.name(record.name),
+      keys.attempts(record),
+      keys.meta,
+    ];
+    const fileArgs = [
+      JSON.stringify(record),
+      record.deadLetteredAt,
+      head,
+      tail,
+      Math.max(1, Math.ceil(ttlMs)),
+      this.#now(),
+      MAX_EVICTIONS_PER_FILING,
+    ];
+    const [created, id] = (
+      this.#durable
+        ? await runDurably(this.#redis, SCRIPTS.file, fileKeys, fileArgs, this.#durable)
+        : await this.#scripts.file(fileKeys, fileArgs)
+    ) as [number, string];
     return { id: String(id), created: created === 1 };
   }
 

@@ -1,5 +1,11 @@
 import { DEFAULT_PREFIX, idempotencyKeyOf } from '../common/keys.js';
 import { assertPrefix } from '../common/names.js';
+import {
+  type DurableWrites,
+  type DurableWritesOption,
+  resolveDurableWrites,
+  runDurably,
+} from './durable-writes.js';
 import { defineScript, type RedisClient, type ScriptSpec } from './scripts.js';
 
 /**
@@ -46,6 +52,12 @@ export interface RedisIdempotencyStoreOptions {
    * Default: `stormguard`.
    */
   prefix?: string;
+  /**
+   * Whether `finish` waits until a replica has the outcome (`WAIT`), so a failover cannot lose it: `true`
+   * (one replica, up to 1 s), `{ replicas, timeoutMs }`, or `false`. A `finish` whose outcome no replica
+   * acknowledged in time rejects. Default: `true` on a Redis Cluster client, `false` on a single Redis.
+   */
+  durableWrites?: DurableWritesOption;
 }
 
 const SCRIPTS = {
@@ -72,11 +84,15 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   readonly #finish: Script;
   readonly #release: Script;
   readonly #renew: Script;
+  readonly #redis: RedisClient;
+  readonly #durable: DurableWrites | undefined;
 
   constructor(redis: RedisClient, options: RedisIdempotencyStoreOptions = {}) {
     const prefix = options.prefix ?? DEFAULT_PREFIX;
     assertPrefix(prefix);
     this.#prefix = prefix;
+    this.#redis = redis;
+    this.#durable = resolveDurableWrites(redis, options.durableWrites);
     this.#begin = defineScript(redis, SCRIPTS.begin);
     this.#finish = defineScript(redis, SCRIPTS.finish);
     this.#release = defineScript(redis, SCRIPTS.release);
@@ -97,7 +113,12 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   }
 
   async finish(key: string, token: string, value: string, ttlMs: number): Promise<boolean> {
-    return (await this.#finish([this.keyOf(key)], [token, value, ttlMs])) === 1;
+    const keys = [this.keyOf(key)];
+    const args = [token, value, ttlMs];
+    const reply = this.#durable
+      ? await runDurably(this.#redis, SCRIPTS.finish, keys, args, this.#durable)
+      : await this.#finish(keys, args);
+    return reply === 1;
   }
 
   async release(key: string, token: string): Promise<boolean> {

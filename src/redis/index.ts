@@ -22,6 +22,7 @@ export {
   RedisDeadLetterStore,
   type RedisDeadLetterStoreOptions,
 } from './dead-letter-store.js';
+export type { DurableWrites, DurableWritesOption } from './durable-writes.js';
 export {
   type IdempotencyClaim,
   type IdempotencyStore,

@@ -1,5 +1,5 @@
-import type { Cluster, Redis } from 'ioredis';
-import type { RedisClient } from './scripts.js';
+import type { Redis } from 'ioredis';
+import { isCluster, type RedisClient } from './scripts.js';
 
 /**
  * Options of {@link scanKeys}.
@@ -61,8 +61,4 @@ export async function scanKeys(
  */
 export function escapeGlob(text: string): string {
   return text.replace(/[*?[\]\\]/g, '\\$&');
-}
-
-function isCluster(redis: RedisClient): redis is Cluster {
-  return (redis as Cluster).isCluster === true;
 }

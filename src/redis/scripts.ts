@@ -10,6 +10,16 @@ import type { Cluster, Redis } from 'ioredis';
 export type RedisClient = Redis | Cluster;
 
 /**
+ * Whether `redis` is an ioredis `Cluster` client.
+ *
+ * @example
+ * isCluster(new Cluster([{ host: '127.0.0.1', port: 7000 }])); // true
+ */
+export function isCluster(redis: RedisClient): redis is Cluster {
+  return (redis as Cluster).isCluster === true;
+}
+
+/**
  * A Lua script kept as a source file in `src/redis/lua/<file>` (named `<name>-<numberOfKeys>.lua`).
  *
  * @example

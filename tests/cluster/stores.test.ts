@@ -28,7 +28,7 @@ let prefixes = 0;
 const freshPrefix = () => `{sg}:c-${process.pid}-${prefixes++}`;
 
 beforeAll(async () => {
-  cluster = await TestRedisCluster.start();
+  cluster = await TestRedisCluster.start({ replicas: 1 });
   redis = cluster.client();
 });
 

@@ -54,6 +54,8 @@ const FORM_TIMEOUT_MS = 30_000;
  * await cluster.close();
  */
 export class TestRedisCluster {
+  readonly #paused = new Map<number, number>();
+
   private constructor(readonly nodes: readonly TestRedis[]) {}
 
   static async start(options: TestRedisClusterOptions = {}): Promise<TestRedisCluster> {
@@ -165,8 +167,38 @@ export class TestRedisCluster {
     }
   }
 
+  /**
+   * Freezes `node` (SIGSTOP) until {@link resume}: its sockets stay open but it answers nothing, as a
+   * replica that stops acknowledging replication would.
+   */
+  async pause(node: TestRedis): Promise<void> {
+    const pid = await processIdOf(node);
+    this.#paused.set(node.port, pid);
+    process.kill(pid, 'SIGSTOP');
+  }
+
+  /** Wakes a node {@link pause} froze (SIGCONT). */
+  async resume(node: TestRedis): Promise<void> {
+    const pid = this.#paused.get(node.port);
+    if (pid !== undefined) process.kill(pid, 'SIGCONT');
+    this.#paused.delete(node.port);
+  }
+
+  /** The replicas of the master serving `key`. */
+  async replicasOf(key: string): Promise<TestRedis[]> {
+    const master = await this.masterOf(key);
+    const view = await this.topology();
+    const masterId = view.find((n) => n.port === master.port)?.id;
+    const ports = view.filter((n) => n.role === 'replica' && n.masterId === masterId).map((n) => n.port);
+    return this.nodes.filter((node) => ports.includes(node.port));
+  }
+
   /** Stops every node and removes its folder. */
   async close(): Promise<void> {
+    for (const port of [...this.#paused.keys()]) {
+      const node = this.nodes.find((candidate) => candidate.port === port);
+      if (node) await this.resume(node);
+    }
     await Promise.all(this.nodes.map((node) => node.close()));
   }
 }
@@ -213,6 +245,14 @@ async function commandReply(port: number, name: string, ...args: string[]): Prom
   } finally {
     redis.disconnect();
   }
+}
+
+/** The process id of the redis-server behind `node` (`INFO server`). */
+async function processIdOf(node: TestRedis): Promise<number> {
+  const info = await command(node.port, 'INFO', 'server');
+  const pid = Number(/process_id:(\d+)/.exec(info)?.[1]);
+  if (!Number.isSafeInteger(pid)) throw new Error(`no process_id in INFO server of port ${node.port}`);
+  return pid;
 }
 
 async function command(port: number, name: string, ...args: string[]): Promise<string> {
