@@ -7,6 +7,7 @@
  */
 export { RetryBudget } from '../../src/budget/retry-budget.js';
 export type { BudgetStore } from '../../src/budget/store.js';
+export { deadLetterQueue } from '../../src/bullmq/dead-letter-queue.js';
 export { idempotencyGuard } from '../../src/bullmq/idempotency-guard.js';
 export type { WorkerEvents } from '../../src/bullmq/types.js';
 export { createWorker, type StormguardProcessor, type StormguardWorker } from '../../src/bullmq/worker.js';
@@ -17,5 +18,6 @@ export { TransientError } from '../../src/errors/transient-error.js';
 export { definePolicy } from '../../src/policy/define-policy.js';
 export { planForWindow } from '../../src/policy/plan-window.js';
 export { RedisBudgetStore } from '../../src/redis/budget-store.js';
+export { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
 export type { DeadLetterStore, StoredDeadLetter } from '../../src/runtime/contracts.js';
 export { MemoryDeadLetterStore } from '../../src/runtime/memory-dead-letter-store.js';
