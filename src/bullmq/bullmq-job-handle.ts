@@ -1,4 +1,5 @@
 import type { Job } from 'bullmq';
+import type { JobRef } from '../runtime/contracts.js';
 import type { JobHandle } from '../runtime/job-handle.js';
 import { replayOrigin } from './dead-letter-ids.js';
 
@@ -12,21 +13,42 @@ import { replayOrigin } from './dead-letter-ids.js';
  * const outcome = await runtime.run(bullmqJobHandle(job, token, 'index'), (ctx) => processor(job, ctx));
  */
 export function bullmqJobHandle(job: Job, token: string | undefined, queue: string): JobHandle {
-  return {
-    ref: { queue, jobId: job.id ?? '', createdAt: job.timestamp },
-    name: job.name,
-    data: job.data,
-    get opts() {
-      return plainJson(job.opts) as Record<string, unknown>;
-    },
-    starts: job.attemptsStarted ?? 0,
-    finishes: job.attemptsMade ?? 0,
-    stalls: job.stalledCounter ?? 0,
-    get replays() {
-      return replayOrigin(job).replays;
-    },
-    moveToDelayed: (dueAtMs) => job.moveToDelayed(dueAtMs, token),
-  };
+  return new BullmqJobHandle(job, token, queue);
+}
+
+/** A class, not an object literal with getters: the hot path builds one per job, and shapes stay stable. */
+class BullmqJobHandle implements JobHandle {
+  readonly ref: JobRef;
+  readonly name: string;
+  readonly data: unknown;
+  readonly starts: number;
+  readonly finishes: number;
+  readonly stalls: number;
+
+  constructor(
+    private readonly job: Job,
+    private readonly token: string | undefined,
+    queue: string,
+  ) {
+    this.ref = { queue, jobId: job.id ?? '', createdAt: job.timestamp };
+    this.name = job.name;
+    this.data = job.data;
+    this.starts = job.attemptsStarted ?? 0;
+    this.finishes = job.attemptsMade ?? 0;
+    this.stalls = job.stalledCounter ?? 0;
+  }
+
+  get opts(): Record<string, unknown> {
+    return plainJson(this.job.opts) as Record<string, unknown>;
+  }
+
+  get replays(): number {
+    return replayOrigin(this.job).replays;
+  }
+
+  moveToDelayed(dueAtMs: number): Promise<void> {
+    return this.job.moveToDelayed(dueAtMs, this.token);
+  }
 }
 
 function plainJson(value: unknown): unknown {

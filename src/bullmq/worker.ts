@@ -145,22 +145,23 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
     const warn = options.onWarning ?? ((message) => process.emitWarning(message, 'StormguardWarning'));
     const warnedNames = new Set<string>();
     const keyFn = options.idempotency?.key;
-    const ranHere = new WeakSet<Job>();
+    // Every error the processor hands BullMQ for a failure is stormguard's own: a 'failed' event with any
+    // other error is a job BullMQ failed without calling the processor. Only failures are remembered.
+    const ours = new WeakSet<Error>();
     bound.process = async (job, token) => {
-      ranHere.add(job as Job);
       warnOnAttemptsMismatch(job, queueName, policy, warnedNames, warn);
       const outcome: RunOutcome<Result> = await runtime.run(
         bullmqJobHandle(job as Job, token, queueName),
         (ctx) => processor(job, ctx),
         keyFn && (() => keyFn(job)),
       );
-      return settleInBullMQ(job as Job, outcome, queueName);
+      return settleInBullMQ(job as Job, outcome, queueName, ours);
     };
-    this.on('failed', (job) => {
+    this.on('failed', (job, error) => {
       // BullMQ fails some jobs without calling the processor: the parent of a failed failParentOnFailure
       // child (and a job past maxStartedAttempts). It has ended in BullMQ's failed set; its dead letter is
       // filed now, so it is found where every other dead letter is.
-      if (!job || ranHere.has(job as Job)) return;
+      if (!job || ours.has(error)) return;
       const handle = bullmqJobHandle(job as Job, undefined, queueName);
       const filing = endedUnprocessed(runtime, handle, (job as Job).failedReason ?? '');
       this.#filing.add(filing);
@@ -239,7 +240,17 @@ export function createWorker<Data = unknown, Result = unknown, Name extends stri
  * already moved to delayed, an `UnrecoverableError` (which BullMQ never retries, whatever the job's
  * `attempts`) for a terminal decision, or the processor's own BullMQ control error.
  */
-function settleInBullMQ<Result>(job: Job, outcome: RunOutcome<Result>, queue: string): Result {
+function settleInBullMQ<Result>(
+  job: Job,
+  outcome: RunOutcome<Result>,
+  queue: string,
+  ours: WeakSet<Error>,
+): Result {
+  const unrecoverable = (message: string) => {
+    const error = new UnrecoverableError(message);
+    ours.add(error);
+    return error;
+  };
   switch (outcome.type) {
     case 'completed':
       return outcome.value;
@@ -248,7 +259,7 @@ function settleInBullMQ<Result>(job: Job, outcome: RunOutcome<Result>, queue: st
     case 'pass-through':
       throw outcome.error;
     case 'failed':
-      throw new UnrecoverableError(outcome.message);
+      throw unrecoverable(outcome.message);
     case 'dead-lettered':
       if (parentWouldWaitForever(job)) {
         const marker: DeadLetteredMarker = {
@@ -260,7 +271,7 @@ function settleInBullMQ<Result>(job: Job, outcome: RunOutcome<Result>, queue: st
         };
         return marker as Result;
       }
-      throw new UnrecoverableError(outcome.message);
+      throw unrecoverable(outcome.message);
   }
 }
 

@@ -47,7 +47,8 @@ export type CallBreaker = Pick<CircuitBreaker, 'execute'>;
 export class JobCallContext implements CallContext {
   /** Downstream calls made through `call` in this attempt. */
   calls = 0;
-  readonly #failedCalls = new Map<unknown, string>();
+  /** Made on the first failed call: a job that succeeds allocates none. */
+  #failedCalls: Map<unknown, string> | undefined;
 
   constructor(
     readonly dependency: string,
@@ -76,7 +77,7 @@ export class JobCallContext implements CallContext {
       this.onSuccess(dependency);
       return value;
     } catch (error) {
-      this.#failedCalls.set(error, dependency);
+      (this.#failedCalls ??= new Map()).set(error, dependency);
       throw error;
     }
   }
@@ -88,7 +89,7 @@ export class JobCallContext implements CallContext {
   dependencyOf(error: unknown): string | undefined {
     let current = error;
     for (let depth = 0; depth < 8; depth++) {
-      const dependency = this.#failedCalls.get(current);
+      const dependency = this.#failedCalls?.get(current);
       if (dependency !== undefined) return dependency;
       if (typeof current !== 'object' || current === null || !('cause' in current)) return undefined;
       current = (current as { cause?: unknown }).cause;

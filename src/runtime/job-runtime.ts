@@ -360,8 +360,10 @@ export class JobRuntime {
 }
 
 /** The job's idempotency key; a key function that throws is a bug no retry fixes (a permanent failure). */
+const NO_KEY: { key?: string; error?: PermanentError } = Object.freeze({});
+
 function keyOfJob(keyOf: (() => string | undefined) | undefined): { key?: string; error?: PermanentError } {
-  if (!keyOf) return {};
+  if (!keyOf) return NO_KEY;
   try {
     const key = keyOf();
     return key === undefined ? {} : { key };
