@@ -89,20 +89,22 @@ export function settle(state: AttemptState, decision: Decision, nowMs: number, j
   const firstFailedAt = state.firstFailedAt ?? nowMs;
   const attemptsMade = state.attempts + 1;
   if (decision.action === 'retry') {
+    // Plain literals, no spreads: the simulator settles hundreds of thousands of attempts a run.
     const { delayMs, retry, cause } = decision;
-    const timing = { delayMs, dueAtMs: nowMs + delayMs, retry, cause };
+    const dueAtMs = nowMs + delayMs;
     if (decision.chargesAttempt)
       return {
         state: nextState(attemptsMade, state.deferrals, job.starts, delayMs, firstFailedAt),
-        action: { type: 'retry', ...timing },
+        action: { type: 'retry', delayMs, dueAtMs, retry, cause },
       };
     return {
       state: nextState(state.attempts, state.deferrals + 1, job.starts, state.previousDelayMs, firstFailedAt),
-      action: { type: 'defer', ...timing },
+      action: { type: 'defer', delayMs, dueAtMs, retry, cause },
     };
   }
   const final = nextState(attemptsMade, state.deferrals, job.starts, state.previousDelayMs, firstFailedAt);
   const { reason, detail, classification } = decision;
+  const { lastError } = job;
   if (decision.action === 'fail')
     return {
       state: final,
@@ -110,17 +112,23 @@ export function settle(state: AttemptState, decision: Decision, nowMs: number, j
         type: 'fail',
         reason,
         detail,
-        message: `${reason}: ${detail}; last error: ${job.lastError.message}`,
+        message: `${reason}: ${detail}; last error: ${lastError.message}`,
       },
     };
+  const { ref } = job;
   const record: DeadLetterRecord = {
-    ...job.ref,
+    queue: ref.queue,
+    jobId: ref.jobId,
+    createdAt: ref.createdAt,
     name: job.name,
     data: job.data,
     opts: job.opts,
     reason,
     detail,
-    lastError: { ...job.lastError, classification },
+    lastError:
+      lastError.stack === undefined
+        ? { name: lastError.name, message: lastError.message, classification }
+        : { name: lastError.name, message: lastError.message, stack: lastError.stack, classification },
     attemptsMade,
     dependency: job.dependency,
     firstFailedAt,
@@ -139,8 +147,7 @@ function nextState(
   previousDelayMs: number | undefined,
   firstFailedAt: number,
 ): AttemptState {
-  const state: AttemptState = { attempts, deferrals, starts };
-  if (previousDelayMs !== undefined) state.previousDelayMs = previousDelayMs;
-  state.firstFailedAt = firstFailedAt;
-  return state;
+  return previousDelayMs === undefined
+    ? { attempts, deferrals, starts, firstFailedAt }
+    : { attempts, deferrals, starts, previousDelayMs, firstFailedAt };
 }

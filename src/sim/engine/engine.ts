@@ -3,6 +3,8 @@ import { seededRandom } from '../../common/random.js';
 import { BrokenCircuitError } from '../../errors/broken-circuit-error.js';
 import { decide, decideSync } from '../../policy/decide.js';
 import type { DecideContext, Decision, RetryPolicy } from '../../policy/types.js';
+import type { AttemptState, JobRef } from '../../runtime/contracts.js';
+import { type SettleJob, settle } from '../../runtime/settle.js';
 import { type DependencySpec, expectedJobs, type Scenario } from '../scenario/schema.js';
 import { ArrivalStreams } from './arrivals.js';
 import { CallOutcome, DependencyModel } from './dependency-model.js';
@@ -306,16 +308,25 @@ export async function runEngine(
     dl.add(t);
   };
 
+  /** The facts `settle` reads about a job, filled in per failure (one object for the whole run). */
+  const facts = new SimulatedJob(scenario, classes, dependencyNames, jobs);
+
+  /** Settles a failed attempt through the runtime's own `settle`, as a worker does, and acts on it. */
   const apply = (decision: Decision, job: number, d: number, t: number): void => {
-    if (decision.action === 'retry') {
-      if (!decision.chargesAttempt) {
-        jobs.charged[job] = (jobs.charged[job] as number) - 1;
-        (series[d] as DependencySeries).deferred.add(t);
-      } else (series[d] as DependencySeries).granted.add(t);
-      jobs.previousDelay[job] = decision.delayMs;
-      run.delayed++;
-      queue.push(t + decision.delayMs, (job << KIND_BITS) | RETRY_DUE);
-    } else finish(job, t, decision.reason);
+    const previous = jobs.previousDelay[job] as number;
+    // The attempt that just failed is already counted in `charged`: the state is the one before it.
+    const before: AttemptState = { attempts: (jobs.charged[job] as number) - 1, deferrals: 0 };
+    if (!Number.isNaN(previous)) before.previousDelayMs = previous;
+    const { state, action } = settle(before, decision, t, facts.of(job, d));
+    if (action.type === 'dead-letter') return finish(job, t, action.record.reason);
+    if (action.type === 'fail') return finish(job, t, action.reason);
+    jobs.charged[job] = state.attempts;
+    jobs.previousDelay[job] = state.previousDelayMs ?? Number.NaN;
+    const s = series[d] as DependencySeries;
+    if (action.type === 'retry') s.granted.add(t);
+    else s.deferred.add(t);
+    run.delayed++;
+    queue.push(action.dueAtMs, (job << KIND_BITS) | RETRY_DUE);
   };
 
   const attemptDone = (slot: number, t: number): Promise<void> | undefined => {
@@ -489,4 +500,59 @@ export async function runEngine(
     attemptsHistogram: histogram,
     events: run.events,
   };
+}
+
+/**
+ * A simulated job as `settle` sees it. `settle` reads only `starts` on a retry; the rest (identity, name,
+ * the error) only when it files a dead letter, so those are computed then and the hot path allocates nothing.
+ */
+class SimulatedJob implements SettleJob {
+  #job = 0;
+  #dependency = 0;
+  readonly opts: Record<string, unknown> = {};
+  readonly data: unknown = undefined;
+  readonly replays = 0;
+
+  constructor(
+    private readonly scenario: Scenario,
+    private readonly classes: readonly EngineJobClass[],
+    private readonly dependencyNames: readonly string[],
+    private readonly jobs: JobTable,
+  ) {}
+
+  of(job: number, dependency: number): this {
+    this.#job = job;
+    this.#dependency = dependency;
+    return this;
+  }
+
+  get starts(): number {
+    return this.jobs.attempts[this.#job] as number;
+  }
+
+  get ref(): JobRef {
+    return {
+      queue: this.scenario.name,
+      jobId: String(this.#job),
+      createdAt: this.jobs.createdAt[this.#job] as number,
+    };
+  }
+
+  get name(): string {
+    return Object.keys(this.scenario.jobClasses)[this.jobs.jobClass[this.#job] as number] ?? '';
+  }
+
+  get dependency(): string {
+    return this.dependencyNames[this.#dependency] as string;
+  }
+
+  get lastError(): SettleJob['lastError'] {
+    return { name: 'Error', message: `${this.dependency} failed` };
+  }
+
+  get idempotencyKey(): string | undefined {
+    return (this.classes[this.jobs.jobClass[this.#job] as number] as EngineJobClass).idempotencyKey
+      ? String(this.#job)
+      : undefined;
+  }
 }
