@@ -77,7 +77,8 @@ export class JobCallContext implements CallContext {
       this.onSuccess(dependency);
       return value;
     } catch (error) {
-      (this.#failedCalls ??= new Map()).set(error, dependency);
+      this.#failedCalls ??= new Map();
+      this.#failedCalls.set(error, dependency);
       throw error;
     }
   }

@@ -318,8 +318,10 @@ export async function runEngine(
     const before: AttemptState = { attempts: (jobs.charged[job] as number) - 1, deferrals: 0 };
     if (!Number.isNaN(previous)) before.previousDelayMs = previous;
     const { state, action } = settle(before, decision, t, facts.of(job, d));
-    if (action.type === 'dead-letter') return finish(job, t, action.record.reason);
-    if (action.type === 'fail') return finish(job, t, action.reason);
+    if (action.type === 'dead-letter' || action.type === 'fail') {
+      finish(job, t, action.type === 'fail' ? action.reason : action.record.reason);
+      return;
+    }
     jobs.charged[job] = state.attempts;
     jobs.previousDelay[job] = state.previousDelayMs ?? Number.NaN;
     const s = series[d] as DependencySeries;
