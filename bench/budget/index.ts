@@ -91,7 +91,7 @@ function deciders(
     if (design === 'stormguard-unshared') {
       const store = new RedisBudgetStore({ redis, prefix: 'bench' });
       const window = budgetWindow({ ratio: 0.2, windowMs: 60_000, buckets: 10, minAllowance: 10 });
-      return async () => (await store.trySpend('search', window, 0, 1)).granted === 1;
+      return async () => (await store.trySpend('search', window, [], 1)).granted === 1;
     }
     if (design === 'naive') {
       const naive = new NaiveBudget(redis, clock ? { now: () => clock.now() / 1_000 } : {});

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Clock } from '../common/clock.js';
 import { parseWith } from '../common/validation.js';
 import type { BudgetMode, BudgetStore } from './store.js';
+import { ratioToPpm } from './window.js';
 
 /**
  * What the budget does while its store is unreachable or slower than `timeoutMs`:
@@ -24,7 +25,10 @@ export type BudgetFallback = 'local' | 'deny' | 'allow';
 export interface RetryBudgetOptions {
   /** Where the counts live: `MemoryBudgetStore` for one process, `RedisBudgetStore` for a fleet. */
   store: BudgetStore;
-  /** Retries may be at most this share of the window's successes; in (0, 1]. Default 0.2. */
+  /**
+   * Retries may be at most this share of the window's successes; in (0, 1] and a whole number of millionths
+   * (0.000001 steps, so it applies exactly). Default 0.2.
+   */
   ratio?: number;
   /** The sliding window, in ms. Default 60 000. */
   windowMs?: number;
@@ -32,11 +36,20 @@ export interface RetryBudgetOptions {
   minAllowance?: number;
   /** Sub-buckets per window (`windowMs` must be a whole multiple of it). Default 10. */
   buckets?: number;
+  /**
+   * The version of these settings. The settings stored with a dependency's state govern every worker;
+   * a worker with a higher version takes them over (after one window, see README "Changing a budget's
+   * settings"). Raise it whenever you change `ratio`, `windowMs`, `minAllowance` or `buckets`. Default 0.
+   */
+  settingsVersion?: number;
   /** `enforce` (default) refuses retries over budget; `shadow` grants them but counts the refusals. */
   mode?: BudgetMode;
   /** What a denial does to the job: dead-letter it (default) or defer it past the window. */
   onExhausted?: 'dead-letter' | 'defer';
-  /** How often batched successes are pushed to a remote store, in ms. Default 250. */
+  /**
+   * How often batched successes are pushed to a remote store, in ms; at most a tenth of `windowMs` (a
+   * success that arrives later counts for less of its window). Default `min(250, windowMs / 10)`.
+   */
   flushIntervalMs?: number;
   /** Bound on every call to a remote store, in ms; past it the budget degrades. Default 250. */
   timeoutMs?: number;
@@ -71,13 +84,18 @@ const Schema = z
       .number()
       .gt(0, 'must be in (0, 1]: retries as a share of successes, e.g. 0.2')
       .max(1, 'must be in (0, 1]: retries as a share of successes, e.g. 0.2')
+      .refine(
+        (r) => ratioToPpm(r) !== undefined,
+        'must be a whole number of millionths (steps of 0.000001) so it applies exactly, e.g. 0.000002',
+      )
       .default(0.2),
     windowMs: int(1, 'the window').max(86_400_000, 'must be at most one day').default(60_000),
     minAllowance: int(0, 'the floor').max(1_000_000_000, 'must be at most 1e9').default(10),
     buckets: int(1, 'buckets').max(1_000, 'must be at most 1000').default(10),
+    settingsVersion: int(0, 'the version').max(1_000_000_000, 'must be at most 1e9').default(0),
     mode: z.enum(['enforce', 'shadow']).default('enforce'),
     onExhausted: z.enum(['dead-letter', 'defer']).default('dead-letter'),
-    flushIntervalMs: int(1, 'the interval').max(60_000, 'must be at most 60 000').default(250),
+    flushIntervalMs: int(1, 'the interval').max(60_000, 'must be at most 60 000').optional(),
     timeoutMs: int(1, 'the timeout').max(60_000, 'must be at most 60 000').default(250),
     listTimeoutMs: int(1, 'the timeout').max(600_000, 'must be at most 600 000').default(5_000),
     fallback: z.enum(['local', 'deny', 'allow']).default('local'),
@@ -91,6 +109,12 @@ const Schema = z
       .optional(),
   })
   .superRefine((o, ctx) => {
+    if (o.flushIntervalMs !== undefined && o.flushIntervalMs * 10 > o.windowMs)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['flushIntervalMs'],
+        message: `must be at most a tenth of windowMs (${o.windowMs}): successes flushed later count for less of their window; use at most ${Math.max(1, Math.floor(o.windowMs / 10))}`,
+      });
     if (o.windowMs % o.buckets !== 0)
       ctx.addIssue({
         code: 'custom',
@@ -105,5 +129,9 @@ export type ResolvedBudgetOptions = Required<Omit<RetryBudgetOptions, 'clock' | 
 
 /** Validates budget options, naming each bad field, its value and the rule (a `ValidationError`). */
 export function resolveBudgetOptions(options: RetryBudgetOptions): ResolvedBudgetOptions {
-  return parseWith(Schema, options, 'retry budget') as ResolvedBudgetOptions;
+  const o = parseWith(Schema, options, 'retry budget');
+  return {
+    ...o,
+    flushIntervalMs: o.flushIntervalMs ?? Math.max(1, Math.min(250, Math.floor(o.windowMs / 10))),
+  } as ResolvedBudgetOptions;
 }

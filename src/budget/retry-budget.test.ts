@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../common/clock.js';
 import { seededRandom } from '../common/random.js';
+import { CorruptBudgetStateError } from '../errors/corrupt-budget-state-error.js';
 import { isInvalidInputError } from '../errors/invalid-input-error.js';
 import { TransientError } from '../errors/transient-error.js';
 import { isValidationError } from '../errors/validation-error.js';
@@ -50,10 +51,24 @@ describe('RetryBudget settings', () => {
     [{ buckets: 0 }, /buckets: 0 is invalid/],
     [{ mode: 'observe' as never }, /mode/],
     [{ timeoutMs: -5 }, /timeoutMs/],
+    [{ ratio: 0.0000015 }, /ratio: 0.0000015 is invalid: must be a whole number of millionths/],
+    [{ ratio: 1 / 3 }, /ratio: 0.333.* is invalid: must be a whole number of millionths/],
+    [
+      { windowMs: 1_000, flushIntervalMs: 250 },
+      /flushIntervalMs: 250 is invalid: must be at most a tenth of windowMs \(1000\).*use at most 100/,
+    ],
+    [{ settingsVersion: -1 }, /settingsVersion: -1 is invalid/],
   ])('rejects %j with a message naming the field and the rule', (bad, message) => {
     const error = errorOf(() => new RetryBudget({ store, ...bad }));
     expect(isValidationError(error)).toBe(true);
     expect(error.message).toMatch(message);
+  });
+
+  it('applies a ratio of whole millionths exactly, and flushes at most every tenth of the window', () => {
+    expect(new RetryBudget({ store, ratio: 0.000001 }).ratio).toBe(0.000001);
+    expect(new RetryBudget({ store }).flushIntervalMs).toBe(250);
+    expect(new RetryBudget({ store, windowMs: 1_000 }).flushIntervalMs).toBe(100);
+    expect(new RetryBudget({ store, windowMs: 1_000, flushIntervalMs: 100 }).flushIntervalMs).toBe(100);
   });
 
   it('rejects a missing store', () => {
@@ -237,6 +252,73 @@ describe('RetryBudget with an unreachable store', () => {
     expect(budget.degraded).toBe(false);
     expect(await budget.trySpend('search')).toMatchObject({ granted: true, degraded: false });
     expect(degraded).toEqual([]);
+    await budget.close();
+  });
+});
+
+describe('RetryBudget and what the store applied', () => {
+  it('sends each group of successes with its age on its clock, so the store stamps it with its own time', async () => {
+    const clock = new FakeClock(0);
+    const store = new ControlledStore();
+    const sent: unknown[] = [];
+    const add = store.addSuccesses;
+    store.addSuccesses = (dependency, successes, window) => {
+      sent.push(successes);
+      return add(dependency, successes, window);
+    };
+    // 1 000 ms in 10 buckets: successes within 12 ms (an eighth of a bucket) share a group.
+    const budget = new RetryBudget({ store, clock, windowMs: 1_000, log: false });
+    budget.recordSuccess('search');
+    clock.advance(5);
+    budget.recordSuccess('search', 2);
+    clock.advance(95);
+    budget.recordSuccess('search');
+    clock.advance(150);
+    await budget.flush();
+    expect(sent).toEqual([
+      [
+        { ageMs: 250, count: 3 },
+        { ageMs: 150, count: 1 },
+      ],
+    ]);
+    await budget.close();
+  });
+
+  it('reports a dependency whose state the store had to reset once, and degrades nothing', async () => {
+    const store = new ControlledStore();
+    const spend = store.trySpend;
+    let resets = 1;
+    store.trySpend = async (...a) => {
+      const result = await spend(...a);
+      return resets-- > 0 ? { ...result, reset: 'not MessagePack' } : result;
+    };
+    const logged: string[] = [];
+    const budget = new RetryBudget({ store, log: (m) => logged.push(m) });
+    const events: string[] = [];
+    budget.events.on('reset', (e) => events.push(`${e.dependency}: ${e.reason}`));
+    budget.events.on('degraded', () => events.push('degraded'));
+    expect(await budget.trySpend('bad')).toMatchObject({ granted: true, degraded: false });
+    expect(await budget.trySpend('bad')).toMatchObject({ granted: true, degraded: false });
+    expect(await budget.trySpend('good')).toMatchObject({ granted: true, degraded: false });
+    expect(events).toEqual(['bad: not MessagePack']);
+    expect(logged).toEqual([
+      'retry budget state of "bad" could not be read (not MessagePack); it starts afresh, other dependencies are unaffected',
+    ]);
+    await budget.close();
+  });
+
+  it('reports an unreadable state on state() without degrading the budget', async () => {
+    const store = new ControlledStore();
+    store.read = async (dependency) => {
+      throw new CorruptBudgetStateError(dependency, 'malformed settings or counts');
+    };
+    const budget = new RetryBudget({ store, log: false });
+    const events: string[] = [];
+    budget.events.on('reset', (e) => events.push(e.dependency));
+    budget.events.on('degraded', () => events.push('degraded'));
+    expect(await budget.state('bad')).toMatchObject({ allowance: 10, spent: 0, degraded: false });
+    expect(budget.degraded).toBe(false);
+    expect(events).toEqual(['bad']);
     await budget.close();
   });
 });

@@ -3,6 +3,7 @@ import { formatDuration } from '../common/duration.js';
 import { firstLineOf } from '../common/error-text.js';
 import { EventBus } from '../common/events.js';
 import { assertDependencyName } from '../common/names.js';
+import { isCorruptBudgetStateError } from '../errors/corrupt-budget-state-error.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
 import type { BudgetGate } from '../policy/types.js';
 import { bounded } from './bounded.js';
@@ -13,9 +14,17 @@ import {
   type RetryBudgetOptions,
   resolveBudgetOptions,
 } from './options.js';
-import type { BudgetMode, BudgetStore, StoreSpend } from './store.js';
+import type { BudgetMode, BudgetStore, StoreRead, StoreSettings, StoreSpend } from './store.js';
+import { SuccessBatches, totalOf } from './success-batches.js';
 import type { BudgetEvents, BudgetSnapshot, SpendResult } from './types.js';
-import { type BudgetWindow, budgetWindow, type WindowCounts } from './window.js';
+import {
+  type AgedSuccesses,
+  type BudgetWindow,
+  budgetWindow,
+  PPM,
+  sameSettings,
+  type WindowCounts,
+} from './window.js';
 
 const STORE = 'budget store';
 const LISTING = 'budget store listing';
@@ -71,6 +80,9 @@ export class RetryBudget implements BudgetGate {
   readonly windowMs: number;
   readonly minAllowance: number;
   readonly buckets: number;
+  readonly settingsVersion: number;
+  /** How often batched successes are pushed to a remote store (default `min(250, windowMs / 10)`). */
+  readonly flushIntervalMs: number;
   readonly fallback: BudgetFallback;
 
   readonly #store: BudgetStore;
@@ -81,7 +93,12 @@ export class RetryBudget implements BudgetGate {
   readonly #local: MemoryBudgetStore;
   /** The conservative local budget: the floor only (ratio 0), whatever the successes. */
   readonly #floorWindow: BudgetWindow;
-  readonly #pending = new Map<string, number>();
+  /** Successes not yet sent to a remote store, stamped on this budget's clock. */
+  readonly #pending: SuccessBatches;
+  /** Per dependency, the governing settings last reported when they were not ours (said once each). */
+  readonly #overruled = new Map<string, BudgetWindow>();
+  /** Dependencies reported unreadable by a read and not yet replaced by a write: reported once. */
+  readonly #unreadable = new Set<string>();
   readonly #checked = new Set<string>();
   /** Remote `trySpend` requests per dependency: the call in flight and those waiting for the next one. */
   readonly #batches = new Map<string, Batch>();
@@ -103,8 +120,9 @@ export class RetryBudget implements BudgetGate {
     // A degraded budget changes what workers do, so it is said out loud, not only counted in metrics.
     this.#log =
       o.log === false ? undefined : (o.log ?? ((m) => process.emitWarning(m, { type: 'StormguardWarning' })));
-    this.#window = budgetWindow(o);
+    this.#window = budgetWindow({ ...o, version: o.settingsVersion });
     this.#floorWindow = { ...this.#window, ratioPpm: 0 };
+    this.#pending = new SuccessBatches(Math.max(1, Math.floor(this.#window.bucketMs / 8)));
     this.#local = new MemoryBudgetStore({ clock: this.#clock });
     this.mode = o.mode;
     this.onExhausted = o.onExhausted;
@@ -112,6 +130,8 @@ export class RetryBudget implements BudgetGate {
     this.windowMs = o.windowMs;
     this.minAllowance = o.minAllowance;
     this.buckets = o.buckets;
+    this.settingsVersion = o.settingsVersion;
+    this.flushIntervalMs = o.flushIntervalMs;
     this.fallback = o.fallback;
     if (this.#store.remote) {
       this.#timer = setInterval(() => this.#tick(), o.flushIntervalMs);
@@ -134,11 +154,12 @@ export class RetryBudget implements BudgetGate {
     if (!Number.isSafeInteger(count) || count < 1)
       throw new InvalidInputError(`recordSuccess: count must be a whole number >= 1, got ${count}`);
     if (!this.#store.remote) {
-      void this.#store.addSuccesses(dependency, count, this.#window);
+      const write = this.#store.addSuccesses(dependency, [{ ageMs: 0, count }], this.#window);
+      if (!isThenable(write)) this.#noteSettings(dependency, write);
       return;
     }
     if (this.#degradedSince !== undefined) return;
-    this.#pending.set(dependency, (this.#pending.get(dependency) ?? 0) + count);
+    this.#pending.add(dependency, this.#clock.now(), count);
   }
 
   /**
@@ -151,9 +172,8 @@ export class RetryBudget implements BudgetGate {
     const earlier = [...this.#flushing];
     if (this.#pending.size > 0 && this.#degradedSince !== undefined) this.#pending.clear();
     if (this.#pending.size > 0) {
-      const batch = [...this.#pending];
-      this.#pending.clear();
-      const pushing = Promise.all(batch.map(([dependency, count]) => this.#push(dependency, count))).then(
+      const batch = this.#pending.takeAll(this.#clock.now());
+      const pushing = Promise.all(batch.map(([dependency, aged]) => this.#push(dependency, aged))).then(
         () => {},
       );
       this.#flushing.add(pushing);
@@ -177,7 +197,7 @@ export class RetryBudget implements BudgetGate {
       return this.#fallbackResult(dependency);
     }
     if (!this.#store.remote) {
-      const spend = await this.#store.trySpend(dependency, this.#window, 0, 1);
+      const spend = await this.#store.trySpend(dependency, this.#window, [], 1);
       return this.#settle(dependency, spend, 0, 1, false);
     }
     return new Promise<SpendResult>((resolve) => {
@@ -196,16 +216,15 @@ export class RetryBudget implements BudgetGate {
     const waiting = batch.waiting;
     batch.waiting = [];
     batch.inFlight = true;
-    const pending = this.#pending.get(dependency) ?? 0;
-    if (pending > 0) this.#pending.delete(dependency);
+    const aged = this.#pending.take(dependency, this.#clock.now());
     try {
       const spend = await bounded(
-        this.#store.trySpend(dependency, this.#window, pending, waiting.length),
+        this.#store.trySpend(dependency, this.#window, aged, waiting.length),
         this.#options.timeoutMs,
         STORE,
       );
-      if (pending > 0 && this.events.has('flushed'))
-        this.events.emit('flushed', { dependency, successes: pending });
+      if (aged.length > 0 && this.events.has('flushed'))
+        this.events.emit('flushed', { dependency, successes: totalOf(aged) });
       for (let i = 0; i < waiting.length; i++)
         waiting[i]!(this.#settle(dependency, spend, i, waiting.length, false));
     } catch (error) {
@@ -232,18 +251,25 @@ export class RetryBudget implements BudgetGate {
     this.#check(dependency);
     if (this.#degradedSince === undefined) {
       try {
-        const read = await bounded(
-          this.#store.read(dependency, this.#window),
-          this.#options.timeoutMs,
-          STORE,
+        const read = await bounded(this.#store.read(dependency), this.#options.timeoutMs, STORE);
+        if (read) this.#noteSettings(dependency, read);
+        return this.#snapshot(
+          dependency,
+          read ?? this.#empty(this.#window),
+          read?.window ?? this.#window,
+          false,
         );
-        return this.#snapshot(dependency, read ?? this.#empty(this.#window), false);
       } catch (error) {
+        // A dependency whose state cannot be read is reported; it degrades nothing, not even itself.
+        if (isCorruptBudgetStateError(error)) {
+          this.#reportUnreadable(dependency, error.reason, false);
+          return this.#snapshot(dependency, this.#empty(this.#window), this.#window, false);
+        }
         this.#degrade(error, dependency);
       }
     } else this.#probe();
-    const local = this.fallback === 'local' ? this.#local.read(dependency, this.#floorWindow) : undefined;
-    return this.#snapshot(dependency, local ?? this.#empty(this.#floorWindow), true);
+    const local = this.fallback === 'local' ? this.#local.read(dependency) : undefined;
+    return this.#snapshot(dependency, local ?? this.#empty(this.#floorWindow), this.#window, true);
   }
 
   /**
@@ -292,14 +318,15 @@ export class RetryBudget implements BudgetGate {
     this.#checked.add(dependency);
   }
 
-  async #push(dependency: string, count: number): Promise<void> {
+  async #push(dependency: string, aged: AgedSuccesses[]): Promise<void> {
     try {
-      await bounded(
-        this.#store.addSuccesses(dependency, count, this.#window),
+      const write = await bounded(
+        this.#store.addSuccesses(dependency, aged, this.#window),
         this.#options.timeoutMs,
         STORE,
       );
-      if (this.events.has('flushed')) this.events.emit('flushed', { dependency, successes: count });
+      this.#noteSettings(dependency, write);
+      if (this.events.has('flushed')) this.events.emit('flushed', { dependency, successes: totalOf(aged) });
     } catch (error) {
       this.#degrade(error, dependency);
     }
@@ -307,11 +334,18 @@ export class RetryBudget implements BudgetGate {
 
   #fallbackResult(dependency: string): SpendResult {
     if (this.fallback === 'local') {
-      const spend = this.#local.trySpend(dependency, this.#floorWindow, 0, 1);
+      const spend = this.#local.trySpend(dependency, this.#floorWindow, [], 1);
       return this.#settle(dependency, spend, 0, 1, true);
     }
     const granted = this.fallback === 'allow' ? 1 : 0;
-    const spend = { granted, allowance: this.minAllowance, spent: 0, denied: 0, successes: 0 };
+    const spend = {
+      granted,
+      allowance: this.minAllowance,
+      spent: 0,
+      denied: 0,
+      successes: 0,
+      window: this.#window,
+    };
     return this.#settle(dependency, spend, 0, 1, true);
   }
 
@@ -326,6 +360,7 @@ export class RetryBudget implements BudgetGate {
     count: number,
     degraded: boolean,
   ): SpendResult {
+    if (!degraded && index === 0) this.#noteSettings(dependency, spend);
     const granted = index < spend.granted;
     const result: SpendResult = {
       dependency,
@@ -334,7 +369,7 @@ export class RetryBudget implements BudgetGate {
       spent: spend.spent - spend.granted + Math.min(index + 1, spend.granted),
       denied: spend.denied - (count - spend.granted) + Math.max(0, index + 1 - spend.granted),
       successes: spend.successes,
-      windowMs: this.windowMs,
+      windowMs: degraded ? this.windowMs : spend.window.windowMs,
       degraded,
     };
     if (granted) {
@@ -345,16 +380,58 @@ export class RetryBudget implements BudgetGate {
     return result;
   }
 
-  #snapshot(dependency: string, counts: WindowCounts, degraded: boolean): BudgetSnapshot {
+  #snapshot(
+    dependency: string,
+    counts: WindowCounts,
+    window: BudgetWindow,
+    degraded: boolean,
+  ): BudgetSnapshot {
     return {
       dependency,
       allowance: counts.allowance,
       spent: counts.spent,
       denied: counts.denied,
       successes: counts.successes,
-      windowMs: this.windowMs,
+      windowMs: window.windowMs,
       degraded,
     };
+  }
+
+  /**
+   * Says once per dependency (and again whenever they change) that the settings stored with it overrule
+   * this worker's, and reports a state the store had to reset.
+   */
+  #noteSettings(dependency: string, applied: StoreSettings | StoreRead): void {
+    if ('reset' in applied && applied.reset !== undefined)
+      this.#reportUnreadable(dependency, applied.reset, true);
+    const { window } = applied;
+    const ours =
+      sameSettings(window, this.#window) || (applied.pending && sameSettings(applied.pending, this.#window));
+    if (ours) {
+      this.#overruled.delete(dependency);
+      return;
+    }
+    const known = this.#overruled.get(dependency);
+    if (known && sameSettings(known, window)) return;
+    this.#overruled.set(dependency, window);
+    this.events.emit('overruled', { dependency, stored: window, own: this.#window });
+    this.#log?.(
+      `retry budget ${JSON.stringify(dependency)} follows the settings stored for it (${describe(window)}), ` +
+        `not this worker's (${describe(this.#window)}): raise settingsVersion above ${window.version} to roll out ` +
+        "a change (README: Changing a budget's settings)",
+    );
+  }
+
+  /** Reports an unreadable state once: a read that finds it and the write that replaces it say it once. */
+  #reportUnreadable(dependency: string, reason: string, replaced: boolean): void {
+    const known = this.#unreadable.has(dependency);
+    if (replaced) this.#unreadable.delete(dependency);
+    else this.#unreadable.add(dependency);
+    if (known) return;
+    this.events.emit('reset', { dependency, reason });
+    this.#log?.(
+      `retry budget state of ${JSON.stringify(dependency)} could not be read (${reason}); it starts afresh, other dependencies are unaffected`,
+    );
   }
 
   #empty(window: BudgetWindow): WindowCounts {
@@ -400,4 +477,16 @@ export class RetryBudget implements BudgetGate {
     if (this.#degradedSince !== undefined) this.#probe();
     else void this.flush();
   }
+}
+
+function isThenable<T>(value: T | Promise<T>): value is Promise<T> {
+  return typeof (value as { then?: unknown } | null)?.then === 'function';
+}
+
+/** Settings as a log line names them. */
+function describe(window: BudgetWindow): string {
+  return (
+    `windowMs ${window.windowMs}, ratio ${window.ratioPpm / PPM}, minAllowance ${window.minAllowance}, ` +
+    `buckets ${window.buckets}, settingsVersion ${window.version}`
+  );
 }

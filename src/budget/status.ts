@@ -1,4 +1,5 @@
-import type { BudgetStore } from './store.js';
+import { isCorruptBudgetStateError } from '../errors/corrupt-budget-state-error.js';
+import type { BudgetStore, StoreRead } from './store.js';
 import { PPM } from './window.js';
 
 /**
@@ -19,11 +20,17 @@ export interface BudgetStatus {
   ratio: number;
   windowMs: number;
   minAllowance: number;
+  /**
+   * Set when the dependency's stored state cannot be read (its counts are then 0): what is wrong. Its
+   * next retry decision replaces it; other dependencies are unaffected.
+   */
+  unreadable?: string;
 }
 
 /**
  * Reads every dependency a store holds, with the settings its writers stored; only reads. Dependencies
- * whose keys expired between listing and reading are left out.
+ * whose keys expired between listing and reading are left out; one whose state cannot be read is listed
+ * with `unreadable` set, and the others are read as usual.
  *
  * @example
  * const rows = await budgetStatus(new RedisBudgetStore({ redis, prefix: 'stormguard' }));
@@ -31,7 +38,14 @@ export interface BudgetStatus {
 export async function budgetStatus(store: BudgetStore): Promise<BudgetStatus[]> {
   const rows: BudgetStatus[] = [];
   for (const dependency of await store.dependencies()) {
-    const read = await store.read(dependency);
+    let read: StoreRead | undefined;
+    try {
+      read = await store.read(dependency);
+    } catch (error) {
+      if (!isCorruptBudgetStateError(error)) throw error;
+      rows.push({ ...UNREADABLE, dependency, unreadable: error.reason });
+      continue;
+    }
     if (!read) continue;
     rows.push({
       dependency,
@@ -47,3 +61,14 @@ export async function budgetStatus(store: BudgetStore): Promise<BudgetStatus[]> 
   }
   return rows;
 }
+
+const UNREADABLE = {
+  allowance: 0,
+  spent: 0,
+  denied: 0,
+  successes: 0,
+  headroom: 0,
+  ratio: 0,
+  windowMs: 0,
+  minAllowance: 0,
+};

@@ -1,3 +1,5 @@
+import type { BudgetWindow } from './window.js';
+
 /** A dependency's budget as the whole fleet sees it. Plain JSON: shown by the CLI and exported as metrics. */
 export interface BudgetSnapshot {
   dependency: string;
@@ -26,4 +28,8 @@ export interface BudgetEvents {
   degraded: { dependency?: string; error: unknown; mode: string };
   recovered: { downForMs: number };
   flushed: { dependency: string; successes: number };
+  /** The settings stored with a dependency overrule this budget's (said once per dependency and settings). */
+  overruled: { dependency: string; stored: BudgetWindow; own: BudgetWindow };
+  /** A dependency's stored state could not be read (found by a read, or replaced by a write), said once; only that dependency is affected. */
+  reset: { dependency: string; reason: string };
 }

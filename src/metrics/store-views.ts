@@ -4,6 +4,7 @@ import type { BudgetEvents } from '../budget/types.js';
 import { PPM } from '../budget/window.js';
 import { type Clock, systemClock } from '../common/clock.js';
 import { EventBus } from '../common/events.js';
+import { isCorruptBudgetStateError } from '../errors/corrupt-budget-state-error.js';
 import type { BreakerStateEvents, BreakerStateName, ObservableBreaker, ObservableBudget } from './sources.js';
 
 /**
@@ -19,7 +20,13 @@ export function readOnlyBudget(store: Pick<BudgetStore, 'read' | 'dependencies'>
     events: new EventBus<BudgetEvents>(),
     dependencies: () => store.dependencies(),
     state: async (dependency) => {
-      const read = await store.read(dependency);
+      // One unreadable dependency leaves the others' metrics alone.
+      const read = await Promise.resolve()
+        .then(() => store.read(dependency))
+        .catch((error: unknown) => {
+          if (isCorruptBudgetStateError(error)) return undefined;
+          throw error;
+        });
       if (!read) return undefined;
       return {
         dependency,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { budgetWindow } from '../budget/window.js';
 import { budgetKey, budgetKeyPattern, dependencyOfBudgetKey } from './budget-keys.js';
-import { readArgs, recordArgs, spendArgs } from './budget-store.js';
+import { spendArgs } from './budget-store.js';
 import { luaSource } from './scripts.js';
 
 describe('budget keys', () => {
@@ -18,22 +18,36 @@ describe('budget keys', () => {
 });
 
 describe('budget scripts', () => {
-  it.each(['budget-spend-1.lua', 'budget-record-1.lua', 'budget-read-1.lua'])(
+  it.each(['budget-spend-1.lua', 'budget-read-1.lua'])(
     '%s has a contract header and its includes resolved',
     (file) => {
       const source = luaSource(file);
       expect(source).toMatch(/KEYS\[1\]/);
       expect(source).toMatch(/Returns/);
-      expect(source).toContain('local function budgetAdvance');
+      expect(source).toContain('local function ringSums');
       expect(source).not.toContain('--@include');
     },
   );
 
   it('builds ARGV in the order the contract headers list', () => {
     const window = budgetWindow({ ratio: 0.2, windowMs: 60_000, buckets: 10, minAllowance: 10 });
-    expect(spendArgs(window, 5, 2, '')).toEqual([6_000, 10, 200_000, 10, 5, 2, 120_000, '']);
-    expect(recordArgs(window, 7, '123')).toEqual([7, 6_000, 10, 200_000, 10, 120_000, '123']);
-    expect(readArgs(undefined, '')).toEqual(['']);
-    expect(readArgs(window, '9')).toEqual(['9', 6_000, 10, 200_000, 10]);
+    expect(spendArgs(window, [], 2, '')).toEqual([6_000, 10, 200_000, 10, 0, 2, '']);
+    const aged = [
+      { ageMs: 180, count: 40 },
+      { ageMs: 20, count: 3 },
+    ];
+    expect(spendArgs({ ...window, version: 3 }, aged, 0, '123')).toEqual([
+      6_000,
+      10,
+      200_000,
+      10,
+      3,
+      0,
+      '123',
+      180,
+      40,
+      20,
+      3,
+    ]);
   });
 });

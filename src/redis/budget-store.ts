@@ -1,6 +1,7 @@
-import type { BudgetStore, ListOptions, StoreRead, StoreSpend } from '../budget/store.js';
-import type { BudgetWindow } from '../budget/window.js';
+import type { BudgetStore, ListOptions, StoreRead, StoreSpend, StoreWrite } from '../budget/store.js';
+import type { AgedSuccesses, BudgetWindow } from '../budget/window.js';
 import type { Clock } from '../common/clock.js';
+import { CorruptBudgetStateError } from '../errors/corrupt-budget-state-error.js';
 import {
   assertPrefix,
   budgetKey,
@@ -32,12 +33,16 @@ export interface RedisBudgetStoreOptions {
 /**
  * The fleet-wide budget store on Redis (ioredis). Each `trySpend` is one Lua script, one round trip:
  * batched successes are added, the sliding window is summed and the retry granted or denied atomically,
- * with time from the Redis server. A dependency is one key, `{<prefix>:d:<dependency>}:budget` (both encoded, see src/common/keys.ts) (a MessagePack
- * ring of sub-buckets), in a single Redis Cluster slot, expiring two windows after its last write. Each
- * flushed success batch is one round trip per dependency.
+ * with time from the Redis server. A dependency is one key, `{<prefix>:d:<dependency>}:budget` (both
+ * encoded, see src/common/keys.ts): a MessagePack map of the governing settings and their ring of
+ * sub-buckets, in a single Redis Cluster slot, expiring two windows after its last write. Each flushed
+ * success batch is one round trip per dependency; each success group carries its age, which the script
+ * subtracts from the server's time.
  *
- * All workers sharing a dependency must agree on `windowMs` and `buckets` (a writer with other bucket
- * geometry starts the dependency's counts afresh); `ratio` and `minAllowance` are per caller.
+ * The settings stored with a dependency govern every worker that uses it; a worker with a higher
+ * `settingsVersion` takes over once its settings hold a whole window of counts (src/budget/window.ts).
+ * A key that cannot be read affects its own dependency only: a write replaces it (and says so in
+ * `reset`), a read rejects with a `CorruptBudgetStateError`.
  *
  * Defaults: prefix `stormguard`.
  *
@@ -55,7 +60,6 @@ export class RedisBudgetStore implements BudgetStore {
   readonly #redis: RedisClient;
   readonly #clock: Clock | undefined;
   readonly #spend;
-  readonly #record;
   readonly #read;
 
   constructor(options: RedisBudgetStoreOptions) {
@@ -65,17 +69,12 @@ export class RedisBudgetStore implements BudgetStore {
     this.#redis = options.redis;
     this.#clock = options.clock;
     this.#spend = defineScript(options.redis, {
-      command: 'stormguardBudgetSpendV1',
+      command: 'stormguardBudgetSpendV2',
       file: 'budget-spend-1.lua',
       numberOfKeys: 1,
     });
-    this.#record = defineScript(options.redis, {
-      command: 'stormguardBudgetRecordV1',
-      file: 'budget-record-1.lua',
-      numberOfKeys: 1,
-    });
     this.#read = defineScript(options.redis, {
-      command: 'stormguardBudgetReadV1',
+      command: 'stormguardBudgetReadV2',
       file: 'budget-read-1.lua',
       numberOfKeys: 1,
       readOnly: true,
@@ -85,48 +84,48 @@ export class RedisBudgetStore implements BudgetStore {
   async trySpend(
     dependency: string,
     window: BudgetWindow,
-    pendingSuccesses: number,
+    successes: readonly AgedSuccesses[],
     count: number,
   ): Promise<StoreSpend> {
     const reply = (await this.#spend(
       [budgetKey(this.prefix, dependency)],
-      spendArgs(window, pendingSuccesses, count, this.#now()),
-    )) as number[];
-    const [granted, allowance, spent, denied, successes] = reply as [number, number, number, number, number];
-    return { granted, allowance, spent, denied, successes };
+      spendArgs(window, successes, count, this.#now()),
+    )) as (number | string)[];
+    return spendOf(reply);
   }
 
-  async addSuccesses(dependency: string, count: number, window: BudgetWindow): Promise<void> {
-    await this.#record([budgetKey(this.prefix, dependency)], recordArgs(window, count, this.#now()));
+  async addSuccesses(
+    dependency: string,
+    successes: readonly AgedSuccesses[],
+    window: BudgetWindow,
+  ): Promise<StoreWrite> {
+    const { window: governing, pending, reset } = await this.trySpend(dependency, window, successes, 0);
+    return { window: governing, ...(pending && { pending }), ...(reset !== undefined && { reset }) };
   }
 
-  async read(dependency: string, window?: BudgetWindow): Promise<StoreRead | undefined> {
-    const reply = (await this.#read(
-      [budgetKey(this.prefix, dependency)],
-      readArgs(window, this.#now()),
-    )) as number[];
-    if (reply[0] !== 1) return undefined;
-    const [, allowance, spent, denied, successes, bucketMs, buckets, ratioPpm, minAllowance] =
-      reply as number[];
-    return {
-      allowance: allowance!,
-      spent: spent!,
-      denied: denied!,
-      successes: successes!,
-      window: window ?? {
-        bucketMs: bucketMs!,
-        buckets: buckets!,
-        windowMs: bucketMs! * buckets!,
-        ratioPpm: ratioPpm!,
-        minAllowance: minAllowance!,
-      },
+  async read(dependency: string): Promise<StoreRead | undefined> {
+    const reply = (await this.#read([budgetKey(this.prefix, dependency)], [this.#now()])) as (
+      | number
+      | string
+    )[];
+    if (reply[0] === 0) return undefined;
+    if (reply[0] === -1) throw new CorruptBudgetStateError(dependency, String(reply[1]));
+    const n = reply as number[];
+    const read: StoreRead = {
+      allowance: Number(reply[1]),
+      spent: Number(reply[2]),
+      denied: Number(reply[3]),
+      successes: Number(reply[4]),
+      window: windowAt(n, 5),
     };
+    if (n[10] === 1) read.pending = windowAt(n, 11);
+    return read;
   }
 
   /**
    * Every dependency with a budget key under this prefix: a SCAN with a MATCH on the budget keys (on a
-   * cluster, every master). It walks the whole keyspace, so on a Redis that also holds many BullMQ jobs it
-   * takes many round trips; an aborted `signal` stops it between two steps.
+   * cluster, every master), names decoded. It walks the whole keyspace, so on a Redis that also holds many
+   * BullMQ jobs it takes many round trips; an aborted `signal` stops it between two steps.
    */
   async dependencies(options: ListOptions = {}): Promise<string[]> {
     const names: string[] = [];
@@ -146,36 +145,51 @@ export class RedisBudgetStore implements BudgetStore {
   }
 }
 
-/** Time to live of a dependency's key: two windows, so the oldest sub-bucket outlives its last use. */
-function ttlMs(window: BudgetWindow): number {
-  return 2 * window.windowMs;
-}
-
 /** ARGV of budget-spend-1.lua (see its contract header). */
 export function spendArgs(
   window: BudgetWindow,
-  successes: number,
+  successes: readonly AgedSuccesses[],
   count: number,
   nowMs: string,
 ): (string | number)[] {
-  return [
+  const args: (string | number)[] = [
     window.bucketMs,
     window.buckets,
     window.ratioPpm,
     window.minAllowance,
-    successes,
+    window.version,
     count,
-    ttlMs(window),
     nowMs,
   ];
+  for (const { ageMs, count: n } of successes) args.push(ageMs, n);
+  return args;
 }
 
-/** ARGV of budget-record-1.lua (see its contract header). */
-export function recordArgs(window: BudgetWindow, count: number, nowMs: string): (string | number)[] {
-  return [count, window.bucketMs, window.buckets, window.ratioPpm, window.minAllowance, ttlMs(window), nowMs];
+/** The reply of budget-spend-1.lua as a `StoreSpend`. */
+function spendOf(reply: (number | string)[]): StoreSpend {
+  const n = reply as number[];
+  const spend: StoreSpend = {
+    granted: Number(reply[0]),
+    allowance: Number(reply[1]),
+    spent: Number(reply[2]),
+    denied: Number(reply[3]),
+    successes: Number(reply[4]),
+    window: windowAt(n, 5),
+  };
+  if (n[10] === 1) spend.pending = windowAt(n, 11);
+  if (reply[16] !== '' && reply[16] !== undefined) spend.reset = String(reply[16]);
+  return spend;
 }
 
-/** ARGV of budget-read-1.lua (see its contract header). */
-export function readArgs(window: BudgetWindow | undefined, nowMs: string): (string | number)[] {
-  return window ? [nowMs, window.bucketMs, window.buckets, window.ratioPpm, window.minAllowance] : [nowMs];
+/** The settings {bucketMs, buckets, ratioPpm, minAllowance, version} at `reply[at …]`. */
+function windowAt(reply: number[], at: number): BudgetWindow {
+  const [bucketMs, buckets, ratioPpm, minAllowance, version] = reply.slice(at, at + 5) as number[];
+  return {
+    bucketMs: bucketMs!,
+    buckets: buckets!,
+    windowMs: bucketMs! * buckets!,
+    ratioPpm: ratioPpm!,
+    minAllowance: minAllowance!,
+    version: version!,
+  };
 }

@@ -1,8 +1,10 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
+import { budgetStatus } from '../../src/budget/status.js';
 import { describeBudgetStore } from '../../src/budget/store.case.js';
 import { isInvalidInputError } from '../../src/errors/invalid-input-error.js';
+import { budgetKey } from '../../src/redis/budget-keys.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { TestRedis } from '../helpers/redis-server.js';
 
@@ -25,9 +27,7 @@ afterAll(async () => {
 describeBudgetStore(
   'RedisBudgetStore',
   (clock) => new RedisBudgetStore({ redis, prefix: freshPrefix(), clock }),
-  {
-    propertyRuns: 2,
-  },
+  { propertyRuns: 2, windowPropertyRuns: 25 },
 );
 
 describe('RedisBudgetStore on the Redis server clock', () => {
@@ -113,6 +113,45 @@ describe('RedisBudgetStore on the Redis server clock', () => {
     await shopEu.close();
   });
 
+  it.each<[string, (key: string) => Promise<unknown>]>([
+    ['a string that is not MessagePack', (key) => redis.set(key, 'hello')],
+    ['a hash', (key) => redis.hset(key, 'spent', '3')],
+    // The first format: a MessagePack array [1, bucketMs, buckets, ratioPpm, minAllowance, ...].
+    [
+      'state of the first format',
+      (key) => redis.set(key, Buffer.from([0x95, 0x01, 0xcd, 0x17, 0x70, 0x0a, 0x0a, 0x0a])),
+    ],
+  ])('one key holding %s affects only its own dependency, reported once', async (_, corrupt) => {
+    const prefix = freshPrefix();
+    const logged: string[] = [];
+    const store = new RedisBudgetStore({ redis, prefix });
+    const budget = new RetryBudget({ store, log: (m) => logged.push(m) });
+    const events: string[] = [];
+    budget.events.on('degraded', () => events.push('degraded'));
+    budget.events.on('reset', (e) => events.push(`reset ${e.dependency}`));
+    budget.recordSuccess('good', 1_000);
+    expect((await budget.trySpend('good')).allowance).toBe(200);
+    await corrupt(budgetKey(prefix, 'bad'));
+    // Reading reports it and degrades nothing; listing shows it beside the healthy ones.
+    expect(await budget.state('bad')).toMatchObject({ allowance: 10, spent: 0, degraded: false });
+    const rows = await budgetStatus(store);
+    expect(rows.map((r) => [r.dependency, r.unreadable === undefined])).toEqual([
+      ['bad', false],
+      ['good', true],
+    ]);
+    // The first decision replaces it with fresh counts; the healthy dependency never notices.
+    expect(await budget.trySpend('bad')).toMatchObject({ granted: true, spent: 1, degraded: false });
+    expect(await budget.trySpend('bad')).toMatchObject({ granted: true, spent: 2, degraded: false });
+    expect(await budget.trySpend('good')).toMatchObject({ allowance: 200, spent: 2, degraded: false });
+    expect(events).toEqual(['reset bad']);
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toMatch(
+      /retry budget state of "bad" could not be read \((not MessagePack|the key holds a hash, not a string|not budget state of format 2)\); it starts afresh, other dependencies are unaffected/,
+    );
+    expect(budget.degraded).toBe(false);
+    await budget.close();
+  });
+
   it('lists dependencies behind an ioredis keyPrefix', async () => {
     // Glob characters in the client's prefix are matched literally.
     const prefixed = new Redis({ ...server.connection, keyPrefix: 'app[1]*:' });
@@ -127,17 +166,37 @@ describe('RedisBudgetStore on the Redis server clock', () => {
     }
   });
 
-  it('starts a dependency afresh when a writer uses another bucket geometry', async () => {
+  it('holds two workers with different settings to the settings stored first, on the server clock', async () => {
     const prefix = freshPrefix();
-    const store = new RedisBudgetStore({ redis, prefix });
-    const ten = new RetryBudget({ store, buckets: 10 });
-    const twenty = new RetryBudget({ store, buckets: 20 });
-    ten.recordSuccess('search', 1_000);
-    expect((await ten.trySpend('search')).allowance).toBe(200);
-    expect(await twenty.trySpend('search')).toMatchObject({ allowance: 10, spent: 1, successes: 0 });
-    expect(await ten.state('search')).toMatchObject({ allowance: 10, spent: 0 });
-    await ten.close();
-    await twenty.close();
+    const logged: string[] = [];
+    const sixty = new RetryBudget({ store: new RedisBudgetStore({ redis, prefix }), log: false });
+    const thirty = new RetryBudget({
+      store: new RedisBudgetStore({ redis, prefix }),
+      windowMs: 30_000,
+      buckets: 20,
+      ratio: 0.5,
+      minAllowance: 3,
+      log: (m) => logged.push(m),
+    });
+    sixty.recordSuccess('search', 1_000);
+    expect((await sixty.trySpend('search')).allowance).toBe(200);
+    // Old code started the counts afresh for the other geometry: allowance 3, spent 1.
+    expect(await thirty.trySpend('search')).toMatchObject({
+      allowance: 200,
+      spent: 2,
+      successes: 1_000,
+      windowMs: 60_000,
+    });
+    thirty.recordSuccess('search', 1_000);
+    await thirty.flush();
+    expect(await sixty.state('search')).toMatchObject({ allowance: 400, spent: 2, successes: 2_000 });
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toMatch(
+      /"search" follows the settings stored for it \(windowMs 60000, ratio 0.2, minAllowance 10, buckets 10, settingsVersion 0\), not this worker's \(windowMs 30000/,
+    );
+    expect(logged[0]).toMatch(/raise settingsVersion above 0/);
+    await sixty.close();
+    await thirty.close();
   });
 
   it.each(['', 'x'.repeat(65)])('rejects the prefix %j', (prefix) => {

@@ -106,18 +106,28 @@ export function formatStatus(prefix: string, rows: BudgetStatus[]): string {
     ['DEPENDENCY', 'ALLOWANCE', 'SPENT', 'DENIED', 'SUCCESSES', 'HEADROOM', 'RATIO', 'FLOOR', 'WINDOW'],
   ];
   for (const r of rows)
-    lines.push([
-      r.dependency,
-      String(r.allowance),
-      String(r.spent),
-      String(r.denied),
-      String(r.successes),
-      String(r.headroom),
-      String(r.ratio),
-      String(r.minAllowance),
-      formatDuration(r.windowMs),
-    ]);
-  return table(lines);
+    lines.push(
+      r.unreadable !== undefined
+        ? [r.dependency, ...Array(8).fill('-')]
+        : [
+            r.dependency,
+            String(r.allowance),
+            String(r.spent),
+            String(r.denied),
+            String(r.successes),
+            String(r.headroom),
+            String(r.ratio),
+            String(r.minAllowance),
+            formatDuration(r.windowMs),
+          ],
+    );
+  const unreadable = rows
+    .filter((r) => r.unreadable !== undefined)
+    .map(
+      (r) =>
+        `${JSON.stringify(r.dependency)}: state unreadable (${r.unreadable}); its next retry decision starts it afresh`,
+    );
+  return [table(lines), ...unreadable].join('\n');
 }
 
 /** One `budget watch` frame: a bar of spend against allowance per dependency. */
@@ -126,6 +136,8 @@ export function formatWatch(prefix: string, rows: BudgetStatus[], intervalMs: nu
   if (rows.length === 0) return `${header}\n(no dependencies yet)`;
   const width = Math.max(...rows.map((r) => r.dependency.length));
   const lines = rows.map((r) => {
+    if (r.unreadable !== undefined)
+      return `${r.dependency.padEnd(width)}  state unreadable (${r.unreadable})`;
     const share = r.allowance > 0 ? Math.min(1, r.spent / r.allowance) : 1;
     const filled = Math.round(share * BAR_WIDTH);
     const bar = `${'#'.repeat(filled)}${'.'.repeat(BAR_WIDTH - filled)}`;

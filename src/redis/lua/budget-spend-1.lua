@@ -1,48 +1,40 @@
 --[[
-  Decides `count` retries (usually 1) against a dependency's budget, atomically, in one round trip.
+  Applies a worker's settings to a dependency's budget, adds its batched successes (each group with its
+  age), and decides `count` retries (0 for a success batch alone), atomically, in one round trip. The
+  rules and arithmetic are those of src/budget/window.ts (see includes/budget-window.lua).
 
   KEYS[1]  "{<prefix>:d:<dependency>}:budget"  the dependency's key (see includes/budget-window.lua)
 
-  ARGV[1]  bucketMs       sub-bucket length in ms (windowMs / buckets)
+  ARGV[1]  bucketMs       the caller's settings: sub-bucket length in ms (windowMs / buckets)
   ARGV[2]  buckets        sub-buckets per window
   ARGV[3]  ratioPpm       the ratio in parts per million (0.2 -> 200000)
   ARGV[4]  minAllowance   retries always allowed per window
-  ARGV[5]  successes      batched successes to add to the current bucket first (0 for none)
-  ARGV[6]  count          retries asked for at once (>= 1); they are decided one after another
-  ARGV[7]  ttlMs          the key's time to live after this write (2 windows)
-  ARGV[8]  nowMs          optional, TEST ONLY: use this time instead of the server's TIME ("" = TIME)
+  ARGV[5]  version        the settings' version (a higher one takes over, see window.ts)
+  ARGV[6]  count          retries asked for at once (>= 0); they are decided one after another
+  ARGV[7]  nowMs          optional, TEST ONLY: use this time instead of the server's TIME ("" = TIME)
+  ARGV[8], ARGV[9], ...   successes as pairs: ageMs (how long before this call they happened), count
 
-  Returns {granted, allowance, spent, denied, successes}:
-    granted    how many of the `count` retries fit (spent < allowance before each); counted as spent.
-               The other count - granted are counted as denied, never as spent (in shadow mode the caller
-               lets them through anyway; the counts are the same).
-    allowance  max(minAllowance, floor(ratioPpm * successes / 1e6))
-    spent, denied, successes   the window's counts after this call
+  Returns {granted, allowance, spent, denied, successes,
+           bucketMs, buckets, ratioPpm, minAllowance, version,      the governing settings applied
+           pending (0 | 1), bucketMs, buckets, ratioPpm, minAllowance, version,   a pending change (or 0s)
+           reset}
+    granted    how many of the `count` retries fit (spent < allowance before each, in every ring);
+               counted as spent. The other count - granted are counted as denied, never as spent.
+    allowance  max(minAllowance, floor(ratioPpm * successes / 1e6)) of the governing settings, lowered to
+               what a pending change leaves room for
+    spent, denied, successes   the governing window's counts after this call
+    (the first five as decimal strings: Redis turns Lua numbers into integer replies exactly only below
+    2^51, and counts reach 2^53 - 1)
+    reset      "" or, when the stored state could not be read and was replaced, what was wrong with it
 ]]
 --@include budget-window
 
-local key = KEYS[1]
-local bucketMs = tonumber(ARGV[1])
-local buckets = tonumber(ARGV[2])
-local ratioPpm = tonumber(ARGV[3])
-local minAllowance = tonumber(ARGV[4])
-local add = tonumber(ARGV[5])
-local count = tonumber(ARGV[6])
-local ttlMs = tonumber(ARGV[7])
-local now = budgetNow(ARGV[8])
-
-local w = budgetAdvance(budgetDecode(key), now, bucketMs, buckets)
-local r, cur = w.r, w.cur
-r[cur], r[7], w.successes = r[cur] + add, r[7] + add, w.successes + add
-local allowance = budgetAllowance(w.successes, ratioPpm, minAllowance)
-local granted = allowance - w.spent
-if granted < 0 then
-  granted = 0
-elseif granted > count then
-  granted = count
+local caller = {}
+for i = 1, 5 do
+  caller[i] = tonumber(ARGV[i])
 end
-local denied = count - granted
-r[cur + 1], r[8] = r[cur + 1] + granted, r[8] + granted
-r[cur + 2], r[9] = r[cur + 2] + denied, r[9] + denied
-budgetSave(key, r, ratioPpm, minAllowance, ttlMs)
-return { granted, allowance, w.spent + granted, w.denied + denied, w.successes }
+local aged = {}
+for i = 8, #ARGV do
+  aged[i - 7] = tonumber(ARGV[i])
+end
+return budgetWrite(KEYS[1], caller, aged, tonumber(ARGV[6]), budgetNow(ARGV[7]))

@@ -1,17 +1,19 @@
--- Shared by the budget scripts: the sliding-window arithmetic of src/budget/window.ts, in integers only.
+-- Shared by the budget scripts: the rules and arithmetic of src/budget/window.ts (and its TypeScript
+-- implementation, src/budget/ring.ts and dependency-state.ts), line for line, in integers only.
 --
 -- A dependency's budget is one string key, KEYS[1] = "{<prefix>:d:<dependency>}:budget", holding a
--- MessagePack array (one GET, one SET: no number-to-string conversions, no per-field commands):
---   [1] format version (1)   [2] bucketMs   [3] buckets   [4] ratioPpm   [5] minAllowance
---        (the settings last used; [4] and [5] are read by the CLI)
---   [6] t, the newest bucket index written (bucket index = floor(time / bucketMs))
---   [7] S  [8] G  [9] D      successes, spent (granted) and denied summed over the ring
---   [10 + 3k], [11 + 3k], [12 + 3k]   successes, spent, denied of ring slot k = bucketIndex mod (buckets + 1)
--- The ring always holds buckets t - buckets .. t: a slot is retired (subtracted from the totals and
--- emptied) before it is reused for a newer bucket.
+-- MessagePack map (one GET, one SET per script):
+--   f   format version (2)
+--   g   the governing settings {bucketMs, buckets, ratioPpm, minAllowance, version}
+--   r   their ring: {last, then per slot k = 0 .. buckets: bucketIndex, successes, spent, denied}
+--       (slot k holds bucket index ≡ k mod buckets + 1; last is the newest bucket index written, -1 none)
+--   p, pr, ps   while a change is pending: its settings, its ring, and the bucket its ring started in
+-- A key that does not decode to that shape (written by hand, by another version, or of another type) is
+-- reported and replaced by fresh state: it affects its own dependency only.
 
 local PPM = 1000000
-local FIRST_SLOT = 10
+local MAX_COUNT = 9007199254740991
+local FORMAT = 2
 
 -- Milliseconds from the Redis server's clock, or the test-only override when one is given.
 local function budgetNow(override)
@@ -31,66 +33,250 @@ local function intDiv(a, b)
   return (a - math.fmod(a, b)) / b
 end
 
+-- floor(a * b / d), exact for 0 <= a <= 2^53 - 1, 0 <= b <= d <= 9e7: every product stays below 2^53.
+local function mulDiv(a, b, d)
+  local r = math.fmod(a, d)
+  return ((a - r) / d) * b + intDiv(r * b, d)
+end
+
+-- a + b, saturating at MAX_COUNT.
+local function addCount(a, b)
+  local s = a + b
+  if s > MAX_COUNT then
+    return MAX_COUNT
+  end
+  return s
+end
+
+-- A count as reply text: Redis turns a Lua number into an integer reply exactly only below 2^51, and
+-- counts go up to 2^53 - 1 ('%.0f' prints every such integer exactly).
+local function countText(n)
+  return string.format('%.0f', n)
+end
+
 local function budgetAllowance(successes, ratioPpm, minAllowance)
-  local earned = intDiv(successes * ratioPpm, PPM)
+  local earned = mulDiv(successes, ratioPpm, PPM)
   if earned > minAllowance then
     return earned
   end
   return minAllowance
 end
 
--- The stored array, or nil when the key is missing.
+local function sameSettings(a, b)
+  for i = 1, 5 do
+    if a[i] ~= b[i] then
+      return false
+    end
+  end
+  return true
+end
+
+local function newRing(settings)
+  local ring = { -1 }
+  for k = 0, settings[2] do
+    local i = 2 + 4 * k
+    ring[i], ring[i + 1], ring[i + 2], ring[i + 3] = -1, 0, 0, 0
+  end
+  return ring
+end
+
+-- The bucket a write at `now` goes to: never older than the newest written.
+local function currentAt(ring, settings, now)
+  local c = intDiv(now, settings[1])
+  if ring[1] > c then
+    return ring[1]
+  end
+  return c
+end
+
+-- The index in `ring` of bucket `bucket`'s slot, emptied first if it still holds an older bucket.
+local function slotOf(ring, settings, bucket)
+  local i = 2 + 4 * math.fmod(bucket, settings[2] + 1)
+  if ring[i] ~= bucket then
+    ring[i], ring[i + 1], ring[i + 2], ring[i + 3] = bucket, 0, 0, 0
+  end
+  return i
+end
+
+-- Adds aged successes {age1, count1, age2, count2, ...}: stamped now - age; dropped when older than the
+-- oldest bucket the ring keeps.
+local function addAged(ring, settings, aged, now, current)
+  for j = 1, #aged, 2 do
+    local t = now - aged[j]
+    if t < 0 then
+      t = 0
+    end
+    local bucket = intDiv(t, settings[1])
+    if bucket > current then
+      bucket = current
+    end
+    if current - bucket <= settings[2] then
+      local i = slotOf(ring, settings, bucket)
+      ring[i + 1] = addCount(ring[i + 1], aged[j + 1])
+    end
+  end
+end
+
+-- The window's sums at `now`: successes and denials of the newest `buckets` buckets plus the oldest
+-- weighted by its overlap (rounded down); spend of all buckets + 1, the oldest counted whole.
+local function ringSums(ring, settings, now, current)
+  local bucketMs, buckets = settings[1], settings[2]
+  local s, g, d, oldS, oldD = 0, 0, 0, 0, 0
+  for k = 0, buckets do
+    local i = 2 + 4 * k
+    local age = current - ring[i]
+    if age >= 0 and age <= buckets then
+      g = addCount(g, ring[i + 2])
+      if age < buckets then
+        s, d = addCount(s, ring[i + 1]), addCount(d, ring[i + 3])
+      else
+        oldS, oldD = ring[i + 1], ring[i + 3]
+      end
+    end
+  end
+  -- An earlier time than the newest bucket counts as that bucket's start: the oldest bucket counts whole.
+  local overlap = bucketMs - math.fmod(now, bucketMs)
+  if current > intDiv(now, bucketMs) then
+    overlap = bucketMs
+  end
+  return addCount(s, mulDiv(oldS, overlap, bucketMs)), g, addCount(d, mulDiv(oldD, overlap, bucketMs))
+end
+
+local function isCount(v)
+  return type(v) == 'number' and v == math.floor(v) and v >= -1 and v <= MAX_COUNT
+end
+
+local function validSettings(x)
+  if type(x) ~= 'table' or #x ~= 5 then
+    return false
+  end
+  for i = 1, 5 do
+    if not isCount(x[i]) or x[i] < 0 then
+      return false
+    end
+  end
+  return x[1] >= 1 and x[1] <= 86400000 and x[2] >= 1 and x[2] <= 1000 and x[3] <= PPM
+end
+
+local function validRing(ring, settings)
+  if type(ring) ~= 'table' or #ring ~= 1 + 4 * (settings[2] + 1) then
+    return false
+  end
+  for i = 1, #ring do
+    if not isCount(ring[i]) then
+      return false
+    end
+  end
+  return true
+end
+
+-- The stored state; nil when the key is missing; nil and what is wrong when it cannot be read.
 local function budgetDecode(key)
-  local raw = redis.call('GET', key)
+  local raw = redis.pcall('GET', key)
+  if type(raw) == 'table' and raw.err then
+    return nil, 'the key holds a ' .. redis.call('TYPE', key).ok .. ', not a string'
+  end
   if not raw then
     return nil
   end
-  return cmsgpack.unpack(raw)
+  local ok, st = pcall(cmsgpack.unpack, raw)
+  if not ok or type(st) ~= 'table' then
+    return nil, 'not MessagePack'
+  end
+  if st.f ~= FORMAT then
+    return nil, 'not budget state of format ' .. FORMAT
+  end
+  if not validSettings(st.g) or not validRing(st.r, st.g) then
+    return nil, 'malformed settings or counts'
+  end
+  if st.p ~= nil and (not validSettings(st.p) or not validRing(st.pr, st.p) or not isCount(st.ps)) then
+    return nil, 'malformed pending settings'
+  end
+  return st
 end
 
--- Brings the ring `r` (or a new one, when it is nil or has another bucket geometry) to time `now`, in
--- memory: slots of buckets that fell out of the ring are retired. Time never goes backwards for a
--- dependency: an earlier time counts as the start of the newest bucket seen. Returns the window: the
--- current slot's index in `r`, and the sums of whole buckets plus the oldest one weighted by the part of
--- it still inside the window (successes and denials rounded down, spend rounded up).
-local function budgetAdvance(r, now, bucketMs, buckets)
-  local slots = buckets + 1
-  local current = intDiv(now, bucketMs)
-  local overlap = bucketMs - math.fmod(now, bucketMs)
-  if not r or r[2] ~= bucketMs or r[3] ~= buckets then
-    r = { 1, bucketMs, buckets, 0, 0, current, 0, 0, 0 }
-    for i = FIRST_SLOT, FIRST_SLOT + 3 * slots - 1 do
-      r[i] = 0
+-- True when the pending settings' ring holds a whole window of its own.
+local function pendingDue(st, now)
+  return st.p ~= nil and currentAt(st.pr, st.p, now) - st.ps >= st.p[2] + 1
+end
+
+-- Applies the caller's settings (window.ts: promote a due change, then let a higher version start one),
+-- adds the aged successes, decides `count` retries and records them in every ring. Returns the reply of
+-- budget-spend-1.lua.
+local function budgetWrite(key, caller, aged, count, now)
+  local st, problem = budgetDecode(key)
+  if not st then
+    st = { f = FORMAT, g = caller, r = newRing(caller) }
+  end
+  if pendingDue(st, now) then
+    st.g, st.r, st.p, st.pr, st.ps = st.p, st.pr, nil, nil, nil
+  end
+  if not sameSettings(caller, st.g) and caller[5] > st.g[5] and (st.p == nil or caller[5] > st.p[5]) then
+    st.p, st.pr = caller, newRing(caller)
+    st.ps = currentAt(st.pr, caller, now)
+  end
+  local rings, settings = { st.r }, { st.g }
+  if st.p ~= nil then
+    rings[2], settings[2] = st.pr, st.p
+  end
+  local room, currents, gs, gg, gd, ga = nil, {}, 0, 0, 0, 0
+  for n = 1, #rings do
+    local ring, set = rings[n], settings[n]
+    local current = currentAt(ring, set, now)
+    ring[1], currents[n] = current, current
+    addAged(ring, set, aged, now, current)
+    local s, g, d = ringSums(ring, set, now, current)
+    local allowance = budgetAllowance(s, set[3], set[4])
+    local left = allowance - g
+    if left < 0 then
+      left = 0
+    end
+    if room == nil or left < room then
+      room = left
+    end
+    if n == 1 then
+      gs, gg, gd, ga = s, g, d, allowance
     end
   end
-  local last = r[6]
-  if current < last then
-    current, overlap = last, bucketMs
+  local granted = count
+  if room < granted then
+    granted = room
   end
-  if current - last >= slots then
-    for i = 7, FIRST_SLOT + 3 * slots - 1 do
-      r[i] = 0
+  for n = 1, #rings do
+    local i = slotOf(rings[n], settings[n], currents[n])
+    rings[n][i + 2] = addCount(rings[n][i + 2], granted)
+    rings[n][i + 3] = addCount(rings[n][i + 3], count - granted)
+  end
+  local ttl = 2 * st.g[1] * st.g[2]
+  if st.p ~= nil and 2 * st.p[1] * st.p[2] > ttl then
+    ttl = 2 * st.p[1] * st.p[2]
+  end
+  redis.call('SET', key, cmsgpack.pack(st), 'PX', ttl)
+  local allowance = ga
+  if gg + room < allowance then
+    allowance = gg + room
+  end
+  local reply = {
+    countText(granted),
+    countText(allowance),
+    countText(addCount(gg, granted)),
+    countText(addCount(gd, count - granted)),
+    countText(gs),
+  }
+  for i = 1, 5 do
+    reply[5 + i] = st.g[i]
+  end
+  if st.p ~= nil then
+    reply[11] = 1
+    for i = 1, 5 do
+      reply[11 + i] = st.p[i]
     end
   else
-    for j = last + 1, current do
-      local i = FIRST_SLOT + 3 * math.fmod(j, slots)
-      r[7], r[8], r[9] = r[7] - r[i], r[8] - r[i + 1], r[9] - r[i + 2]
-      r[i], r[i + 1], r[i + 2] = 0, 0, 0
+    reply[11] = 0
+    for i = 1, 5 do
+      reply[11 + i] = 0
     end
   end
-  r[6] = current
-  local old = FIRST_SLOT + 3 * math.fmod(current + 1, slots)
-  return {
-    r = r,
-    cur = FIRST_SLOT + 3 * math.fmod(current, slots),
-    successes = r[7] - r[old] + intDiv(r[old] * overlap, bucketMs),
-    spent = r[8] - r[old + 1] + intDiv(r[old + 1] * overlap + bucketMs - 1, bucketMs),
-    denied = r[9] - r[old + 2] + intDiv(r[old + 2] * overlap, bucketMs),
-  }
-end
-
--- Stores the ring with the caller's settings; the key expires on its own `ttlMs` after this write.
-local function budgetSave(key, r, ratioPpm, minAllowance, ttlMs)
-  r[4], r[5] = ratioPpm, minAllowance
-  redis.call('SET', key, cmsgpack.pack(r), 'PX', ttlMs)
+  reply[17] = problem or ''
+  return reply
 end

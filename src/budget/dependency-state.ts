@@ -1,0 +1,114 @@
+import { Ring, type RingSums } from './ring.js';
+import type { StoreRead, StoreSpend } from './store.js';
+import { type AgedSuccesses, allowanceFor, type BudgetWindow, sameSettings } from './window.js';
+
+interface Pending {
+  ring: Ring;
+  /** The bucket (of the pending settings) its ring started recording in. */
+  startBucket: number;
+}
+
+/**
+ * One dependency's budget in memory: the governing settings' ring and, while a change is in progress,
+ * the pending settings' ring. Implements the rules of window.ts (the Redis scripts mirror them).
+ */
+export class DependencyState {
+  #ring: Ring;
+  #pending: Pending | undefined;
+
+  constructor(window: BudgetWindow) {
+    this.#ring = new Ring(window);
+  }
+
+  /** The governing settings. */
+  get window(): BudgetWindow {
+    return this.#ring.window;
+  }
+
+  /**
+   * Applies `caller`'s settings (see window.ts), adds the aged successes, decides `count` retries one
+   * after another and records them, all at `now`.
+   */
+  write(now: number, caller: BudgetWindow, successes: readonly AgedSuccesses[], count: number): StoreSpend {
+    this.#promote(now);
+    this.#propose(now, caller);
+    const rings = this.#pending ? [this.#ring, this.#pending.ring] : [this.#ring];
+    let room = Number.POSITIVE_INFINITY;
+    let governing: (RingSums & { allowance: number }) | undefined;
+    const currents: number[] = [];
+    for (const ring of rings) {
+      const current = ring.advance(now);
+      currents.push(current);
+      ring.addSuccesses(successes, now, current);
+      const sums = ring.sums(now, current);
+      const allowance = allowanceFor(sums.successes, ring.window.ratioPpm, ring.window.minAllowance);
+      room = Math.min(room, Math.max(0, allowance - sums.spent));
+      governing ??= { ...sums, allowance };
+    }
+    const granted = Math.min(count, room);
+    for (let i = 0; i < rings.length; i++) rings[i]!.addDecisions(granted, count - granted, currents[i]!);
+    const g = governing!;
+    return {
+      granted,
+      allowance: Math.min(g.allowance, g.spent + room),
+      spent: g.spent + granted,
+      denied: g.denied + count - granted,
+      successes: g.successes,
+      ...this.#settings(),
+    };
+  }
+
+  /** The counts at `now` without changing anything (a pending change that is due is applied in the view). */
+  read(now: number): StoreRead {
+    const due = this.#pending && this.#due(this.#pending, now);
+    const rings = due
+      ? [this.#pending!.ring]
+      : this.#pending
+        ? [this.#ring, this.#pending.ring]
+        : [this.#ring];
+    let room = Number.POSITIVE_INFINITY;
+    let governing: (RingSums & { allowance: number }) | undefined;
+    for (const ring of rings) {
+      const sums = ring.sums(now, ring.currentAt(now));
+      const allowance = allowanceFor(sums.successes, ring.window.ratioPpm, ring.window.minAllowance);
+      room = Math.min(room, Math.max(0, allowance - sums.spent));
+      governing ??= { ...sums, allowance };
+    }
+    const g = governing!;
+    const read: StoreRead = {
+      allowance: Math.min(g.allowance, g.spent + room),
+      spent: g.spent,
+      denied: g.denied,
+      successes: g.successes,
+      window: rings[0]!.window,
+    };
+    if (!due && this.#pending) read.pending = this.#pending.ring.window;
+    return read;
+  }
+
+  #settings(): Pick<StoreSpend, 'window' | 'pending'> {
+    return this.#pending
+      ? { window: this.#ring.window, pending: this.#pending.ring.window }
+      : { window: this.#ring.window };
+  }
+
+  /** A caller with a higher version than the governing (and the pending) settings starts a change. */
+  #propose(now: number, caller: BudgetWindow): void {
+    if (sameSettings(caller, this.#ring.window) || caller.version <= this.#ring.window.version) return;
+    if (this.#pending && caller.version <= this.#pending.ring.window.version) return;
+    const ring = new Ring(caller);
+    this.#pending = { ring, startBucket: ring.currentAt(now) };
+  }
+
+  /** The pending settings take over once their ring holds a whole window of its own. */
+  #promote(now: number): void {
+    if (this.#pending && this.#due(this.#pending, now)) {
+      this.#ring = this.#pending.ring;
+      this.#pending = undefined;
+    }
+  }
+
+  #due(pending: Pending, now: number): boolean {
+    return pending.ring.currentAt(now) - pending.startBucket >= pending.ring.window.buckets + 1;
+  }
+}
