@@ -1,6 +1,8 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
-import { parseRedisUrl } from './redis-url.js';
+import type { RedisClient } from '../redis/scripts.js';
+import { parseRedisTarget } from './redis-target.js';
+import type { RedisUrl } from './redis-url.js';
 
 /** How a CLI command's Redis connection behaves once it is up. */
 export interface ConnectRedisOptions {
@@ -17,19 +19,47 @@ export interface ConnectRedisOptions {
 
 /**
  * Connects to Redis for a CLI command, failing fast with a one-line error when it is not there (a CLI must
- * not hang retrying), and checking the URL first (a bad one is bad input: exit 2, see `parseRedisUrl`).
- * A database the server does not have is bad input too: ioredis alone would report it as an error event
- * and go on in database 0. The caller disconnects.
+ * not hang retrying), and checking the value first (a bad one is bad input: exit 2, see `parseRedisTarget`).
+ * The value is one URL, or a Redis Cluster as comma-separated node URLs; a single URL that turns out to
+ * name a cluster node (`cluster_enabled:1`) is used as the seed of a cluster client, so either way the
+ * commands see every master. A database the server does not have is bad input too: ioredis alone would
+ * report it as an error event and go on in database 0. The caller disconnects.
  * ioredis is loaded here, on first use, so commands that never touch Redis start without it.
  *
  * @example
  * const redis = await connectRedis('redis://127.0.0.1:6379');
+ * const cluster = await connectRedis('redis://10.0.0.5:7000,redis://10.0.0.6:7000');
  * const exporterRedis = await connectRedis(url, { longRunning: true, commandTimeoutMs: 1000 });
  */
-export async function connectRedis(url: string, options: ConnectRedisOptions = {}): Promise<Redis> {
-  const target = parseRedisUrl(url);
+export async function connectRedis(url: string, options: ConnectRedisOptions = {}): Promise<RedisClient> {
+  const target = parseRedisTarget(url);
+  if (target.kind === 'cluster') return connectCluster(target, options);
+  const redis = await connectSingle(target.url, options);
+  let clusterEnabled: boolean;
+  try {
+    clusterEnabled = /^cluster_enabled:1\b/m.test(await redis.info('cluster'));
+  } catch (error) {
+    redis.disconnect();
+    throw new Error(`cannot use Redis at ${target.url.shown}: ${errorMessage(error)}`);
+  }
+  if (!clusterEnabled) return redis;
+  redis.disconnect();
+  const parsed = new URL(target.url.url);
+  return connectCluster(
+    {
+      nodes: [{ host: parsed.hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(parsed.port || 6379) }],
+      username: decodeURIComponent(parsed.username),
+      password: decodeURIComponent(parsed.password),
+      tls: parsed.protocol === 'rediss:',
+      shown: target.url.shown,
+    },
+    options,
+  );
+}
+
+async function connectSingle(target: RedisUrl, options: ConnectRedisOptions): Promise<Redis> {
   const { Redis } = await import('ioredis');
-  const redis = new Redis(url, {
+  const redis = new Redis(target.url, {
     lazyConnect: true,
     maxRetriesPerRequest: 1,
     ...(options.longRunning
@@ -65,6 +95,41 @@ export async function connectRedis(url: string, options: ConnectRedisOptions = {
   return redis;
 }
 
+interface ClusterSeed {
+  nodes: { host: string; port: number }[];
+  username: string;
+  password: string;
+  tls: boolean;
+  shown: string;
+}
+
+async function connectCluster(seed: ClusterSeed, options: ConnectRedisOptions): Promise<Cluster> {
+  const { Cluster } = await import('ioredis');
+  const cluster = new Cluster(seed.nodes, {
+    lazyConnect: true,
+    // A one-shot command gives up when no seed answers; a long-running one keeps trying, backing off.
+    clusterRetryStrategy: options.longRunning ? (times: number) => Math.min(times * 200, 2_000) : () => null,
+    redisOptions: {
+      maxRetriesPerRequest: 1,
+      ...(seed.username ? { username: seed.username } : {}),
+      ...(seed.password ? { password: seed.password } : {}),
+      ...(seed.tls ? { tls: {} } : {}),
+      ...(options.longRunning ? { commandTimeout: options.commandTimeoutMs ?? 2_000 } : {}),
+    },
+  });
+  let lastError: unknown;
+  cluster.on('error', (error) => {
+    lastError = error;
+  });
+  try {
+    await cluster.connect();
+  } catch (error) {
+    cluster.disconnect();
+    throw new Error(`cannot reach Redis Cluster at ${seed.shown}: ${errorMessage(lastError ?? error)}`);
+  }
+  return cluster;
+}
+
 function isDatabaseRefusal(error: unknown): boolean {
   return /DB index is out of range|invalid DB index|SELECT is not allowed/i.test(errorMessage(error));
 }
@@ -87,7 +152,7 @@ function errorMessage(error: unknown): string {
  */
 export async function withRedis<T>(
   url: string,
-  work: (redis: Redis) => Promise<T>,
+  work: (redis: RedisClient) => Promise<T>,
   options: ConnectRedisOptions = {},
 ): Promise<T> {
   const redis = await connectRedis(url, options);

@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
 import { assertSchema, DEFAULT_SCHEMA } from '../postgres/schema.js';
 import { DEFAULT_PREFIX } from '../redis/budget-keys.js';
@@ -7,13 +7,21 @@ import { DEFAULT_PREFIX } from '../redis/budget-keys.js';
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
 /**
- * Adds `--redis <url>` (default redis://127.0.0.1:6379) to a command.
+ * Adds `--redis <url>` to a command: one Redis URL, or a Redis Cluster as comma-separated node URLs (see
+ * `connectRedis`). Without the flag, `REDIS_URL` from the environment, else redis://127.0.0.1:6379.
  *
  * @example
  * withRedisOption(program.command('metrics serve'));
  */
 export function withRedisOption(command: Command): Command {
-  return command.option('--redis <url>', 'Redis URL', DEFAULT_REDIS_URL);
+  return command.addOption(
+    new Option(
+      '--redis <url>',
+      'Redis URL, or a Redis Cluster as comma-separated node URLs (redis://10.0.0.5:7000,redis://10.0.0.6:7000)',
+    )
+      .env('REDIS_URL')
+      .default(DEFAULT_REDIS_URL),
+  );
 }
 
 /**
@@ -71,9 +79,10 @@ export type FleetBackend = { kind: 'redis'; url: string } | { kind: 'postgres'; 
  * });
  */
 export function fleetBackend(flags: BackendFlags, command: Command): FleetBackend {
+  // Given on the command line: REDIS_URL in the environment is a default, so --postgres still wins over it.
   const given = (name: string) => {
     const source = command.getOptionValueSource(name);
-    return source !== undefined && source !== 'default';
+    return source !== undefined && source !== 'default' && source !== 'env';
   };
   if (flags.postgres === undefined) {
     if (given('schema'))

@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import type { Redis } from 'ioredis';
 import type { RetryBudget } from '../../budget/retry-budget.js';
 import type { DeadLetterQueue } from '../../bullmq/dead-letter-queue.js';
 import type { ReplayOptions, ReplayProgress } from '../../bullmq/replay.js';
@@ -7,6 +6,7 @@ import { systemClock } from '../../common/clock.js';
 import { parseDuration } from '../../common/duration.js';
 import { assertPrefix } from '../../common/names.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
+import type { RedisClient } from '../../redis/scripts.js';
 import type { DeadLetterStore } from '../../runtime/contracts.js';
 import { connectRedis } from '../connect-redis.js';
 import { type CliIO, printJson } from '../io.js';
@@ -160,7 +160,7 @@ export function register(program: Command, io: CliIO): void {
 /** Opens Redis and the dead-letter store on it, runs `work`, and disconnects whatever happens. */
 async function withStore(
   flags: CommonDlqOptions,
-  work: (store: DeadLetterStore, redis: Redis) => Promise<void>,
+  work: (store: DeadLetterStore, redis: RedisClient) => Promise<void>,
 ): Promise<void> {
   assertPrefix(flags.prefix);
   const redis = await connectRedis(flags.redis);
@@ -179,7 +179,7 @@ async function withStore(
 function withDlq(
   queue: string,
   flags: CommonDlqOptions,
-  work: (dlq: DeadLetterQueue, redis: Redis) => Promise<void>,
+  work: (dlq: DeadLetterQueue, redis: RedisClient) => Promise<void>,
 ): Promise<void> {
   if (!queue)
     throw new InvalidInputError('<queue>: must not be empty; `stormguard dlq list` lists the queues');
@@ -225,7 +225,11 @@ function parseBudgetFlags(flags: ReplayFlags): BudgetSettings {
 }
 
 /** A read-only view of the workers' retry budget (under the same stormguard prefix), for `--when-healthy`. */
-async function budgetReader(redis: Redis, prefix: string, settings: BudgetSettings): Promise<RetryBudget> {
+async function budgetReader(
+  redis: RedisClient,
+  prefix: string,
+  settings: BudgetSettings,
+): Promise<RetryBudget> {
   const [{ RetryBudget }, { RedisBudgetStore }] = await Promise.all([
     import('../../budget/retry-budget.js'),
     import('../../redis/budget-store.js'),
