@@ -11,6 +11,7 @@ import type { DeadLetterStore } from '../runtime/contracts.js';
 import type { JobHandle } from '../runtime/job-handle.js';
 import { JobRuntime, type RunOutcome } from '../runtime/job-runtime.js';
 import { bullmqJobHandle } from './bullmq-job-handle.js';
+import { BULLMQ_DEFAULT_PREFIX, clusterPrefixProblem } from './cluster-prefix.js';
 import type { WorkerEvents } from './types.js';
 import type { StormguardWorkerOptions, WorkerBreaker, WorkerBudget } from './worker-options.js';
 import { resolveWorkerPolicy } from './worker-policy.js';
@@ -351,6 +352,11 @@ function checkOptions<D, R, N extends string>(
     throw new InvalidInputError(
       'createWorker: options.connection is required (ioredis options or instance, or the backend connection)',
     );
+  // On a Redis Cluster a prefix without a hash tag fails every BullMQ script with CROSSSLOT: refuse it now.
+  if ((options.connection as { isCluster?: unknown }).isCluster === true && options.backend === undefined) {
+    const problem = clusterPrefixProblem(options.workerOptions?.prefix ?? BULLMQ_DEFAULT_PREFIX, queueName);
+    if (problem) throw new InvalidInputError(`createWorker: ${problem}`);
+  }
   checkStores(options);
   for (const [name, dependency] of Object.entries(options.dependencies ?? {})) {
     const problem = dependencyNameProblem(dependency);
