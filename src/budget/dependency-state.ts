@@ -1,5 +1,5 @@
 import { Ring, type RingSums } from './ring.js';
-import type { StoreRead, StoreSpend } from './store.js';
+import type { StoreRead, StoreSpend, StoreWrite } from './store.js';
 import { type AgedSuccesses, allowanceFor, type BudgetWindow, sameSettings } from './window.js';
 
 interface Pending {
@@ -15,9 +15,11 @@ interface Pending {
 export class DependencyState {
   #ring: Ring;
   #pending: Pending | undefined;
+  #applied: StoreWrite;
 
   constructor(window: BudgetWindow) {
     this.#ring = new Ring(window);
+    this.#applied = { window };
   }
 
   /** The governing settings. */
@@ -32,30 +34,59 @@ export class DependencyState {
   write(now: number, caller: BudgetWindow, successes: readonly AgedSuccesses[], count: number): StoreSpend {
     this.#promote(now);
     this.#propose(now, caller);
-    const rings = this.#pending ? [this.#ring, this.#pending.ring] : [this.#ring];
-    let room = Number.POSITIVE_INFINITY;
-    let governing: (RingSums & { allowance: number }) | undefined;
-    const currents: number[] = [];
-    for (const ring of rings) {
-      const current = ring.advance(now);
-      currents.push(current);
-      ring.addSuccesses(successes, now, current);
-      const sums = ring.sums(now, current);
-      const allowance = allowanceFor(sums.successes, ring.window.ratioPpm, ring.window.minAllowance);
-      room = Math.min(room, Math.max(0, allowance - sums.spent));
-      governing ??= { ...sums, allowance };
+    // The hot path of every in-process decision: no allocation but the reply.
+    const ring = this.#ring;
+    const current = ring.advance(now);
+    if (successes.length > 0) ring.addSuccesses(successes, now, current);
+    const sums = ring.sums(now, current);
+    const { successes: total, spent, denied } = sums;
+    const allowance = allowanceFor(total, ring.window.ratioPpm, ring.window.minAllowance);
+    let room = Math.max(0, allowance - spent);
+    const pending = this.#pending;
+    let pendingCurrent = 0;
+    if (pending) {
+      pendingCurrent = pending.ring.advance(now);
+      if (successes.length > 0) pending.ring.addSuccesses(successes, now, pendingCurrent);
+      const p = pending.ring.sums(now, pendingCurrent);
+      const pendingAllowance = allowanceFor(
+        p.successes,
+        pending.ring.window.ratioPpm,
+        pending.ring.window.minAllowance,
+      );
+      room = Math.min(room, Math.max(0, pendingAllowance - p.spent));
     }
     const granted = Math.min(count, room);
-    for (let i = 0; i < rings.length; i++) rings[i]!.addDecisions(granted, count - granted, currents[i]!);
-    const g = governing!;
-    return {
+    if (count > 0) {
+      ring.addDecisions(granted, count - granted, current);
+      pending?.ring.addDecisions(granted, count - granted, pendingCurrent);
+    }
+    const reply: StoreSpend = {
       granted,
-      allowance: Math.min(g.allowance, g.spent + room),
-      spent: g.spent + granted,
-      denied: g.denied + count - granted,
-      successes: g.successes,
-      ...this.#settings(),
+      allowance: Math.min(allowance, spent + room),
+      spent: spent + granted,
+      denied: denied + count - granted,
+      successes: total,
+      window: ring.window,
     };
+    if (pending) reply.pending = pending.ring.window;
+    return reply;
+  }
+
+  /**
+   * Applies `caller`'s settings and adds the aged successes at `now`, without summing anything (the
+   * success path). Returns the settings applied, in an object shared until they change.
+   */
+  record(now: number, caller: BudgetWindow, successes: readonly AgedSuccesses[]): StoreWrite {
+    this.#promote(now);
+    this.#propose(now, caller);
+    this.#ring.addSuccesses(successes, now, this.#ring.advance(now));
+    const pending = this.#pending;
+    if (pending) pending.ring.addSuccesses(successes, now, pending.ring.advance(now));
+    if (this.#applied.window !== this.#ring.window || this.#applied.pending !== pending?.ring.window)
+      this.#applied = pending
+        ? { window: this.#ring.window, pending: pending.ring.window }
+        : { window: this.#ring.window };
+    return this.#applied;
   }
 
   /** The counts at `now` without changing anything (a pending change that is due is applied in the view). */
@@ -84,12 +115,6 @@ export class DependencyState {
     };
     if (!due && this.#pending) read.pending = this.#pending.ring.window;
     return read;
-  }
-
-  #settings(): Pick<StoreSpend, 'window' | 'pending'> {
-    return this.#pending
-      ? { window: this.#ring.window, pending: this.#pending.ring.window }
-      : { window: this.#ring.window };
   }
 
   /** A caller with a higher version than the governing (and the pending) settings starts a change. */

@@ -34,13 +34,7 @@ export class MemoryBudgetStore implements BudgetStore {
   }
 
   addSuccesses(dependency: string, successes: readonly AgedSuccesses[], window: BudgetWindow): StoreWrite {
-    const { window: governing, pending } = this.#state(dependency, window).write(
-      this.#clock.now(),
-      window,
-      successes,
-      0,
-    );
-    return pending ? { window: governing, pending } : { window: governing };
+    return this.#state(dependency, window).record(this.#clock.now(), window, successes);
   }
 
   read(dependency: string): StoreRead | undefined {

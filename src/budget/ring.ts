@@ -27,6 +27,8 @@ export class Ring {
   readonly #denied: Float64Array;
   /** The newest bucket index written: time never goes backwards for a ring. */
   #last = Number.NEGATIVE_INFINITY;
+  /** What `sums` returns, reused: read it before the next call. */
+  readonly #sums: RingSums = { successes: 0, spent: 0, denied: 0 };
 
   constructor(readonly window: BudgetWindow) {
     this.#slots = window.buckets + 1;
@@ -66,7 +68,7 @@ export class Ring {
     this.#denied[slot] = addCount(this.#denied[slot]!, denied);
   }
 
-  /** The sums of the window at `now`, `current` being {@link currentAt}(now). */
+  /** The sums of the window at `now`, `current` being {@link currentAt}(now), in an object reused by the next call. */
   sums(now: number, current: number): RingSums {
     const { bucketMs, buckets } = this.window;
     let successes = 0;
@@ -88,11 +90,11 @@ export class Ring {
     }
     // An earlier time than the newest bucket counts as that bucket's start: the oldest bucket counts whole.
     const overlap = current > intDiv(now, bucketMs) ? bucketMs : oldestOverlapMs(now, bucketMs);
-    return {
-      successes: addCount(successes, mulDiv(oldSuccesses, overlap, bucketMs)),
-      spent,
-      denied: addCount(denied, mulDiv(oldDenied, overlap, bucketMs)),
-    };
+    const sums = this.#sums;
+    sums.successes = addCount(successes, mulDiv(oldSuccesses, overlap, bucketMs));
+    sums.spent = spent;
+    sums.denied = addCount(denied, mulDiv(oldDenied, overlap, bucketMs));
+    return sums;
   }
 
   /** The slot of bucket `bucket`, emptied first if it still holds an older bucket. */
