@@ -215,10 +215,11 @@ export class PostgresBreakerStore implements BreakerStore {
     const rows = await this.#db.query<{ dependency: string; step: StepResult }>(
       `SELECT b.dependency, ${q}.breaker_step(b.prefix, b.dependency, 'peek', NULL, 0, $2, NULL) AS step
          FROM ${q}.breakers b
-        WHERE b.prefix = $1 AND b.expires_at_ms > ${q}.now_ms($2) AND b.options IS NOT NULL
-        ORDER BY b.dependency COLLATE "C"`,
+        WHERE b.prefix = $1 AND b.expires_at_ms > ${q}.now_ms($2) AND b.options IS NOT NULL`,
       [this.#db.prefix, this.#timeOverride?.now() ?? null],
     );
+    // Sorted here, as every store sorts (by UTF-16 code units, not the database's collation).
+    rows.sort((a, b) => (a.dependency < b.dependency ? -1 : a.dependency > b.dependency ? 1 : 0));
     return rows.map(({ dependency, step }) => {
       const entry: ListedPostgresBreaker = { dependency, ...step.view, degraded: false };
       if (step.options) entry.options = step.options;

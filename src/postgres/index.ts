@@ -18,6 +18,7 @@ export {
   type PostgresBreakerStoreEvents,
   type PostgresBreakerStoreOptions,
 } from './breaker-store.js';
+export { PostgresBudgetStore, type PostgresBudgetStoreOptions } from './budget-store.js';
 export type { PostgresConnection, PostgresStoreOptions } from './database.js';
 export { PostgresIdempotencyStore, type PostgresIdempotencyStoreOptions } from './idempotency-store.js';
 export { type Migration, type MigrationReport, migrate, migrations } from './migrations.js';

@@ -1,7 +1,9 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveBreakerOptions } from '../../src/breaker/options.js';
+import { RetryBudget } from '../../src/budget/retry-budget.js';
 import { PostgresBreakerStore } from '../../src/postgres/breaker-store.js';
+import { PostgresBudgetStore } from '../../src/postgres/budget-store.js';
 import { migrations } from '../../src/postgres/migrations.js';
 import { cli, ensureCliBuilt } from '../helpers/cli.js';
 import { postgresBed } from '../helpers/postgres-bed.js';
@@ -106,5 +108,84 @@ describe('stormguard breaker status --postgres', () => {
     const schemaOnly = await cli('breaker', 'status', '--schema', 'shop');
     expect(schemaOnly.code).toBe(2);
     expect(schemaOnly.stderr).toContain('--schema: applies to PostgreSQL only');
+  });
+});
+
+describe('stormguard budget status|watch --postgres', () => {
+  async function seeded(): Promise<string> {
+    const schema = uniqueSchema();
+    const budget = new RetryBudget({
+      store: new PostgresBudgetStore({ connection: pool, schema, prefix: 'cli' }),
+      ratio: 0.5,
+      minAllowance: 3,
+    });
+    budget.recordSuccess('search', 40);
+    await budget.trySpend('search');
+    await budget.close();
+    return schema;
+  }
+
+  it('status lists every dependency of a schema and prefix with its counts and settings', async () => {
+    const schema = await seeded();
+    const args = ['--postgres', bed.url, '--schema', schema, '--prefix', 'cli'];
+    const { code, stdout } = await cli('budget', 'status', ...args, '--json');
+    expect(code).toBe(0);
+    expect(JSON.parse(stdout)).toEqual({
+      prefix: 'cli',
+      dependencies: [
+        {
+          dependency: 'search',
+          allowance: 20,
+          spent: 1,
+          denied: 0,
+          successes: 40,
+          headroom: 19,
+          ratio: 0.5,
+          windowMs: 60_000,
+          minAllowance: 3,
+        },
+      ],
+    });
+    const table = await cli('budget', 'status', ...args);
+    expect(table.stdout.split('\n')[1]).toMatch(/^search\s+20\s+1\s+0\s+40\s+19\s+0.5\s+3\s+1m$/);
+  });
+
+  it('watch prints a frame per interval, and says to migrate in a frame when the schema holds no tables', async () => {
+    const schema = await seeded();
+    const frames = await cli(
+      'budget',
+      'watch',
+      '--postgres',
+      bed.url,
+      '--schema',
+      schema,
+      '--prefix',
+      'cli',
+      '--json',
+      '--count',
+      '2',
+      '--interval',
+      '100ms',
+    );
+    expect(frames.code).toBe(0);
+    const lines = frames.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { dependencies: { spent: number }[] });
+    expect(lines.map((l) => l.dependencies.map((d) => d.spent))).toEqual([[1], [1]]);
+    const missing = await cli(
+      'budget',
+      'watch',
+      '--postgres',
+      bed.url,
+      '--schema',
+      'never_migrated',
+      '--count',
+      '1',
+    );
+    expect(missing.code).toBe(0);
+    expect(missing.stdout).toContain(
+      'cannot read the budgets from PostgreSQL: schema "never_migrated" holds no stormguard tables',
+    );
   });
 });
