@@ -52,13 +52,22 @@ export async function readSchema<T>(
   try {
     return await read();
   } catch (error) {
-    const code = (error as { code?: unknown } | null)?.code;
-    // Undefined schema, table or function.
-    if (code === '3F000' || code === '42P01' || code === '42883')
-      throw new Error(
-        `schema "${backend.schema}" holds no stormguard tables at ${parsePostgresUrl(backend.url).shown}: ` +
-          `run stormguard migrate --postgres <url> --schema ${backend.schema} (or name the schema the workers use)`,
-      );
-    throw error;
+    throw explainSchemaError(backend, error);
   }
+}
+
+/**
+ * `error`, or, when it is PostgreSQL's undefined schema, table or function, an error that says to run
+ * `stormguard migrate` (for commands that report errors without failing, such as `budget watch`).
+ *
+ * @example
+ * const shown = explainSchemaError(backend, error).message;
+ */
+export function explainSchemaError(backend: { url: string; schema: string }, error: unknown): unknown {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code !== '3F000' && code !== '42P01' && code !== '42883') return error;
+  return new Error(
+    `schema "${backend.schema}" holds no stormguard tables at ${parsePostgresUrl(backend.url).shown}: ` +
+      `run stormguard migrate --postgres <url> --schema ${backend.schema} (or name the schema the workers use)`,
+  );
 }

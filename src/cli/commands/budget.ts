@@ -1,17 +1,24 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
 import { type BudgetStatus, budgetStatus } from '../../budget/status.js';
+import type { BudgetStore } from '../../budget/store.js';
 import { formatDuration, parseDuration } from '../../common/duration.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
 import { assertPrefix } from '../../redis/budget-keys.js';
-import { connectRedis, withRedis } from '../connect-redis.js';
+import { explainSchemaError, withPostgres } from '../connect-postgres.js';
+import { withRedis } from '../connect-redis.js';
 import { interruption } from '../interruption.js';
 import { type CliIO, printJson } from '../io.js';
-import { withExamples, withFleetStateOptions } from '../options.js';
+import {
+  type BackendFlags,
+  type FleetBackend,
+  fleetBackend,
+  withExamples,
+  withFleetStateOptions,
+} from '../options.js';
 import { table } from './dlq-output.js';
 
-interface StatusFlags {
-  redis: string;
+interface StatusFlags extends BackendFlags {
   prefix: string;
   json?: boolean;
 }
@@ -24,8 +31,8 @@ interface WatchFlags extends StatusFlags {
 const BAR_WIDTH = 30;
 
 /**
- * `stormguard budget status|watch`: every dependency's fleet-wide retry budget as stored in Redis
- * (allowance, spent, denied, successes, headroom). Only reads.
+ * `stormguard budget status|watch`: every dependency's fleet-wide retry budget as stored in Redis or
+ * PostgreSQL (allowance, spent, denied, successes, headroom). Only reads.
  *
  * @example
  * stormguard budget status --redis redis://10.0.0.5:6379 --prefix shop --json
@@ -35,13 +42,16 @@ export function register(program: Command, io: CliIO): void {
   const budget = program.command('budget').description('inspect the fleet-wide retry budgets');
   withExamples(withFleetStateOptions(budget.command('status')), [
     'stormguard budget status --redis redis://10.0.0.5:6379 --prefix shop --json',
+    'stormguard budget status --postgres postgres://app@db:5432/shop --schema stormguard',
   ])
     .description("show every dependency's budget: allowance, spent, denied, successes, headroom")
-    .action(async (flags: StatusFlags) => {
+    .action(async (flags: StatusFlags, command: Command) => {
       assertPrefix(flags.prefix);
-      const { RedisBudgetStore } = await import('../../redis/budget-store.js');
-      const rows = await withRedis(flags.redis, (redis) =>
-        budgetStatus(new RedisBudgetStore({ redis, prefix: flags.prefix })),
+      const backend = fleetBackend(flags, command);
+      const rows = await withBudgetStore(backend, flags.prefix, false, (store, explain) =>
+        budgetStatus(store).catch((error: unknown) => {
+          throw explain(error);
+        }),
       );
       if (flags.json) printJson(io, { prefix: flags.prefix, dependencies: rows });
       else io.stdout.write(`${formatStatus(flags.prefix, rows)}\n`);
@@ -54,42 +64,78 @@ export function register(program: Command, io: CliIO): void {
     .description('redraw the budgets with a bar of spend against allowance until interrupted (Ctrl-C)')
     .option('--interval <duration>', 'time between redraws', '1s')
     .option('--count <n>', 'stop after this many redraws (default: until interrupted)')
-    .action(async (flags: WatchFlags) => {
+    .action(async (flags: WatchFlags, command: Command) => {
       assertPrefix(flags.prefix);
+      const backend = fleetBackend(flags, command);
       const intervalMs = parseDuration(flags.interval, '--interval');
       if (intervalMs < 100) throw new InvalidInputError('--interval: must be at least 100ms');
       const count = flags.count === undefined ? Number.POSITIVE_INFINITY : parseCount(flags.count);
-      // Reconnects after a Redis blip: a frame that cannot be read shows the error and the next one retries.
-      const redis = await connectRedis(flags.redis, { longRunning: true });
-      const stop = interruption(io);
-      try {
-        const { RedisBudgetStore } = await import('../../redis/budget-store.js');
-        const store = new RedisBudgetStore({ redis, prefix: flags.prefix });
-        for (let frame = 0; frame < count && !stop.signal.aborted; frame++) {
-          const read = await budgetStatus(store).then(
-            (rows) => ({ rows }),
-            (error: unknown) => ({ error: error instanceof Error ? error.message : String(error) }),
-          );
-          const at = new Date().toISOString();
-          if (flags.json)
-            io.stdout.write(
-              `${JSON.stringify('rows' in read ? { at, dependencies: read.rows } : { at, error: read.error })}\n`,
+      // Survives a blip: a frame that cannot be read shows the error and the next one retries.
+      await withBudgetStore(backend, flags.prefix, true, async (store, explain) => {
+        const stop = interruption(io);
+        try {
+          for (let frame = 0; frame < count && !stop.signal.aborted; frame++) {
+            const read = await budgetStatus(store).then(
+              (rows) => ({ rows }),
+              (error: unknown) => {
+                const shown = explain(error);
+                return { error: shown instanceof Error ? shown.message : String(shown) };
+              },
             );
-          else {
-            const clear = io.stdout.isTTY ? '\x1b[H\x1b[2J' : frame > 0 ? '\n' : '';
-            const body =
-              'rows' in read
-                ? formatWatch(flags.prefix, read.rows, intervalMs)
-                : formatWatchError(flags.prefix, read.error, intervalMs);
-            io.stdout.write(`${clear}${body}\n`);
+            const at = new Date().toISOString();
+            if (flags.json)
+              io.stdout.write(
+                `${JSON.stringify('rows' in read ? { at, dependencies: read.rows } : { at, error: read.error })}\n`,
+              );
+            else {
+              const clear = io.stdout.isTTY ? '\x1b[H\x1b[2J' : frame > 0 ? '\n' : '';
+              const body =
+                'rows' in read
+                  ? formatWatch(flags.prefix, read.rows, intervalMs)
+                  : formatWatchError(
+                      flags.prefix,
+                      read.error,
+                      intervalMs,
+                      backend.kind === 'redis' ? 'Redis' : 'PostgreSQL',
+                    );
+              io.stdout.write(`${clear}${body}\n`);
+            }
+            if (frame + 1 < count)
+              await sleep(intervalMs, undefined, { signal: stop.signal }).catch(() => {});
           }
-          if (frame + 1 < count) await sleep(intervalMs, undefined, { signal: stop.signal }).catch(() => {});
+        } finally {
+          stop.dispose();
         }
-      } finally {
-        stop.dispose();
-        redis.disconnect();
-      }
+      });
     });
+}
+
+/**
+ * Runs `work` with the budget store of the backend the flags name, connected for the command and closed
+ * after it; `explain` turns a PostgreSQL "relation does not exist" into "run stormguard migrate".
+ * `longRunning` keeps a Redis connection reconnecting (`budget watch`); a pg pool reconnects on its own.
+ */
+async function withBudgetStore<T>(
+  backend: FleetBackend,
+  prefix: string,
+  longRunning: boolean,
+  work: (store: BudgetStore, explain: (error: unknown) => unknown) => Promise<T>,
+): Promise<T> {
+  if (backend.kind === 'redis') {
+    const { RedisBudgetStore } = await import('../../redis/budget-store.js');
+    return withRedis(
+      backend.url,
+      (redis) => work(new RedisBudgetStore({ redis, prefix }), (error) => error),
+      { longRunning },
+    );
+  }
+  const { PostgresBudgetStore } = await import('../../postgres/budget-store.js');
+  return withPostgres(backend.url, (pool) =>
+    work(
+      new PostgresBudgetStore({ connection: pool, schema: backend.schema, prefix, migrate: false }),
+      (error) => explainSchemaError(backend, error),
+    ),
+  );
 }
 
 function parseCount(text: string): number {
@@ -147,9 +193,9 @@ export function formatWatch(prefix: string, rows: BudgetStatus[], intervalMs: nu
   return [header, ...lines].join('\n');
 }
 
-/** A `budget watch` frame while Redis cannot be read: the error, and that the next frame tries again. */
-export function formatWatchError(prefix: string, error: string, intervalMs: number): string {
-  return `${watchHeader(prefix, intervalMs)}\ncannot read the budgets from Redis: ${error}; trying again in ${formatDuration(intervalMs)}`;
+/** A `budget watch` frame while the store cannot be read: the error, and that the next frame tries again. */
+export function formatWatchError(prefix: string, error: string, intervalMs: number, store = 'Redis'): string {
+  return `${watchHeader(prefix, intervalMs)}\ncannot read the budgets from ${store}: ${error}; trying again in ${formatDuration(intervalMs)}`;
 }
 
 function watchHeader(prefix: string, intervalMs: number): string {
