@@ -22,6 +22,9 @@
  * both sides of a pair alike). One more row measures stormguard's store without request sharing (one
  * script call per decision), to show what the script alone costs.
  *
+ * Then the same on PostgreSQL (bench/budget/postgres.ts): `PostgresBudgetStore` against a naive SQL design on
+ * a throw-away PostgreSQL, with the Redis store's decisions/s of this run beside it.
+ *
  *   npx tsx bench/budget/index.ts [--ops 10000] [--rounds 3] [--json]
  */
 import { Redis } from 'ioredis';
@@ -32,6 +35,7 @@ import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { TestRedis } from '../../tests/helpers/redis-server.js';
 import { NaiveBudget } from '../baselines/naive-budget.js';
 import { benchArgs, formatTable, median } from '../common.js';
+import { type PostgresResults, postgresBudgetBench, postgresReportRows } from './postgres.js';
 
 const { size: OPS, rounds: ROUNDS, json } = benchArgs({ size: ['ops', 10_000, 100] });
 const CONCURRENCIES = [1, 16, 64];
@@ -284,6 +288,7 @@ const results = {
   storm: {} as Record<Design, { stormGrants: number; laterGrants: number }>,
   edge: {} as Record<Design, { before: number; after: number; burstGrants: number }>,
   successPath: {} as Record<Design, { roundTripsPerSuccess: number; commandsPerSuccess: number }>,
+  postgres: undefined as PostgresResults | undefined,
 };
 
 try {
@@ -314,6 +319,8 @@ try {
   for (const c of connections) c.disconnect();
   await server.close();
 }
+// After Redis is gone: the two servers never compete for the two cores.
+results.postgres = await postgresBudgetBench({ ops: OPS, rounds: ROUNDS, progress });
 
 if (json) {
   process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
@@ -380,7 +387,8 @@ function report(): string {
     fmt,
   );
   side(results.successPath, 'commandsPerSuccess', 'Redis commands per success (incl. in scripts)', '', fmt);
-  return formatTable(rows);
+  const postgres = postgresReportRows(results.postgres!, at64('stormguard').decisionsPerSecond);
+  return `${formatTable(rows)}\n\n${formatTable(postgres)}`;
 }
 
 function fmt(n: number): string {
