@@ -71,7 +71,8 @@ export interface StormguardWorkerOptions<Data = unknown, Result = unknown, Name 
    * Where dead-lettered jobs are filed, and (unless `attemptState` says otherwise) where attempt states
    * live: a `DeadLetterStore` (memory, Redis or PostgreSQL). `false` files nowhere: terminal decisions
    * become `fail` and the job ends in BullMQ's failed set; `attemptState` is then required.
-   * Required for now: the default, a Redis dead-letter store on `connection`, comes with that store.
+   * Default: a `RedisDeadLetterStore` (prefix `stormguard`) on the worker's Redis `connection`; with a
+   * `backend` there is no default (give a `PostgresDeadLetterStore` for BullMQ on PostgreSQL).
    */
   deadLetters?: DeadLetterStore | false;
   /** Where attempt states live between attempts. Default: the `deadLetters` store. */

@@ -12,6 +12,7 @@ import type { JobHandle } from '../runtime/job-handle.js';
 import { JobRuntime, type RunOutcome } from '../runtime/job-runtime.js';
 import { bullmqJobHandle } from './bullmq-job-handle.js';
 import { BULLMQ_DEFAULT_PREFIX, clusterPrefixProblem } from './cluster-prefix.js';
+import { defaultDeadLetters } from './default-dead-letters.js';
 import type { WorkerEvents } from './types.js';
 import type { StormguardWorkerOptions, WorkerBreaker, WorkerBudget } from './worker-options.js';
 import { resolveWorkerPolicy } from './worker-policy.js';
@@ -90,6 +91,8 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
   readonly #budget: WorkerBudget | undefined;
   readonly #breaker: WorkerBreaker | undefined;
   readonly #registered: Promise<void>;
+  /** Closes what the worker opened itself: the client of its default dead-letter store. */
+  readonly #closeOwn: () => Promise<void>;
   /** Dead letters being filed for jobs BullMQ failed without running them; close() waits for them. */
   readonly #filing = new Set<Promise<void>>();
   #closed: Promise<void> | undefined;
@@ -124,7 +127,9 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
     this.policy = policy;
     this.#budget = options.budget;
     this.#breaker = options.breaker;
-    this.deadLetters = options.deadLetters === false ? undefined : options.deadLetters;
+    const fallback = options.deadLetters === undefined ? defaultDeadLetters(connection) : undefined;
+    this.#closeOwn = fallback?.close ?? (async () => {});
+    this.deadLetters = options.deadLetters === false ? undefined : (options.deadLetters ?? fallback?.store);
     // A throwing listener (a broken metrics hook) is reported, and never fails a job.
     this.events = new EventBus<WorkerEvents>((error) => this.#report(error));
     const runtime = new JobRuntime({
@@ -196,6 +201,7 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
         await this.#budget?.flush();
         await this.#breaker?.flush?.();
         await Promise.all([this.#registered, ...this.#filing]);
+        await this.#closeOwn();
       }
     })();
     return this.#closed;
@@ -393,6 +399,13 @@ function checkStores<D, R, N extends string>(options: StormguardWorkerOptions<D,
     if (!isStore(attemptState, ['readAttempts', 'writeAttempts', 'clearAttempts']))
       throw new InvalidInputError(
         'createWorker: with deadLetters: false, give attemptState (an AttemptStateStore, e.g. a dead-letter store) to keep attempt counts between attempts',
+      );
+    return;
+  }
+  if (deadLetters === undefined) {
+    if (options.backend !== undefined)
+      throw new InvalidInputError(
+        'createWorker: with a backend, give deadLetters (a PostgresDeadLetterStore for BullMQ on PostgreSQL): the default dead-letter store is Redis, on the worker connection',
       );
     return;
   }

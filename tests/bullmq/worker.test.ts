@@ -7,6 +7,7 @@ import { PermanentError } from '../../src/errors/permanent-error.js';
 import { TransientError } from '../../src/errors/transient-error.js';
 import { definePolicy } from '../../src/policy/define-policy.js';
 import type { BudgetVerdict } from '../../src/policy/types.js';
+import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
 import type { JobRef } from '../../src/runtime/contracts.js';
 import { MemoryDeadLetterStore } from '../../src/runtime/memory-dead-letter-store.js';
 import { recordEvents, TestBed, unfinished } from '../e2e/harness.js';
@@ -40,6 +41,10 @@ class RecordingBudget implements WorkerBudget {
   async flush(): Promise<void> {
     this.flushes++;
   }
+}
+
+async function connectedClients(): Promise<number> {
+  return Number(/connected_clients:(\d+)/.exec(await bed.redis.info('clients'))?.[1]);
 }
 
 /** stormguard's identity of a BullMQ job. */
@@ -593,6 +598,29 @@ describe('createWorker', () => {
     expect(errors.map((e) => e.message)).toEqual(['broken metrics hook']);
   });
 
+  it('files into a Redis dead-letter store on its own connection when given no store, and closes what it opened', async () => {
+    const { queueName, queue } = bed.queues('default-store');
+    const worker = createWorker(
+      queueName,
+      async () => {
+        throw new PermanentError('no such document');
+      },
+      { connection: bed.connection, policy: fast },
+    );
+    const log = recordEvents(worker.events);
+    const job = await queue.add('index', { docId: 9 });
+    await waitFor(() => log.count('dead-letter') === 1, 5_000, 'the dead letter');
+    const store = new RedisDeadLetterStore({ redis: bed.redis });
+    expect((await store.list(queueName, { limit: 10 })).records).toMatchObject([
+      { jobId: job.id, reason: 'permanent', data: { docId: 9 } },
+    ]);
+    expect((await store.queue(queueName))?.queue).toBe(queueName);
+    const clientsBefore = await connectedClients();
+    await worker.close();
+    // BullMQ's own two connections and the store's one are gone.
+    expect(await connectedClients()).toBe(clientsBefore - 3);
+  });
+
   it('rejects bad options with a one-line message naming the option', async () => {
     const make = (options: Record<string, unknown>) => () =>
       createWorker('q', async () => {}, { ...bed.workerOptions(), policy: fast, ...options } as never);
@@ -614,7 +642,10 @@ describe('createWorker', () => {
     expect(() => createWorker('a:b', async () => {}, { ...bed.workerOptions(), policy: fast })).toThrow(
       /queue name/,
     );
-    expect(make({ deadLetters: undefined })).toThrow(/options\.deadLetters must be a DeadLetterStore/);
+    expect(make({ deadLetters: 'redis' })).toThrow(/options\.deadLetters must be a DeadLetterStore/);
+    expect(make({ deadLetters: undefined, backend: () => undefined })).toThrow(
+      /with a backend, give deadLetters \(a PostgresDeadLetterStore/,
+    );
     expect(make({ deadLetters: false })).toThrow(/with deadLetters: false, give attemptState/);
     expect(make({ workerOptions: { maxStalledCount: -1 } })).toThrow(
       /maxStalledCount must be an integer >= 0/,

@@ -25,8 +25,10 @@ import {
   createWorker,
   type DeadLetterStore,
   type EventBus,
-  MemoryDeadLetterStore,
+  type IdempotencyGuard,
+  idempotencyGuard,
   RedisBudgetStore,
+  RedisDeadLetterStore,
   type StoredDeadLetter,
   type StormguardProcessor,
   type StormguardWorker,
@@ -94,6 +96,8 @@ export class TestBed {
   #server: TestRedis | undefined;
   #redis: Redis | undefined;
   #deadLetters: DeadLetterStore | undefined;
+  /** The prefix of the bed's dead-letter store (for a child process that opens the same store). */
+  deadLetterPrefix = '';
 
   private constructor() {}
 
@@ -120,7 +124,8 @@ export class TestBed {
     // 100 Hz keeps the scheduling slack of this throw-away server at a few milliseconds per retry.
     this.#server = await TestRedis.start({ args: ['--hz', '100'] });
     this.#redis = new Redis(this.#server.url, { maxRetriesPerRequest: null });
-    this.#deadLetters = new MemoryDeadLetterStore();
+    this.deadLetterPrefix = uniqueQueue('dl');
+    this.#deadLetters = new RedisDeadLetterStore({ redis: this.#redis, prefix: this.deadLetterPrefix });
   }
 
   /** The redis-server (Redis backend only). */
@@ -156,6 +161,11 @@ export class TestBed {
   /** A retry budget store on this backend, under a prefix no other test uses. */
   budgetStore(): BudgetStore {
     return new RedisBudgetStore({ redis: this.redis, prefix: uniqueQueue('budget') });
+  }
+
+  /** An idempotency guard on this backend's store, under a prefix no other test uses. */
+  idempotencyGuard(ttlMs: number): IdempotencyGuard {
+    return idempotencyGuard({ redis: this.redis, prefix: uniqueQueue('idem'), ttlMs });
   }
 
   /** A BullMQ queue on this backend, closed with the bed. */

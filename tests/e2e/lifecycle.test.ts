@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/redis-server.js';
 import { CRASH_TEST_WORKER_OPTIONS } from './fixtures/crash-settings.js';
 import { recordEvents, TestBed, timeoutError, unfinished } from './harness.js';
-import { definePolicy, PermanentError, TransientError } from './stormguard.js';
+import { deadLetterQueue, definePolicy, PermanentError, RetryBudget, TransientError } from './stormguard.js';
 
 const bed = TestBed.perFile();
 
@@ -119,11 +119,71 @@ describe('every job ends completed or dead-lettered', () => {
 });
 
 describe('replay and crashes', () => {
-  // Replay moves to the dead-letter store's own API (claimReplay, completeReplay); the test that kills a
-  // replay half-way and runs it again comes back with it.
-  it.todo(
-    'replays dead letters after recovery exactly once per side effect, also when the replay is killed half-way and re-run',
-  );
+  it('replays dead letters after recovery exactly once per side effect, also when the replay is killed half-way and re-run', async () => {
+    const { queueName, queue, dlq } = bed.queues('replay');
+    const budget = bed.track(
+      new RetryBudget({ store: bed.budgetStore(), windowMs: 1_000, minAllowance: 5, timeoutMs: 2_000 }),
+    );
+    const guard = bed.idempotencyGuard(60_000);
+    // Side effects, counted in this process (the workers run here): each must happen once per job.
+    const effects = { mail: new Map<number, number>(), search: new Map<number, number>() };
+    const count = (kind: keyof typeof effects, id: number) =>
+      effects[kind].set(id, (effects[kind].get(id) ?? 0) + 1);
+    let searchDown = true;
+    const worker = bed.worker<{ id: number }>(
+      queueName,
+      async (job, ctx) => {
+        const { id } = job.data;
+        // The receipt is a side effect that must happen once, whatever happens to the job after it.
+        await guard.once(`receipt:${id}`, () => ctx.call('mail', () => count('mail', id)));
+        await ctx.call('search', async () => {
+          if (searchDown) throw timeoutError();
+          count('search', id);
+        });
+      },
+      {
+        policy,
+        budget,
+        concurrency: 10,
+        idempotency: { guard, key: (job) => `index:${job.data.id}` },
+      },
+    );
+    const log = recordEvents(worker.events);
+    const total = 60;
+    await queue.addBulk(Array.from({ length: total }, (_, id) => ({ name: 'index', data: { id } })));
+    await waitFor(() => log.count('dead-letter') === total, 15_000, 'the outage to dead-letter every job');
+    expect(await dlq.count({ reason: 'budget-exhausted' })).toBeGreaterThan(0);
+
+    searchDown = false;
+    const first = fixture('replay.ts', [bed.server.url, queueName, '40', bed.deadLetterPrefix]);
+    await waitFor(
+      () => first.lines.some((line) => line === `moved ${total / 4}`),
+      15_000,
+      `the first replay to move ${total / 4} jobs (output: ${first.lines.slice(-3).join(' | ')})`,
+    );
+    await kill(first.child);
+    const left = await dlq.count();
+    expect(left).toBeGreaterThan(0);
+    expect(left).toBeLessThan(total);
+
+    // Run again (here, in this process): the records the killed replay moved are gone from the store,
+    // one it claimed and did not finish is finished under the same job id, the rest move once.
+    const replay = bed.track(
+      deadLetterQueue(queueName, { store: bed.deadLetters, connection: bed.connection }),
+    );
+    const report = await replay.replay();
+    expect(report).toMatchObject({ failed: [], interrupted: false });
+    expect(report.moved.length).toBeLessThanOrEqual(left);
+
+    await waitFor(() => log.count('completed') === total, 15_000, 'every replayed job to complete');
+
+    expect(await dlq.count()).toBe(0);
+    expect(await unfinished(queue)).toBe(0);
+    for (let id = 0; id < total; id++) {
+      expect(effects.mail.get(id)).toBe(1);
+      expect(effects.search.get(id)).toBe(1);
+    }
+  });
 
   it('loses nothing when a worker process is killed with SIGKILL mid-job', async () => {
     const { queueName, queue, dlq } = bed.queues('crash');

@@ -8,7 +8,7 @@
 export { RetryBudget } from '../../src/budget/retry-budget.js';
 export type { BudgetStore } from '../../src/budget/store.js';
 export { deadLetterQueue } from '../../src/bullmq/dead-letter-queue.js';
-export { idempotencyGuard } from '../../src/bullmq/idempotency-guard.js';
+export { type IdempotencyGuard, idempotencyGuard } from '../../src/bullmq/idempotency-guard.js';
 export type { WorkerEvents } from '../../src/bullmq/types.js';
 export { createWorker, type StormguardProcessor, type StormguardWorker } from '../../src/bullmq/worker.js';
 export type { StormguardWorkerOptions } from '../../src/bullmq/worker-options.js';
