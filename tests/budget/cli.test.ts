@@ -2,6 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
+import { budgetKey } from '../../src/redis/budget-keys.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { cli, spawnCli } from '../helpers/cli.js';
 import { cliRedisBed } from '../helpers/cli-redis.js';
@@ -16,6 +17,11 @@ const bed = cliRedisBed('budget', async (redis: Redis) => {
   } finally {
     await budget.close();
   }
+  // A prefix where one dependency's key holds something no budget wrote.
+  const other = new RetryBudget({ store: new RedisBudgetStore({ redis, prefix: 'cli-bad' }), log: false });
+  await other.trySpend('search');
+  await other.close();
+  await redis.set(budgetKey('cli-bad', 'broken'), 'hello');
 });
 
 describe('stormguard budget status', () => {
@@ -49,6 +55,23 @@ describe('stormguard budget status', () => {
         },
       ],
     });
+  });
+
+  it('lists a dependency whose state cannot be read as unreadable, beside the others', async () => {
+    const table = await bed.cli('budget', 'status', '--prefix', 'cli-bad');
+    expect(table.code).toBe(0);
+    expect(table.stdout).toMatch(/^broken\s+-\s+-\s+-/m);
+    expect(table.stdout).toMatch(/^search\s+10\s+1\s+0\s/m);
+    expect(table.stdout).toContain(
+      '"broken": state unreadable (not MessagePack); its next retry decision starts it afresh',
+    );
+    const json = JSON.parse((await bed.cli('budget', 'status', '--prefix', 'cli-bad', '--json')).stdout);
+    expect(
+      json.dependencies.map((d: { dependency: string; unreadable?: string }) => [d.dependency, d.unreadable]),
+    ).toEqual([
+      ['broken', 'not MessagePack'],
+      ['search', undefined],
+    ]);
   });
 
   it('prints a table for people', async () => {
