@@ -17,7 +17,7 @@ export type StoreFactory = (clock: FakeClock) => BudgetStore | Promise<BudgetSto
 export interface ConformanceOptions {
   /** fast-check runs of each property (the 10 000-event one makes ~10 000 store calls a run). Default 20. */
   propertyRuns?: number;
-  /** fast-check runs of the window and mixed-settings properties (up to 300 events each). Default 100. */
+  /** fast-check runs of the window and mixed-settings properties (20 to 300 events each). Default 50. */
   windowPropertyRuns?: number;
 }
 
@@ -249,7 +249,7 @@ export function describeBudgetStore(
               successes: fc.integer({ min: 0, max: 30 }),
               retries: fc.integer({ min: 0, max: 4 }),
             }),
-            { minLength: 1, maxLength: 300 },
+            { minLength: 20, maxLength: 300, size: 'medium' },
           ),
           async (buckets, minAllowance, permille, events) => {
             const W = 1_000;
@@ -288,7 +288,7 @@ export function describeBudgetStore(
             await budget.close();
           },
         ),
-        { numRuns: options.windowPropertyRuns ?? 100, seed: 11, endOnFailure: true },
+        { numRuns: options.windowPropertyRuns ?? 50, seed: 11, endOnFailure: true },
       );
     });
 
@@ -396,7 +396,7 @@ export function describeBudgetStore(
               successes: fc.integer({ min: 0, max: 20 }),
               retries: fc.integer({ min: 0, max: 3 }),
             }),
-            { minLength: 1, maxLength: 300 },
+            { minLength: 20, maxLength: 300, size: 'medium' },
           ),
           async (a, b, events) => {
             const dependency = `mixed-${run++}`;
@@ -448,7 +448,7 @@ export function describeBudgetStore(
             for (const budget of budgets) await budget.close();
           },
         ),
-        { numRuns: options.windowPropertyRuns ?? 100, seed: 5, endOnFailure: true },
+        { numRuns: options.windowPropertyRuns ?? 50, seed: 5, endOnFailure: true },
       );
     });
 
