@@ -15,7 +15,7 @@
  * test process or goes over a child's stdout, never through the backend under test.
  */
 import { randomUUID } from 'node:crypto';
-import { Queue } from 'bullmq';
+import { FlowProducer, Queue, QueueEvents, Worker, type WorkerOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
 import { TestRedis } from '../helpers/redis-server.js';
@@ -27,6 +27,7 @@ import {
   type EventBus,
   type IdempotencyGuard,
   idempotencyGuard,
+  MemoryDeadLetterStore,
   RedisBudgetStore,
   RedisDeadLetterStore,
   type StoredDeadLetter,
@@ -91,41 +92,57 @@ interface Closable {
  * tests open, closed in reverse order at the end.
  */
 export class TestBed {
-  readonly backend: TestBackendName = testBackendName();
+  readonly backend: TestBackendName;
   readonly #open: Closable[] = [];
   #server: TestRedis | undefined;
   #redis: Redis | undefined;
-  #deadLetters: DeadLetterStore | undefined;
+  #world: World | undefined;
   /** The prefix of the bed's dead-letter store (for a child process that opens the same store). */
   deadLetterPrefix = '';
 
-  private constructor() {}
+  private constructor(backend: TestBackendName) {
+    this.backend = backend;
+  }
 
   /**
-   * A bed for the calling test file: started in `beforeAll`, closed in `afterAll`.
+   * A bed for the calling test file: started in `beforeAll`, closed in `afterAll`. On the run's backend
+   * (`STORMGUARD_TEST_BACKEND`), unless the file tests what only one backend does.
    *
    * @example
    * const bed = TestBed.perFile();
    */
-  static perFile(): TestBed {
-    const bed = new TestBed();
+  static perFile(options: { backend?: TestBackendName } = {}): TestBed {
+    const bed = new TestBed(options.backend ?? testBackendName());
     beforeAll(() => bed.#start());
     afterAll(() => bed.close());
     return bed;
   }
 
   async #start(): Promise<void> {
-    if (this.backend === 'postgres')
-      throw new Error(
-        'STORMGUARD_TEST_BACKEND=postgres: the PostgreSQL test bed needs tests/helpers/postgres-server.ts and the PostgreSQL stores',
-      );
+    this.deadLetterPrefix = uniqueQueue('dl');
+    if (this.backend === 'postgres') {
+      this.#world = await postgresWorld();
+      return;
+    }
     // An idle Redis wakes its event loop `hz` times a second (10 by default) and only then times out
     // blocked clients, so each delayed job would start up to 100 ms late. Production Redis is never idle;
     // 100 Hz keeps the scheduling slack of this throw-away server at a few milliseconds per retry.
     this.#server = await TestRedis.start({ args: ['--hz', '100'] });
-    this.#redis = new Redis(this.#server.url, { maxRetriesPerRequest: null });
-    this.deadLetterPrefix = uniqueQueue('dl');
-    this.#deadLetters = new RedisDeadLetterStore({ redis: this.#redis, prefix: this.deadLetterPrefix });
+    const redis = new Redis(this.#server.url, { maxRetriesPerRequest: null });
+    this.#redis = redis;
+    this.#world = {
+      connection: this.#server.connection,
+      backend: undefined,
+      deadLetters: new RedisDeadLetterStore({ redis, prefix: this.deadLetterPrefix }),
+      budgetStore: () => new RedisBudgetStore({ redis, prefix: uniqueQueue('budget') }),
+      idempotencyGuard: (ttlMs) => idempotencyGuard({ redis, prefix: uniqueQueue('idem'), ttlMs }),
+      close: async () => redis.disconnect(),
+    };
+  }
+
+  get #started(): World {
+    if (!this.#world) throw new Error('the test bed is not started yet: use it inside a test');
+    return this.#world;
   }
 
   /** The redis-server (Redis backend only). */
@@ -142,9 +159,14 @@ export class TestBed {
     return this.#redis;
   }
 
-  /** What BullMQ connects with on this backend. */
+  /** What BullMQ connects with on this backend: ioredis options, or a PostgreSQL pool config. */
   get connection(): { host: string; port: number } {
-    return this.server.connection;
+    return this.#started.connection as { host: string; port: number };
+  }
+
+  /** BullMQ's backend factory on PostgreSQL (`undefined` on Redis, BullMQ's default). */
+  get queueBackend(): QueueBackend | undefined {
+    return this.#started.backend;
   }
 
   /** The bed's backend, for a child process (see `workerConnectionOf`). */
@@ -154,23 +176,45 @@ export class TestBed {
 
   /** The dead-letter store every worker of the bed files into (and keeps attempt states in). */
   get deadLetters(): DeadLetterStore {
-    if (!this.#deadLetters) throw new Error('the test bed is not started yet: use it inside a test');
-    return this.#deadLetters;
+    return this.#started.deadLetters;
   }
 
   /** A retry budget store on this backend, under a prefix no other test uses. */
   budgetStore(): BudgetStore {
-    return new RedisBudgetStore({ redis: this.redis, prefix: uniqueQueue('budget') });
+    return this.#started.budgetStore();
   }
 
   /** An idempotency guard on this backend's store, under a prefix no other test uses. */
   idempotencyGuard(ttlMs: number): IdempotencyGuard {
-    return idempotencyGuard({ redis: this.redis, prefix: uniqueQueue('idem'), ttlMs });
+    return this.#started.idempotencyGuard(ttlMs);
   }
 
   /** A BullMQ queue on this backend, closed with the bed. */
   queue(name: string): Queue {
-    return this.track(new Queue(name, { connection: this.connection }));
+    return this.track(new Queue(name, { connection: this.connection }, ...this.#backendArgument()));
+  }
+
+  /** A bare BullMQ worker on this backend (no processor unless given), closed with the bed. */
+  bareWorker(name: string, options: Omit<WorkerOptions, 'connection'> = {}): Worker {
+    return this.track(
+      new Worker(name, null, { ...options, connection: this.connection }, ...this.#backendArgument()),
+    );
+  }
+
+  /** A BullMQ flow producer on this backend, closed with the bed. */
+  flowProducer(): FlowProducer {
+    return this.track(new FlowProducer({ connection: this.connection }, ...this.#backendArgument()));
+  }
+
+  /** A BullMQ QueueEvents on this backend, closed with the bed. */
+  queueEvents(name: string): QueueEvents {
+    return this.track(new QueueEvents(name, { connection: this.connection }, ...this.#backendArgument()));
+  }
+
+  /** BullMQ's constructors take the backend factory last; BullMQ 5 takes none. */
+  #backendArgument(): [] {
+    const backend = this.#started.backend;
+    return (backend === undefined ? [] : [backend]) as [];
   }
 
   /** A fresh source queue and a view of its dead letters. */
@@ -200,8 +244,9 @@ export class TestBed {
   }
 
   /** The options every worker of the bed gets: its connection, backend and dead-letter store. */
-  workerOptions(): Pick<StormguardWorkerOptions, 'connection' | 'deadLetters'> {
-    return { connection: this.connection, deadLetters: this.deadLetters };
+  workerOptions(): Pick<StormguardWorkerOptions, 'connection' | 'deadLetters' | 'backend'> {
+    const backend = this.#started.backend;
+    return { connection: this.connection, deadLetters: this.deadLetters, ...(backend ? { backend } : {}) };
   }
 
   /** A createWorker on this bed's backend and stores, closed when the bed closes. */
@@ -222,10 +267,56 @@ export class TestBed {
 
   async close(): Promise<void> {
     for (const thing of this.#open.reverse()) await thing.close();
-    await this.#deadLetters?.close?.();
-    this.#redis?.disconnect();
+    await this.#world?.deadLetters.close?.();
+    await this.#world?.close();
     await this.#server?.close();
   }
+}
+
+type QueueBackend = NonNullable<StormguardWorkerOptions['backend']>;
+
+/** What a backend gives the bed: how BullMQ connects, and stormguard's stores on the same backend. */
+interface World {
+  connection: unknown;
+  backend: QueueBackend | undefined;
+  deadLetters: DeadLetterStore;
+  budgetStore(): BudgetStore;
+  idempotencyGuard(ttlMs: number): IdempotencyGuard;
+  close(): Promise<void>;
+}
+
+/**
+ * BullMQ 6 on PostgreSQL: a database of the file's own on the run's PostgreSQL (the harness starts it:
+ * initdb in a temporary folder, a free port), BullMQ's schema migrated on connect, and stormguard's
+ * PostgreSQL stores in the same database. Loaded only on this backend: BullMQ 5 and `pg` are not needed
+ * for the Redis one.
+ */
+async function postgresWorld(): Promise<World> {
+  const [{ sharedPostgres }, pg, bullmq, stores] = await Promise.all([
+    import('../helpers/postgres-bed.js'),
+    import('pg'),
+    import('bullmq'),
+    import('./stormguard-postgres.js'),
+  ]);
+  const database = await (await sharedPostgres()).createDatabase();
+  const pool = new pg.default.Pool({ connectionString: database.url, max: 10 });
+  const backend = (bullmq as unknown as { createPostgresBackend: QueueBackend }).createPostgresBackend;
+  return {
+    connection: { connectionString: database.url, migrate: true },
+    backend,
+    // No PostgreSQL dead-letter store yet: one in this process (the fixtures that file run here).
+    deadLetters: new MemoryDeadLetterStore(),
+    budgetStore: () => new stores.PostgresBudgetStore({ connection: pool, prefix: uniqueQueue('budget') }),
+    idempotencyGuard: (ttlMs) =>
+      idempotencyGuard({
+        store: new stores.PostgresIdempotencyStore({ connection: pool, prefix: uniqueQueue('idem') }),
+        ttlMs,
+      }),
+    close: async () => {
+      await pool.end();
+      await database.drop();
+    },
+  };
 }
 
 /** A dependency that is down: fails at once, the way a timed-out call is reported. */
