@@ -1,5 +1,5 @@
 import type { Clock } from '../common/clock.js';
-import type { IdempotencyClaim, IdempotencyStore } from '../redis/idempotency-store.js';
+import type { IdempotencyClaim, IdempotencyStore } from '../idempotency/store.js';
 import { PostgresDatabase, type PostgresStoreOptions } from './database.js';
 
 /**

@@ -1,5 +1,6 @@
 import { DEFAULT_PREFIX, idempotencyKeyOf } from '../common/keys.js';
 import { assertPrefix } from '../common/names.js';
+import type { IdempotencyClaim, IdempotencyStore } from '../idempotency/store.js';
 import {
   type DurableWrites,
   type DurableWritesOption,
@@ -8,36 +9,8 @@ import {
 } from './durable-writes.js';
 import { defineScript, type RedisClient, type ScriptSpec } from './scripts.js';
 
-/**
- * What `begin` found: the caller runs the work, the work is done, or someone else is running it.
- *
- * @example
- * const claim = await store.begin('charge:42', token, 30_000);
- * if (claim.state === 'done') return JSON.parse(claim.value);
- */
-export type IdempotencyClaim =
-  | { state: 'run' }
-  | { state: 'done'; value: string }
-  | { state: 'wait'; expiresInMs: number };
-
-/**
- * Where the idempotency guard keeps one key's state: a claim while work runs, then the outcome. Every
- * method is one atomic step. `token` identifies one caller, so a caller whose claim expired can never
- * overwrite or release another caller's.
- *
- * @example
- * const guard = idempotencyGuard({ store: new MemoryIdempotencyStore({ clock }) });
- */
-export interface IdempotencyStore {
-  /** Claims `key` for `token` for `inFlightTtlMs`, or reports the stored outcome or the running claim. */
-  begin(key: string, token: string, inFlightTtlMs: number): Promise<IdempotencyClaim>;
-  /** Stores the outcome (JSON) for `ttlMs`; false when it was not stored (done already, or taken over). */
-  finish(key: string, token: string, value: string, ttlMs: number): Promise<boolean>;
-  /** Drops `token`'s claim after a failure so a retry may run; false when it no longer held it. */
-  release(key: string, token: string): Promise<boolean>;
-  /** Extends `token`'s claim; false when it was lost. */
-  renew(key: string, token: string, inFlightTtlMs: number): Promise<boolean>;
-}
+// The contract moved to src/idempotency/store.ts; re-exported so existing imports keep working.
+export type { IdempotencyClaim, IdempotencyStore } from '../idempotency/store.js';
 
 /**
  * Options of {@link RedisIdempotencyStore}.
