@@ -147,6 +147,12 @@ describe('PostgresBreakerStore specifics', () => {
     const options = resolveBreakerOptions({ consecutiveFailures: 2 });
     try {
       expect((await store.record('search', 'failure', options)).snapshot.degraded).toBe(false);
+      // The store commits without waiting for the disk; a checkpoint flushes the WAL (so the crash below
+      // keeps that failure) without waiting on time.
+      const client = new pg.Client({ connectionString: server.url() });
+      await client.connect();
+      await client.query('CHECKPOINT');
+      await client.end();
       await server.stop();
       const local = await store.record('search', 'failure', options);
       // The local breaker counts on its own: one failure, not two.

@@ -2,8 +2,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/common/clock.js';
 import { PostgresIdempotencyStore } from '../../src/postgres/idempotency-store.js';
-import { postgresBed } from '../helpers/postgres-bed.js';
-import { uniqueSchema } from '../helpers/postgres-server.js';
+import { postgresBed, postgresRunDir } from '../helpers/postgres-bed.js';
+import { TestPostgres, uniqueSchema } from '../helpers/postgres-server.js';
 
 const bed = postgresBed();
 let pool: pg.Pool;
@@ -51,5 +51,22 @@ describe('PostgresIdempotencyStore specifics', () => {
       `SELECT count(*) AS n FROM ${schema}.idempotency_keys WHERE key LIKE 'old-%'`,
     );
     expect(Number(rows[0]?.n)).toBe(0);
+  });
+
+  it('keeps a stored outcome through a server crash (its commit waits for the WAL)', async () => {
+    const server = await TestPostgres.start({ parent: postgresRunDir() });
+    try {
+      const store = new PostgresIdempotencyStore({ connection: server.url() });
+      await store.begin('charge-1', 'a', 60_000);
+      expect(await store.finish('charge-1', 'a', '"receipt"', 60_000)).toBe(true);
+      await store.close();
+      await server.stop();
+      await server.restart();
+      const after = new PostgresIdempotencyStore({ connection: server.url() });
+      expect(await after.begin('charge-1', 'b', 60_000)).toEqual({ state: 'done', value: '"receipt"' });
+      await after.close();
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -284,6 +284,8 @@ BEGIN
   SELECT coalesce(sum(x), 0) INTO v_failures FROM unnest(v_f) x;
 
   IF v_records OR (p_op = 'acquire' AND (v_probe OR jsonb_array_length(v_transitions) > 0)) THEN
+    -- Soft state: the commit need not wait for the disk (a crash may forget the last moment's outcomes).
+    PERFORM set_config('synchronous_commit', 'off', true);
     UPDATE {{schema}}.breakers b SET
       state = v_state,
       consecutive_failures = v_cf,
