@@ -49,9 +49,15 @@ export function migrations(): Migration[] {
     if (match) found.push({ version: Number(match[1]), name: match[2]!, file });
   }
   found.sort((a, b) => a.version - b.version);
+  // Two branches that each added "the next number" meet here: the one not released yet takes another.
   found.forEach((m, i) => {
+    if (m.version === found[i - 1]?.version)
+      throw new Error(
+        `stormguard migrations: ${found[i - 1]!.file} and ${m.file} share version ${m.version}; ` +
+          'renumber the one not released yet to the next free number',
+      );
     if (m.version !== i + 1)
-      throw new Error(`stormguard migrations: expected version ${i + 1}, found ${m.file}`);
+      throw new Error(`stormguard migrations: expected version ${i + 1} (no gaps), found ${m.file}`);
   });
   return found;
 }
