@@ -30,6 +30,14 @@ describeBudgetStore(
   { propertyRuns: 2, windowPropertyRuns: 25 },
 );
 
+/** Writes state of the current format at KEYS[1] whose first slot's spend is ARGV[1] ('nan' for NaN). */
+const WITH_COUNT = `
+local r = { -1 }
+for k = 0, 10 do r[2 + 4 * k], r[3 + 4 * k], r[4 + 4 * k], r[5 + 4 * k] = -1, 0, 0, 0 end
+if ARGV[1] == 'nan' then r[4] = 0 / 0 else r[4] = tonumber(ARGV[1]) end
+redis.call('SET', KEYS[1], cmsgpack.pack({ f = 2, g = { 6000, 10, 200000, 10, 0 }, r = r }))
+`;
+
 describe('RedisBudgetStore on the Redis server clock', () => {
   it('grants exactly 200 of 2 000 concurrent requests from 4 connections after 1 000 successes', async () => {
     const prefix = freshPrefix();
@@ -121,6 +129,8 @@ describe('RedisBudgetStore on the Redis server clock', () => {
       'state of the first format',
       (key) => redis.set(key, Buffer.from([0x95, 0x01, 0xcd, 0x17, 0x70, 0x0a, 0x0a, 0x0a])),
     ],
+    ['well-formed state with a negative count', (key) => redis.eval(WITH_COUNT, 1, key, '-5')],
+    ['well-formed state with a count that is not a number', (key) => redis.eval(WITH_COUNT, 1, key, 'nan')],
   ])('one key holding %s affects only its own dependency, reported once', async (_, corrupt) => {
     const prefix = freshPrefix();
     const logged: string[] = [];
@@ -146,7 +156,7 @@ describe('RedisBudgetStore on the Redis server clock', () => {
     expect(events).toEqual(['reset bad']);
     expect(logged).toHaveLength(1);
     expect(logged[0]).toMatch(
-      /retry budget state of "bad" could not be read \((not MessagePack|the key holds a hash, not a string|not budget state of format 2)\); it starts afresh, other dependencies are unaffected/,
+      /retry budget state of "bad" could not be read \((not MessagePack|the key holds a hash, not a string|not budget state of format 2|malformed counts)\); it starts afresh, other dependencies are unaffected/,
     );
     expect(budget.degraded).toBe(false);
     await budget.close();

@@ -118,13 +118,20 @@ local function addAged(ring, settings, aged, now, current)
 end
 
 -- The window's sums at `now`: successes and denials of the newest `buckets` buckets plus the oldest
--- weighted by its overlap (rounded down); spend of all buckets + 1, the oldest counted whole.
+-- weighted by its overlap (rounded down); spend of all buckets + 1, the oldest counted whole. Every count
+-- it reads is checked on the way (a malformed one raises an error: the callers run it under pcall).
 local function ringSums(ring, settings, now, current)
   local bucketMs, buckets = settings[1], settings[2]
   local s, g, d, oldS, oldD = 0, 0, 0, 0, 0
   for k = 0, buckets do
     local i = 2 + 4 * k
     local age = current - ring[i]
+    for j = i + 1, i + 3 do
+      local v = ring[j]
+      if not (v >= 0 and v <= MAX_COUNT and v % 1 == 0) then
+        error('malformed counts')
+      end
+    end
     if age >= 0 and age <= buckets then
       g = addCount(g, ring[i + 2])
       if age < buckets then
@@ -146,6 +153,11 @@ local function isCount(v)
   return type(v) == 'number' and v == math.floor(v) and v >= -1 and v <= MAX_COUNT
 end
 
+-- The ring's shape; its counts are checked as ringSums reads them.
+local function validRing(ring, settings)
+  return type(ring) == 'table' and #ring == 1 + 4 * (settings[2] + 1) and isCount(ring[1])
+end
+
 local function validSettings(x)
   if type(x) ~= 'table' or #x ~= 5 then
     return false
@@ -158,17 +170,6 @@ local function validSettings(x)
   return x[1] >= 1 and x[1] <= 86400000 and x[2] >= 1 and x[2] <= 1000 and x[3] <= PPM
 end
 
-local function validRing(ring, settings)
-  if type(ring) ~= 'table' or #ring ~= 1 + 4 * (settings[2] + 1) then
-    return false
-  end
-  for i = 1, #ring do
-    if not isCount(ring[i]) then
-      return false
-    end
-  end
-  return true
-end
 
 -- The stored state; nil when the key is missing; nil and what is wrong when it cannot be read.
 local function budgetDecode(key)
@@ -200,14 +201,15 @@ local function pendingDue(st, now)
   return st.p ~= nil and currentAt(st.pr, st.p, now) - st.ps >= st.p[2] + 1
 end
 
--- Applies the caller's settings (window.ts: promote a due change, then let a higher version start one),
--- adds the aged successes, decides `count` retries and records them in every ring. Returns the reply of
--- budget-spend-1.lua.
-local function budgetWrite(key, caller, aged, count, now)
-  local st, problem = budgetDecode(key)
-  if not st then
-    st = { f = FORMAT, g = caller, r = newRing(caller) }
-  end
+-- A fresh state governed by `settings`.
+local function budgetFresh(settings)
+  return { f = FORMAT, g = settings, r = newRing(settings) }
+end
+
+-- Applies the caller's settings to `st` (window.ts: promote a due change, then let a higher version start
+-- one), adds the aged successes, decides `count` retries and records them in every ring, in memory.
+-- Returns the first 16 entries of budget-spend-1.lua's reply. Raises an error on malformed counts.
+local function budgetApply(st, caller, aged, count, now)
   if pendingDue(st, now) then
     st.g, st.r, st.p, st.pr, st.ps = st.p, st.pr, nil, nil, nil
   end
@@ -247,11 +249,6 @@ local function budgetWrite(key, caller, aged, count, now)
     rings[n][i + 2] = addCount(rings[n][i + 2], granted)
     rings[n][i + 3] = addCount(rings[n][i + 3], count - granted)
   end
-  local ttl = 2 * st.g[1] * st.g[2]
-  if st.p ~= nil and 2 * st.p[1] * st.p[2] > ttl then
-    ttl = 2 * st.p[1] * st.p[2]
-  end
-  redis.call('SET', key, cmsgpack.pack(st), 'PX', ttl)
   local allowance = ga
   if gg + room < allowance then
     allowance = gg + room
@@ -266,17 +263,36 @@ local function budgetWrite(key, caller, aged, count, now)
   for i = 1, 5 do
     reply[5 + i] = st.g[i]
   end
+  reply[11] = 0
+  for i = 1, 5 do
+    reply[11 + i] = 0
+  end
   if st.p ~= nil then
     reply[11] = 1
     for i = 1, 5 do
       reply[11 + i] = st.p[i]
     end
-  else
-    reply[11] = 0
-    for i = 1, 5 do
-      reply[11 + i] = 0
-    end
   end
+  return reply
+end
+
+-- budgetApply on the stored state, saved with its time to live (two windows of the longer settings). A
+-- state that cannot be read, or whose counts turn out malformed, is replaced by fresh state; the reply's
+-- last entry says what was wrong ("" when nothing was). Returns the reply of budget-spend-1.lua.
+local function budgetWrite(key, caller, aged, count, now)
+  local st, problem = budgetDecode(key)
+  st = st or budgetFresh(caller)
+  local ok, reply = pcall(budgetApply, st, caller, aged, count, now)
+  if not ok then
+    problem = 'malformed counts'
+    st = budgetFresh(caller)
+    reply = budgetApply(st, caller, aged, count, now)
+  end
+  local ttl = 2 * st.g[1] * st.g[2]
+  if st.p ~= nil and 2 * st.p[1] * st.p[2] > ttl then
+    ttl = 2 * st.p[1] * st.p[2]
+  end
+  redis.call('SET', key, cmsgpack.pack(st), 'PX', ttl)
   reply[17] = problem or ''
   return reply
 end
