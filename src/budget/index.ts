@@ -20,13 +20,18 @@ export type {
   ListOptions,
   MaybePromise,
   StoreRead,
+  StoreSettings,
   StoreSpend,
+  StoreWrite,
 } from './store.js';
 export {
+  type AgedSuccesses,
   allowanceFor,
   type BudgetWindow,
   budgetWindow,
+  MAX_COUNT,
   PPM,
   ratioToPpm,
+  sameSettings,
   type WindowCounts,
 } from './window.js';
