@@ -85,7 +85,9 @@ describe('key construction', () => {
     expect(queueTag('stormguard', 'mail')).toBe('{stormguard:q:mail}');
     expect(globalKey('stormguard', 'queues')).toBe('{stormguard:g}:queues');
     expect(idempotencyKeyOf('stormguard', 'order-17')).toBe('stormguard:idempotency:order-17');
-    expect(idempotencyKeyOf('shop', 'eu:order 17')).toBe('shop:idempotency:eu%3Aorder%2017');
+    // The key is the last component: only % and lone surrogates are encoded, so version-1 names stay.
+    expect(idempotencyKeyOf('stormguard', 'charge:42 {eu}')).toBe('stormguard:idempotency:charge:42 {eu}');
+    expect(idempotencyKeyOf('shop:eu', '100%\uD800')).toBe('shop%3Aeu:idempotency:100%25%uD800');
   });
 
   it('property: no two (prefix, name) pairs map to one key, in any kind of key', () => {

@@ -12,7 +12,9 @@
  * - `{P:d:<dependency>}`   a dependency's tag: its budget (`…:budget`) and breaker (`…:breaker`) share one slot
  * - `{P:q:<queue>}`        a queue's tag: all of a queue's stormguard keys share one slot
  * - `{P:g}:<name>`         fleet-wide registries, all in one slot
- * - `P:idempotency:<key>`  an idempotency key (unchanged from version 1 for keys without encoded characters)
+ * - `P:idempotency:<key>`  an idempotency key: the last component, so only `%` and lone surrogates are
+ *                          encoded in it (a key such as `charge:42` keeps the name it had in version 1, so
+ *                          outcomes stored before an upgrade are still found after it)
  *
  * @example
  * dependencyTag('stormguard', 'search'); // '{stormguard:d:search}'
@@ -40,6 +42,8 @@ export const KEY_SCHEMA_VERSION = 2;
 // what garbles logs and tables (whitespace, control characters). A lone surrogate has no UTF-8 form: left
 // raw, two different names would reach the server as the same bytes (both become U+FFFD).
 const ENCODED = /[%:{}\s\p{Cc}]|\p{Cs}/gu;
+// The last component of a key only needs to be injective, not delimited.
+const TAIL_ENCODED = /%|\p{Cs}/gu;
 const ESCAPE = /%u([0-9A-F]{4})|((?:%[0-9A-F]{2})+)/g;
 const utf8 = new TextEncoder();
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
@@ -53,13 +57,15 @@ const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
  * encodeKeyPart('eu:search {v2}'); // 'eu%3Asearch%20%7Bv2%7D'
  */
 export function encodeKeyPart(part: string): string {
-  return part.replace(ENCODED, (ch) => {
-    if (ch.length === 1 && ch >= '\uD800' && ch <= '\uDFFF')
-      return `%u${ch.charCodeAt(0).toString(16).toUpperCase()}`;
-    let out = '';
-    for (const byte of utf8.encode(ch)) out += `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
-    return out;
-  });
+  return part.replace(ENCODED, encodeOne);
+}
+
+function encodeOne(ch: string): string {
+  if (ch.length === 1 && ch >= '\uD800' && ch <= '\uDFFF')
+    return `%u${ch.charCodeAt(0).toString(16).toUpperCase()}`;
+  let out = '';
+  for (const byte of utf8.encode(ch)) out += `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+  return out;
 }
 
 /**
@@ -121,15 +127,17 @@ export function globalKey(prefix: string, name: string): string {
 }
 
 /**
- * The key holding an idempotency key's state: `<prefix>:idempotency:<key>`, both encoded. No hash tag: one
- * key per operation, spread over the cluster.
+ * The key holding an idempotency key's state: `<prefix>:idempotency:<key>`, the prefix encoded. The key is
+ * the last component (the prefix holds no `:`, so the first `:` ends it), so only `%` and lone surrogates
+ * are encoded in it: keys such as `charge:42` keep their version-1 names, and outcomes stored before an
+ * upgrade are found after it. One Redis key per operation, so a brace in it never splits anything.
  *
  * @example
- * idempotencyKeyOf('stormguard', 'order-17'); // 'stormguard:idempotency:order-17'
- * idempotencyKeyOf('shop', 'eu:order 17'); // 'shop:idempotency:eu%3Aorder%2017'
+ * idempotencyKeyOf('stormguard', 'charge:42'); // 'stormguard:idempotency:charge:42'
+ * idempotencyKeyOf('shop:eu', '100%'); // 'shop%3Aeu:idempotency:100%25'
  */
 export function idempotencyKeyOf(prefix: string, key: string): string {
-  return `${encodeKeyPart(prefix)}:idempotency:${encodeKeyPart(key)}`;
+  return `${encodeKeyPart(prefix)}:idempotency:${key.replace(TAIL_ENCODED, encodeOne)}`;
 }
 
 /**

@@ -20,9 +20,9 @@ export type { IdempotencyClaim, IdempotencyStore } from '../idempotency/store.js
  */
 export interface RedisIdempotencyStoreOptions {
   /**
-   * Key prefix: keys are `<prefix>:idempotency:<key>`, prefix and key encoded (`:`, `%`, braces, whitespace
-   * and control characters percent-encoded), so no two (prefix, key) pairs share one. 1-64 characters.
-   * Default: `stormguard`.
+   * Key prefix: keys are `<prefix>:idempotency:<key>`, the prefix encoded (`:`, `%`, braces, whitespace and
+   * control characters percent-encoded; in the key only `%`), so no two (prefix, key) pairs share one.
+   * 1-64 characters. Default: `stormguard`.
    */
   prefix?: string;
   /**
