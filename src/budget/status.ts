@@ -25,6 +25,11 @@ export interface BudgetStatus {
    * next retry decision replaces it; other dependencies are unaffected.
    */
   unreadable?: string;
+  /**
+   * Set while a change of settings is rolling out (README "Changing a budget's settings"): the settings
+   * of the higher version that take over once they hold a whole window of counts.
+   */
+  pending?: { ratio: number; windowMs: number; minAllowance: number; settingsVersion: number };
 }
 
 /**
@@ -47,7 +52,7 @@ export async function budgetStatus(store: BudgetStore): Promise<BudgetStatus[]> 
       continue;
     }
     if (!read) continue;
-    rows.push({
+    const row: BudgetStatus = {
       dependency,
       allowance: read.allowance,
       spent: read.spent,
@@ -57,7 +62,15 @@ export async function budgetStatus(store: BudgetStore): Promise<BudgetStatus[]> 
       ratio: read.window.ratioPpm / PPM,
       windowMs: read.window.windowMs,
       minAllowance: read.window.minAllowance,
-    });
+    };
+    if (read.pending)
+      row.pending = {
+        ratio: read.pending.ratioPpm / PPM,
+        windowMs: read.pending.windowMs,
+        minAllowance: read.pending.minAllowance,
+        settingsVersion: read.pending.version,
+      };
+    rows.push(row);
   }
   return rows;
 }

@@ -22,6 +22,16 @@ const bed = cliRedisBed('budget', async (redis: Redis) => {
   await other.trySpend('search');
   await other.close();
   await redis.set(budgetKey('cli-bad', 'broken'), 'hello');
+  // A change of settings rolling out: a higher settingsVersion wrote last.
+  const next = new RetryBudget({
+    store: new RedisBudgetStore({ redis, prefix: 'cli-bad' }),
+    windowMs: 30_000,
+    minAllowance: 4,
+    settingsVersion: 1,
+    log: false,
+  });
+  await next.trySpend('search');
+  await next.close();
 });
 
 describe('stormguard budget status', () => {
@@ -61,7 +71,10 @@ describe('stormguard budget status', () => {
     const table = await bed.cli('budget', 'status', '--prefix', 'cli-bad');
     expect(table.code).toBe(0);
     expect(table.stdout).toMatch(/^broken\s+-\s+-\s+-/m);
-    expect(table.stdout).toMatch(/^search\s+10\s+1\s+0\s/m);
+    expect(table.stdout).toMatch(/^search\s+5\s+2\s+0\s/m);
+    expect(table.stdout).toContain(
+      '"search": settingsVersion 1 (ratio 0.2, floor 4, window 30s) takes over once it holds a whole window; until then both bind',
+    );
     expect(table.stdout).toContain(
       '"broken": state unreadable (not MessagePack); its next retry decision starts it afresh',
     );
@@ -72,6 +85,12 @@ describe('stormguard budget status', () => {
       ['broken', 'not MessagePack'],
       ['search', undefined],
     ]);
+    expect(json.dependencies[1].pending).toEqual({
+      ratio: 0.2,
+      windowMs: 30_000,
+      minAllowance: 4,
+      settingsVersion: 1,
+    });
   });
 
   it('prints a table for people', async () => {

@@ -173,7 +173,14 @@ export function formatStatus(prefix: string, rows: BudgetStatus[]): string {
       (r) =>
         `${JSON.stringify(r.dependency)}: state unreadable (${r.unreadable}); its next retry decision starts it afresh`,
     );
-  return [table(lines), ...unreadable].join('\n');
+  const pending = rows.flatMap((r) =>
+    r.pending
+      ? [
+          `${JSON.stringify(r.dependency)}: settingsVersion ${r.pending.settingsVersion} (ratio ${r.pending.ratio}, floor ${r.pending.minAllowance}, window ${formatDuration(r.pending.windowMs)}) takes over once it holds a whole window; until then both bind`,
+        ]
+      : [],
+  );
+  return [table(lines), ...unreadable, ...pending].join('\n');
 }
 
 /** One `budget watch` frame: a bar of spend against allowance per dependency. */
