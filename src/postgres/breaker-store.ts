@@ -1,71 +1,27 @@
-import { z } from 'zod';
 import type { BreakerOp } from '../breaker/machine.js';
-import { MemoryBreakerStore } from '../breaker/memory-store.js';
 import type { ResolvedBreakerOptions } from '../breaker/options.js';
-import type {
-  BreakerAdmission,
-  BreakerBatch,
-  BreakerRecordResult,
-  BreakerSnapshot,
-  BreakerStore,
-  BreakerTransition,
-} from '../breaker/types.js';
-import { type Clock, systemClock } from '../common/clock.js';
-import { EventBus } from '../common/events.js';
-import { withTimeout } from '../common/timeout.js';
-import { parseWith } from '../common/validation.js';
+import {
+  type BreakerServerStep,
+  SharedBreakerStore,
+  type SharedBreakerStoreSettings,
+} from '../breaker/shared-store.js';
+import type { BreakerSnapshot } from '../breaker/types.js';
+import type { Clock } from '../common/clock.js';
 import { PostgresDatabase, type PostgresStoreOptions } from './database.js';
 
-const StoreSettingsSchema = z.object({
-  whenUnavailable: z.enum(['local', 'allow', 'reject'], { error: "must be 'local', 'allow' or 'reject'" }),
-  timeoutMs: z.number().int('must be a whole number >= 1').min(1, 'must be a whole number >= 1'),
-  retryIntervalMs: z.number().int('must be a whole number >= 0').min(0, 'must be a whole number >= 0'),
-});
-
 /**
- * What the breaker does while PostgreSQL cannot be reached:
- * - `local` (default): each worker runs its own in-process breaker (same options), flagged `degraded`.
- * - `allow` (fail open): every call goes through, as if the breaker were closed.
- * - `reject` (fail closed): every call is refused, as if the breaker were open, until PostgreSQL answers.
- *
- * @example
- * new PostgresBreakerStore({ connection: pool, whenUnavailable: 'reject' }); // fail closed
- */
-export type PostgresBreakerFallback = 'local' | 'allow' | 'reject';
-
-/**
- * Options of {@link PostgresBreakerStore}.
+ * Options of {@link PostgresBreakerStore}: the connection, and how the store behaves while PostgreSQL is
+ * unreachable (`whenUnavailable` default `local`, `timeoutMs` 500, `retryIntervalMs` 1 000, `clock`).
  *
  * @example
  * new PostgresBreakerStore({ connection: pool, schema: 'shop', timeoutMs: 200 });
  */
-export interface PostgresBreakerStoreOptions extends PostgresStoreOptions {
-  /** What to do while PostgreSQL is unreachable. Default `local`. */
-  whenUnavailable?: PostgresBreakerFallback;
-  /** Longest wait for one round trip before the fallback answers, in ms. Default 500. */
-  timeoutMs?: number;
-  /** After a failure, how long the fallback answers before PostgreSQL is tried again, in ms. Default 1 000. */
-  retryIntervalMs?: number;
-  /** The clock of the fallback and of the retry interval. Default: the system clock. */
-  clock?: Clock;
+export interface PostgresBreakerStoreOptions extends PostgresStoreOptions, SharedBreakerStoreSettings {
   /**
    * TEST ONLY: use this clock's time instead of the server's `clock_timestamp()`. In production leave it
    * unset: the database server is the fleet's one clock. Default unset.
    */
   timeOverride?: Clock;
-}
-
-/**
- * Events of a {@link PostgresBreakerStore}: for logs.
- *
- * @example
- * store.events.on('unavailable', (e) => log.error('breaker store down, using the fallback', e.error));
- */
-export interface PostgresBreakerStoreEvents {
-  /** PostgreSQL could not be reached; the fallback answers. */
-  unavailable: { error: unknown; fallback: PostgresBreakerFallback };
-  /** PostgreSQL answers again after `downForMs`. */
-  available: { downForMs: number };
 }
 
 /**
@@ -78,12 +34,7 @@ export interface ListedPostgresBreaker extends BreakerSnapshot {
   options?: ResolvedBreakerOptions;
 }
 
-interface StepResult {
-  allowed: boolean;
-  probe: boolean;
-  ticket?: string;
-  transitions: BreakerTransition[];
-  view: Omit<BreakerSnapshot, 'dependency' | 'degraded'>;
+interface StepResult extends BreakerServerStep {
   options: ResolvedBreakerOptions | null;
 }
 
@@ -95,9 +46,9 @@ interface StepResult {
  * server's `clock_timestamp()`. Acquire on a closed breaker, the hot path, takes no lock and writes
  * nothing. A dependency's row is read as absent once idle for 2 × (windowMs + coolDownMs).
  *
- * Never crashes or hangs its caller: a round trip that fails or takes longer than `timeoutMs` is answered
- * by the `whenUnavailable` fallback (snapshots say `degraded: true`), and PostgreSQL is tried again after
- * `retryIntervalMs`.
+ * Never crashes or hangs its caller (see `SharedBreakerStore`, src/breaker/shared-store.ts): a round trip
+ * that fails or takes longer than `timeoutMs` is answered by the `whenUnavailable` fallback (snapshots say
+ * `degraded: true`), and PostgreSQL is tried again after `retryIntervalMs`.
  *
  * Defaults: schema `stormguard`, migrations on first use, fallback `local`, timeout 500 ms, retry 1 s.
  *
@@ -109,37 +60,15 @@ interface StepResult {
  * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL });
  * const breaker = new CircuitBreaker({ store: new PostgresBreakerStore({ connection: pool }) });
  */
-export class PostgresBreakerStore implements BreakerStore {
-  readonly events = new EventBus<PostgresBreakerStoreEvents>();
-  /** State lives in PostgreSQL: a CircuitBreaker caches it for `stateCacheMs` and batches successes. */
-  readonly shared = true;
+export class PostgresBreakerStore extends SharedBreakerStore {
   readonly #db: PostgresDatabase;
-  readonly #fallback: PostgresBreakerFallback;
-  readonly #timeoutMs: number;
-  readonly #retryIntervalMs: number;
-  readonly #clock: Clock;
   readonly #timeOverride: Clock | undefined;
-  readonly #local: MemoryBreakerStore;
-  #downSinceMs: number | undefined;
-  #retryAtMs = 0;
 
   constructor(options: PostgresBreakerStoreOptions) {
-    const settings = parseWith(
-      StoreSettingsSchema,
-      {
-        whenUnavailable: options.whenUnavailable ?? 'local',
-        timeoutMs: options.timeoutMs ?? 500,
-        retryIntervalMs: options.retryIntervalMs ?? 1_000,
-      },
-      'PostgreSQL breaker store options',
-    );
-    this.#db = new PostgresDatabase(options, 'PostgreSQL breaker store');
-    this.#fallback = settings.whenUnavailable;
-    this.#timeoutMs = settings.timeoutMs;
-    this.#retryIntervalMs = settings.retryIntervalMs;
-    this.#clock = options.clock ?? systemClock;
+    const db = new PostgresDatabase(options, 'PostgreSQL breaker store');
+    super(options, 'PostgreSQL');
+    this.#db = db;
     this.#timeOverride = options.timeOverride;
-    this.#local = new MemoryBreakerStore({ clock: this.#clock, degraded: true });
   }
 
   /** The schema holding the breaker table. */
@@ -150,56 +79,6 @@ export class PostgresBreakerStore implements BreakerStore {
   /** The namespace of this store's rows in the schema. */
   get prefix(): string {
     return this.#db.prefix;
-  }
-
-  async acquire(dependency: string, options: ResolvedBreakerOptions): Promise<BreakerAdmission> {
-    const result = await this.#run(dependency, 'acquire', options);
-    if (result) {
-      return {
-        allowed: result.allowed,
-        probe: result.probe,
-        ...(result.ticket === undefined ? {} : { ticket: result.ticket }),
-        transitions: result.transitions,
-        snapshot: { dependency, ...result.view, degraded: false },
-      };
-    }
-    if (this.#fallback === 'local') return this.#local.acquire(dependency, options);
-    const snapshot = this.#fallbackSnapshot(dependency);
-    return { allowed: snapshot.state === 'closed', probe: false, transitions: [], snapshot };
-  }
-
-  async record(
-    dependency: string,
-    outcome: 'success' | 'failure',
-    options: ResolvedBreakerOptions,
-    ticket?: string,
-  ): Promise<BreakerRecordResult> {
-    const result = await this.#run(dependency, outcome, options, 0, ticket);
-    if (result)
-      return { transitions: result.transitions, snapshot: { dependency, ...result.view, degraded: false } };
-    // A ticket names the half-open period of the store that issued it: the other one never counts it.
-    if (this.#fallback === 'local') return this.#local.record(dependency, outcome, options, ticket);
-    return { transitions: [], snapshot: this.#fallbackSnapshot(dependency) };
-  }
-
-  async recordBatch(
-    dependency: string,
-    batch: BreakerBatch,
-    options: ResolvedBreakerOptions,
-  ): Promise<BreakerRecordResult> {
-    const op = batch.outcome ?? 'successes';
-    const result = await this.#run(dependency, op, options, batch.successes, batch.ticket);
-    if (result)
-      return { transitions: result.transitions, snapshot: { dependency, ...result.view, degraded: false } };
-    if (this.#fallback === 'local') return this.#local.recordBatch(dependency, batch, options);
-    return { transitions: [], snapshot: this.#fallbackSnapshot(dependency) };
-  }
-
-  async read(dependency: string, options: ResolvedBreakerOptions): Promise<BreakerSnapshot> {
-    const result = await this.#run(dependency, 'peek', options);
-    if (result) return { dependency, ...result.view, degraded: false };
-    if (this.#fallback === 'local') return this.#local.read(dependency, options);
-    return this.#fallbackSnapshot(dependency);
   }
 
   /**
@@ -232,63 +111,26 @@ export class PostgresBreakerStore implements BreakerStore {
     return this.#db.close();
   }
 
-  /** One round trip, or undefined when PostgreSQL cannot answer (then the fallback does). */
-  async #run(
+  /** One round trip: one call of `breaker_step` (`sql/001-breaker.sql`). */
+  protected async step(
     dependency: string,
     op: BreakerOp,
     options: ResolvedBreakerOptions,
-    batchedSuccesses = 0,
-    ticket?: string,
-  ): Promise<StepResult | undefined> {
-    const nowMs = this.#clock.now();
-    if (nowMs < this.#retryAtMs) return undefined;
-    try {
-      const pending = this.#db.query<{ step: StepResult }>(
-        `SELECT ${this.#db.q}.breaker_step($1, $2, $3, $4, $5, $6, $7) AS step`,
-        [
-          this.#db.prefix,
-          dependency,
-          op,
-          JSON.stringify(options),
-          batchedSuccesses,
-          this.#timeOverride?.now() ?? null,
-          ticket ?? null,
-        ],
-      );
-      const [row] = await withTimeout(pending, this.#timeoutMs, 'PostgreSQL');
-      if (this.#downSinceMs !== undefined) {
-        this.events.emit('available', { downForMs: nowMs - this.#downSinceMs });
-        this.#downSinceMs = undefined;
-      }
-      return row!.step;
-    } catch (error) {
-      if (this.#downSinceMs === undefined) {
-        this.#downSinceMs = nowMs;
-        this.events.emit('unavailable', { error, fallback: this.#fallback });
-      }
-      this.#retryAtMs = nowMs + this.#retryIntervalMs;
-      return undefined;
-    }
-  }
-
-  #fallbackSnapshot(dependency: string): BreakerSnapshot {
-    const nowMs = this.#clock.now();
-    const snapshot: BreakerSnapshot = {
-      dependency,
-      state: this.#fallback === 'allow' ? 'closed' : 'open',
-      failures: 0,
-      successes: 0,
-      volume: 0,
-      consecutiveFailures: 0,
-      probesAdmitted: 0,
-      probeSuccesses: 0,
-      probesInFlight: 0,
-      nowMs,
-      degraded: true,
-    };
-    // Fail closed: the earliest a refused job is worth trying again is when PostgreSQL may be back.
-    if (this.#fallback === 'reject')
-      snapshot.halfOpenAtMs = Math.max(this.#retryAtMs, nowMs + this.#retryIntervalMs);
-    return snapshot;
+    batchedSuccesses: number,
+    ticket: string | undefined,
+  ): Promise<BreakerServerStep> {
+    const [row] = await this.#db.query<{ step: StepResult }>(
+      `SELECT ${this.#db.q}.breaker_step($1, $2, $3, $4, $5, $6, $7) AS step`,
+      [
+        this.#db.prefix,
+        dependency,
+        op,
+        JSON.stringify(options),
+        batchedSuccesses,
+        this.#timeOverride?.now() ?? null,
+        ticket ?? null,
+      ],
+    );
+    return row!.step;
   }
 }

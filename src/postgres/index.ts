@@ -11,11 +11,10 @@
  * const store = new PostgresBreakerStore({ connection: new pg.Pool(), schema: 'stormguard' });
  */
 
+export type { BreakerStoreEvents, BreakerStoreFallback } from '../breaker/shared-store.js';
 export {
   type ListedPostgresBreaker,
-  type PostgresBreakerFallback,
   PostgresBreakerStore,
-  type PostgresBreakerStoreEvents,
   type PostgresBreakerStoreOptions,
 } from './breaker-store.js';
 export { PostgresBudgetStore, type PostgresBudgetStoreOptions } from './budget-store.js';
