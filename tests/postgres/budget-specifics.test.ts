@@ -7,8 +7,9 @@ import { budgetWindow } from '../../src/budget/window.js';
 import { FakeClock } from '../../src/common/clock.js';
 import { isCorruptBudgetStateError } from '../../src/errors/corrupt-budget-state-error.js';
 import { PostgresBudgetStore } from '../../src/postgres/budget-store.js';
-import { postgresBed } from '../helpers/postgres-bed.js';
-import { uniqueSchema } from '../helpers/postgres-server.js';
+import { postgresBed, postgresRunDir } from '../helpers/postgres-bed.js';
+import { TestPostgres, uniqueSchema } from '../helpers/postgres-server.js';
+import { waitFor } from '../helpers/redis-server.js';
 
 const bed = postgresBed();
 let pool: pg.Pool;
@@ -105,5 +106,44 @@ describe('PostgresBudgetStore specifics', () => {
     );
     expect(Number(rows[0]?.ttl)).toBeGreaterThan(0);
     expect(Number(rows[0]?.ttl)).toBeLessThanOrEqual(4_000);
+  });
+
+  it('RetryBudget degrades to its local fallback while PostgreSQL is down, and recovers when it is back', async () => {
+    const server = await TestPostgres.start({ parent: postgresRunDir() });
+    const events: string[] = [];
+    const budget = new RetryBudget({
+      store: new PostgresBudgetStore({ connection: server.url() }),
+      minAllowance: 2,
+      timeoutMs: 2_000,
+      probeIntervalMs: 100,
+      log: false,
+    });
+    budget.events.on('degraded', (e) => events.push(`degraded:${e.mode}`));
+    budget.events.on('recovered', () => events.push('recovered'));
+    try {
+      budget.recordSuccess('search', 100);
+      expect(await budget.trySpend('search')).toMatchObject({
+        granted: true,
+        allowance: 20,
+        degraded: false,
+      });
+      await server.stop();
+      const during = [];
+      for (let i = 0; i < 4; i++) during.push(await budget.trySpend('search'));
+      // The conservative local budget: the floor only, answered without the store.
+      expect(during.map((r) => [r.granted, r.degraded])).toEqual([
+        [true, true],
+        [true, true],
+        [false, true],
+        [false, true],
+      ]);
+      await server.restart();
+      await waitFor(() => !budget.degraded, 10_000, 'the budget to notice PostgreSQL is back');
+      expect((await budget.trySpend('search')).degraded).toBe(false);
+      expect(events).toEqual(['degraded:local', 'recovered']);
+    } finally {
+      await budget.close();
+      await server.close();
+    }
   });
 });
