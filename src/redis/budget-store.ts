@@ -110,16 +110,7 @@ export class RedisBudgetStore implements BudgetStore {
     )[];
     if (reply[0] === 0) return undefined;
     if (reply[0] === -1) throw new CorruptBudgetStateError(dependency, String(reply[1]));
-    const n = reply as number[];
-    const read: StoreRead = {
-      allowance: Number(reply[1]),
-      spent: Number(reply[2]),
-      denied: Number(reply[3]),
-      successes: Number(reply[4]),
-      window: windowAt(n, 5),
-    };
-    if (n[10] === 1) read.pending = windowAt(n, 11);
-    return read;
+    return readOf(reply);
   }
 
   /**
@@ -165,18 +156,23 @@ export function spendArgs(
   return args;
 }
 
-/** The reply of budget-spend-1.lua as a `StoreSpend`. */
-function spendOf(reply: (number | string)[]): StoreSpend {
+/** Entries 1 to 15 of either script's reply (the same layout): the counts and the settings applied. */
+function readOf(reply: (number | string)[]): StoreRead {
   const n = reply as number[];
-  const spend: StoreSpend = {
-    granted: Number(reply[0]),
+  const read: StoreRead = {
     allowance: Number(reply[1]),
     spent: Number(reply[2]),
     denied: Number(reply[3]),
     successes: Number(reply[4]),
     window: windowAt(n, 5),
   };
-  if (n[10] === 1) spend.pending = windowAt(n, 11);
+  if (n[10] === 1) read.pending = windowAt(n, 11);
+  return read;
+}
+
+/** The reply of budget-spend-1.lua as a `StoreSpend`. */
+function spendOf(reply: (number | string)[]): StoreSpend {
+  const spend: StoreSpend = { granted: Number(reply[0]), ...readOf(reply) };
   if (reply[16] !== '' && reply[16] !== undefined) spend.reset = String(reply[16]);
   return spend;
 }

@@ -23,45 +23,16 @@ if not st then
 end
 -- The view, under pcall: counts are checked as they are summed.
 local function view()
-  local rings, settings = { st.r }, { st.g }
-  if pendingDue(st, now) then
-    rings[1], settings[1] = st.pr, st.p
-  elseif st.p ~= nil then
-    rings[2], settings[2] = st.pr, st.p
-  end
-  local room, gs, gg, gd, ga = nil, 0, 0, 0, 0
+  local rings, settings = budgetRings(st, now, true)
+  local currents = {}
   for n = 1, #rings do
-    local s, g, d = ringSums(rings[n], settings[n], now, currentAt(rings[n], settings[n], now))
-    local allowance = budgetAllowance(s, settings[n][3], settings[n][4])
-    local left = allowance - g
-    if left < 0 then
-      left = 0
-    end
-    if room == nil or left < room then
-      room = left
-    end
-    if n == 1 then
-      gs, gg, gd, ga = s, g, d, allowance
-    end
+    currents[n] = currentAt(rings[n], settings[n], now)
   end
+  local gs, gg, gd, ga, room = budgetView(rings, settings, now, currents)
   if gg + room < ga then
     ga = gg + room
   end
-  local reply = { 1, countText(ga), countText(gg), countText(gd), countText(gs) }
-  for i = 1, 5 do
-    reply[5 + i] = settings[1][i]
-  end
-  reply[11] = 0
-  for i = 1, 5 do
-    reply[11 + i] = 0
-  end
-  if #rings == 2 then
-    reply[11] = 1
-    for i = 1, 5 do
-      reply[11 + i] = settings[2][i]
-    end
-  end
-  return reply
+  return budgetReply(1, ga, gg, gd, gs, settings)
 end
 
 local ok, reply = pcall(view)

@@ -206,29 +206,25 @@ local function budgetFresh(settings)
   return { f = FORMAT, g = settings, r = newRing(settings) }
 end
 
--- Applies the caller's settings to `st` (window.ts: promote a due change, then let a higher version start
--- one), adds the aged successes, decides `count` retries and records them in every ring, in memory.
--- Returns the first 16 entries of budget-spend-1.lua's reply. Raises an error on malformed counts.
-local function budgetApply(st, caller, aged, count, now)
-  if pendingDue(st, now) then
-    st.g, st.r, st.p, st.pr, st.ps = st.p, st.pr, nil, nil, nil
+-- The rings of `st` at `now`, governing first: a due pending change alone (the view of a read), else the
+-- governing one and the pending one.
+local function budgetRings(st, now, viewOnly)
+  if viewOnly and pendingDue(st, now) then
+    return { st.pr }, { st.p }
   end
-  if not sameSettings(caller, st.g) and caller[5] > st.g[5] and (st.p == nil or caller[5] > st.p[5]) then
-    st.p, st.pr = caller, newRing(caller)
-    st.ps = currentAt(st.pr, caller, now)
-  end
-  local rings, settings = { st.r }, { st.g }
   if st.p ~= nil then
-    rings[2], settings[2] = st.pr, st.p
+    return { st.r, st.pr }, { st.g, st.p }
   end
-  local room, currents, gs, gg, gd, ga = nil, {}, 0, 0, 0, 0
+  return { st.r }, { st.g }
+end
+
+-- The governing ring's successes, spent, denied and allowance at `now`, and the room every ring leaves
+-- (the least allowance - spent). `currents[n]` is ring n's current bucket.
+local function budgetView(rings, settings, now, currents)
+  local room, gs, gg, gd, ga = nil, 0, 0, 0, 0
   for n = 1, #rings do
-    local ring, set = rings[n], settings[n]
-    local current = currentAt(ring, set, now)
-    ring[1], currents[n] = current, current
-    addAged(ring, set, aged, now, current)
-    local s, g, d = ringSums(ring, set, now, current)
-    local allowance = budgetAllowance(s, set[3], set[4])
+    local s, g, d = ringSums(rings[n], settings[n], now, currents[n])
+    local allowance = budgetAllowance(s, settings[n][3], settings[n][4])
     local left = allowance - g
     if left < 0 then
       left = 0
@@ -240,6 +236,40 @@ local function budgetApply(st, caller, aged, count, now)
       gs, gg, gd, ga = s, g, d, allowance
     end
   end
+  return gs, gg, gd, ga, room
+end
+
+-- The 16 entries both scripts reply with: `first`, the four counts (as text), the governing settings,
+-- and the pending flag and settings (0s when none).
+local function budgetReply(first, allowance, spent, denied, successes, settings)
+  local reply = { first, countText(allowance), countText(spent), countText(denied), countText(successes) }
+  for i = 1, 5 do
+    reply[5 + i] = settings[1][i]
+    reply[11 + i] = settings[2] and settings[2][i] or 0
+  end
+  reply[11] = settings[2] and 1 or 0
+  return reply
+end
+
+-- Applies the caller's settings to `st` (window.ts: promote a due change, then let a higher version start
+-- one), adds the aged successes, decides `count` retries and records them in every ring, in memory.
+-- Returns the first 16 entries of budget-spend-1.lua's reply. Raises an error on malformed counts.
+local function budgetApply(st, caller, aged, count, now)
+  if pendingDue(st, now) then
+    st.g, st.r, st.p, st.pr, st.ps = st.p, st.pr, nil, nil, nil
+  end
+  if not sameSettings(caller, st.g) and caller[5] > st.g[5] and (st.p == nil or caller[5] > st.p[5]) then
+    st.p, st.pr = caller, newRing(caller)
+    st.ps = currentAt(st.pr, caller, now)
+  end
+  local rings, settings = budgetRings(st, now, false)
+  local currents = {}
+  for n = 1, #rings do
+    currents[n] = currentAt(rings[n], settings[n], now)
+    rings[n][1] = currents[n]
+    addAged(rings[n], settings[n], aged, now, currents[n])
+  end
+  local gs, gg, gd, ga, room = budgetView(rings, settings, now, currents)
   local granted = count
   if room < granted then
     granted = room
@@ -249,31 +279,10 @@ local function budgetApply(st, caller, aged, count, now)
     rings[n][i + 2] = addCount(rings[n][i + 2], granted)
     rings[n][i + 3] = addCount(rings[n][i + 3], count - granted)
   end
-  local allowance = ga
-  if gg + room < allowance then
-    allowance = gg + room
+  if gg + room < ga then
+    ga = gg + room
   end
-  local reply = {
-    countText(granted),
-    countText(allowance),
-    countText(addCount(gg, granted)),
-    countText(addCount(gd, count - granted)),
-    countText(gs),
-  }
-  for i = 1, 5 do
-    reply[5 + i] = st.g[i]
-  end
-  reply[11] = 0
-  for i = 1, 5 do
-    reply[11 + i] = 0
-  end
-  if st.p ~= nil then
-    reply[11] = 1
-    for i = 1, 5 do
-      reply[11 + i] = st.p[i]
-    end
-  end
-  return reply
+  return budgetReply(countText(granted), ga, addCount(gg, granted), addCount(gd, count - granted), gs, settings)
 end
 
 -- budgetApply on the stored state, saved with its time to live (two windows of the longer settings). A
