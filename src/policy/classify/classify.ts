@@ -4,10 +4,11 @@ import { classifyMysql, classifyPostgres } from './database.js';
 import { classifyMarked } from './error-classes.js';
 import { classifyHttp } from './http.js';
 import { classifyNetwork } from './network.js';
+import { classifyRedis } from './redis.js';
 
 /**
  * Every built-in rule, in order: the application's own markings (`TransientError`, `PermanentError`),
- * HTTP status with `Retry-After`, network codes, MySQL errno, Postgres SQLSTATE. Needs `context.nowMs` only
+ * HTTP status with `Retry-After`, network codes, Redis availability errors, MySQL errno, Postgres SQLSTATE. Needs `context.nowMs` only
  * for a `Retry-After` given as an HTTP-date (it defaults to 0, the epoch, so a date is read as far future
  * rather than past).
  *
@@ -18,6 +19,7 @@ export const builtInClassifier: Classifier = composeClassifiers(
   classifyMarked,
   (error, context?: ClassifyContext) => classifyHttp(error, context?.nowMs ?? 0),
   classifyNetwork,
+  classifyRedis,
   classifyMysql,
   classifyPostgres,
 );

@@ -11,4 +11,5 @@ export {
 export { classifyMarked } from './error-classes.js';
 export { classifyHttp, httpStatusOf } from './http.js';
 export { classifyNetwork, TRANSIENT_NETWORK_CODES, TRANSIENT_UNDICI_CODES } from './network.js';
+export { classifyRedis, TRANSIENT_REDIS_REPLIES } from './redis.js';
 export { parseRetryAfter, readRetryAfter } from './retry-after.js';
