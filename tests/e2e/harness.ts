@@ -18,6 +18,7 @@ import { randomUUID } from 'node:crypto';
 import { FlowProducer, Queue, QueueEvents, Worker, type WorkerOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
+import type { TestRedisCluster } from '../helpers/redis-cluster.js';
 import { TestRedis } from '../helpers/redis-server.js';
 import { type BackendDescriptor, type TestBackendName, testBackendName } from './backend.js';
 import {
@@ -96,6 +97,7 @@ export class TestBed {
   readonly #open: Closable[] = [];
   #server: TestRedis | undefined;
   #redis: Redis | undefined;
+  #cluster: TestRedisCluster | undefined;
   #world: World | undefined;
   /** The prefix of the bed's dead-letter store (for a child process that opens the same store). */
   deadLetterPrefix = '';
@@ -122,6 +124,21 @@ export class TestBed {
     this.deadLetterPrefix = uniqueQueue('dl');
     if (this.backend === 'postgres') {
       this.#world = await postgresWorld();
+      return;
+    }
+    if (this.backend === 'cluster') {
+      const { TestRedisCluster } = await import('../helpers/redis-cluster.js');
+      this.#cluster = await TestRedisCluster.start({ replicas: 1 });
+      // BullMQ's blocking commands must never time out on the client side.
+      const redis = this.#cluster.client({ redisOptions: { maxRetriesPerRequest: null } });
+      this.#world = {
+        connection: redis,
+        backend: undefined,
+        deadLetters: new RedisDeadLetterStore({ redis, prefix: this.deadLetterPrefix }),
+        budgetStore: () => new RedisBudgetStore({ redis, prefix: uniqueQueue('budget') }),
+        idempotencyGuard: (ttlMs) => idempotencyGuard({ redis, prefix: uniqueQueue('idem'), ttlMs }),
+        close: async () => redis.disconnect(),
+      };
       return;
     }
     // An idle Redis wakes its event loop `hz` times a second (10 by default) and only then times out
@@ -171,7 +188,17 @@ export class TestBed {
 
   /** The bed's backend, for a child process (see `workerConnectionOf`). */
   get descriptor(): BackendDescriptor {
+    if (this.#cluster)
+      return { backend: this.backend, connection: this.#cluster.startupNodes, bullPrefix: '{bull}' };
     return { backend: this.backend, connection: this.connection };
+  }
+
+  /**
+   * BullMQ's key prefix on this backend as an option to spread: `{ prefix: '{bull}' }` on a Redis Cluster
+   * (BullMQ's keys of a queue must share a hash tag), nothing elsewhere (BullMQ's default).
+   */
+  get bullPrefixOption(): { prefix?: string } {
+    return this.backend === 'cluster' ? { prefix: '{bull}' } : {};
   }
 
   /** The dead-letter store every worker of the bed files into (and keeps attempt states in). */
@@ -191,24 +218,39 @@ export class TestBed {
 
   /** A BullMQ queue on this backend, closed with the bed. */
   queue(name: string): Queue {
-    return this.track(new Queue(name, { connection: this.connection }, ...this.#backendArgument()));
+    return this.track(
+      new Queue(name, { connection: this.connection, ...this.bullPrefixOption }, ...this.#backendArgument()),
+    );
   }
 
   /** A bare BullMQ worker on this backend (no processor unless given), closed with the bed. */
   bareWorker(name: string, options: Omit<WorkerOptions, 'connection'> = {}): Worker {
     return this.track(
-      new Worker(name, null, { ...options, connection: this.connection }, ...this.#backendArgument()),
+      new Worker(
+        name,
+        null,
+        { ...this.bullPrefixOption, ...options, connection: this.connection },
+        ...this.#backendArgument(),
+      ),
     );
   }
 
   /** A BullMQ flow producer on this backend, closed with the bed. */
   flowProducer(): FlowProducer {
-    return this.track(new FlowProducer({ connection: this.connection }, ...this.#backendArgument()));
+    return this.track(
+      new FlowProducer({ connection: this.connection, ...this.bullPrefixOption }, ...this.#backendArgument()),
+    );
   }
 
   /** A BullMQ QueueEvents on this backend, closed with the bed. */
   queueEvents(name: string): QueueEvents {
-    return this.track(new QueueEvents(name, { connection: this.connection }, ...this.#backendArgument()));
+    return this.track(
+      new QueueEvents(
+        name,
+        { connection: this.connection, ...this.bullPrefixOption },
+        ...this.#backendArgument(),
+      ),
+    );
   }
 
   /** BullMQ's constructors take the backend factory last; BullMQ 5 takes none. */
@@ -256,7 +298,13 @@ export class TestBed {
     options: Omit<StormguardWorkerOptions<Data, Result, Name>, 'connection' | 'deadLetters'> &
       Partial<Pick<StormguardWorkerOptions<Data, Result, Name>, 'deadLetters'>>,
   ): StormguardWorker<Data, Result, Name> {
-    return this.track(createWorker(queueName, processor, { ...this.workerOptions(), ...options }));
+    return this.track(
+      createWorker(queueName, processor, {
+        ...this.workerOptions(),
+        ...options,
+        workerOptions: { ...this.bullPrefixOption, ...options.workerOptions },
+      }),
+    );
   }
 
   /** Closes `thing` when the bed closes. */
@@ -270,6 +318,7 @@ export class TestBed {
     await this.#world?.deadLetters.close?.();
     await this.#world?.close();
     await this.#server?.close();
+    await this.#cluster?.close();
   }
 }
 

@@ -155,7 +155,12 @@ describe('replay and crashes', () => {
     expect(await dlq.count({ reason: 'budget-exhausted' })).toBeGreaterThan(0);
 
     searchDown = false;
-    const first = fixture('replay.ts', [bed.server.url, queueName, '40', bed.deadLetterPrefix]);
+    const first = fixture('replay.ts', [
+      JSON.stringify(bed.descriptor),
+      queueName,
+      '40',
+      bed.deadLetterPrefix,
+    ]);
     await waitFor(
       () => first.lines.some((line) => line === `moved ${total / 4}`),
       15_000,
@@ -169,7 +174,11 @@ describe('replay and crashes', () => {
     // Run again (here, in this process): the records the killed replay moved are gone from the store,
     // one it claimed and did not finish is finished under the same job id, the rest move once.
     const replay = bed.track(
-      deadLetterQueue(queueName, { store: bed.deadLetters, connection: bed.connection }),
+      deadLetterQueue(queueName, {
+        store: bed.deadLetters,
+        connection: bed.connection,
+        ...bed.bullPrefixOption,
+      }),
     );
     const report = await replay.replay();
     expect(report).toMatchObject({ failed: [], interrupted: false });
