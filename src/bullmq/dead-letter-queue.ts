@@ -10,6 +10,7 @@ import type {
   MalformedDeadLetter,
   StoredDeadLetter,
 } from '../runtime/contracts.js';
+import { BULLMQ_DEFAULT_PREFIX, clusterPrefixProblem } from './cluster-prefix.js';
 import { type DeadLetterFilter, resolveFilter } from './dead-letter-filter.js';
 import { type ReplayOptions, type ReplayReport, replayDeadLetters } from './replay.js';
 import type { WorkerEvents } from './types.js';
@@ -187,10 +188,13 @@ export class DeadLetterQueue {
       throw new InvalidInputError(
         'dead-letter queue: replay needs the BullMQ queue; pass options.queue or options.connection',
       );
-    this.#opened ??= new Queue(this.sourceQueue, {
-      connection: this.options.connection,
-      prefix: this.options.prefix ?? 'bull',
-    });
+    const prefix = this.options.prefix ?? BULLMQ_DEFAULT_PREFIX;
+    // On a Redis Cluster a prefix without a hash tag fails every add with CROSSSLOT: refuse it up front.
+    if ((this.options.connection as { isCluster?: unknown }).isCluster === true) {
+      const problem = clusterPrefixProblem(prefix, this.sourceQueue);
+      if (problem) throw new InvalidInputError(`dead-letter queue: ${problem}`);
+    }
+    this.#opened ??= new Queue(this.sourceQueue, { connection: this.options.connection, prefix });
     return this.#opened;
   }
 }

@@ -4,18 +4,22 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveBreakerOptions } from '../../src/breaker/options.js';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
 import { dependencyTag } from '../../src/common/keys.js';
 import { RedisBreakerStore } from '../../src/redis/breaker-store.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
+import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
+import { deadLetter } from '../bullmq/dlq-fixtures.js';
 import { CLI_BIN, cli, ensureCliBuilt, ROOT } from '../helpers/cli.js';
 import { TestRedisCluster } from '../helpers/redis-cluster.js';
 import { freePort } from '../helpers/redis-server.js';
 
 const run = promisify(execFile);
 const PREFIX = 'cli';
+const DLQ_QUEUE = 'mail';
 /** Enough dependencies that every master holds some. */
 const DEPENDENCIES = Array.from({ length: 9 }, (_, i) => `dep-${i}`);
 let cluster: TestRedisCluster;
@@ -32,6 +36,14 @@ beforeAll(async () => {
       for (let spent = 0; spent <= i; spent++) await budget.trySpend(name);
       await breakers.record(name, i % 2 === 0 ? 'failure' : 'success', options);
     }
+    // A cluster without replicas: filings cannot wait for one.
+    const store = new RedisDeadLetterStore({ redis, prefix: PREFIX, durableWrites: false });
+    for (let i = 0; i < 3; i++)
+      await store.file(
+        deadLetter(`job-${i}`, { queue: DLQ_QUEUE }),
+        { attempts: 5, deferrals: 0 },
+        3_600_000,
+      );
     const masters = new Set<number>();
     for (const name of DEPENDENCIES)
       masters.add((await cluster.masterOf(`${dependencyTag(PREFIX, name)}:budget`)).port);
@@ -123,5 +135,71 @@ describe('stormguard on a Redis Cluster', () => {
     const { code, stderr } = await cli('budget', 'status', '--redis', closed);
     expect(code).toBe(1);
     expect(stderr).toContain(`cannot reach Redis Cluster at ${closed}`);
+  });
+
+  it('budget watch reads every master until its count is reached', async () => {
+    const { code, stdout } = await cli(
+      'budget',
+      'watch',
+      '--redis',
+      cluster.url,
+      '--prefix',
+      PREFIX,
+      '--json',
+      '--count',
+      '1',
+      '--interval',
+      '100ms',
+    );
+    expect(code).toBe(0);
+    const frame = JSON.parse(stdout.trim().split('\n')[0]!) as { dependencies: { dependency: string }[] };
+    expect(frame.dependencies.map((d) => d.dependency)).toEqual(DEPENDENCIES);
+  });
+
+  it("dlq list reads a queue's dead letters", async () => {
+    const { code, stdout } = await cli(
+      'dlq',
+      'list',
+      DLQ_QUEUE,
+      '--redis',
+      cluster.url,
+      '--prefix',
+      PREFIX,
+      '--json',
+    );
+    expect(code).toBe(0);
+    const parsed = JSON.parse(stdout) as { total: number; records: { jobId: string }[] };
+    expect(parsed.total).toBe(3);
+    expect(parsed.records.map((r) => r.jobId)).toEqual(['job-0', 'job-1', 'job-2']);
+  });
+
+  it("dlq replay refuses BullMQ's default prefix on a cluster, naming one that works, and replays under it", async () => {
+    const refused = await cli('dlq', 'replay', DLQ_QUEUE, '--redis', cluster.url, '--prefix', PREFIX);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(
+      /BullMQ prefix "bull" with queue "mail" has no hash tag.*use the prefix "\{bull\}"/,
+    );
+    const replayed = await cli(
+      'dlq',
+      'replay',
+      DLQ_QUEUE,
+      '--redis',
+      cluster.url,
+      '--prefix',
+      PREFIX,
+      '--bull-prefix',
+      '{bull}',
+      '--json',
+    );
+    expect(replayed.code).toBe(0);
+    expect((JSON.parse(replayed.stdout) as { moved: unknown[] }).moved).toHaveLength(3);
+    const redis = cluster.client();
+    const source = new Queue(DLQ_QUEUE, { connection: redis, prefix: '{bull}' });
+    try {
+      expect(await source.getWaitingCount()).toBe(3);
+    } finally {
+      await source.close();
+      redis.disconnect();
+    }
   });
 });
