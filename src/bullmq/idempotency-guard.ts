@@ -5,6 +5,7 @@ import { type Clock, systemClock } from '../common/clock.js';
 import { parseWith } from '../common/validation.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
 import { TransientError } from '../errors/transient-error.js';
+import type { DurableWritesOption } from '../redis/durable-writes.js';
 import { type IdempotencyStore, RedisIdempotencyStore } from '../redis/idempotency-store.js';
 import type { RedisClient } from '../redis/scripts.js';
 
@@ -21,6 +22,12 @@ export interface IdempotencyGuardOptions {
   store?: IdempotencyStore;
   /** Key prefix with `redis`. Default: `stormguard`. */
   prefix?: string;
+  /**
+   * With `redis`: whether an outcome is stored only once a replica has it (`WAIT`, see
+   * `RedisIdempotencyStoreOptions.durableWrites`). Default: on a Redis Cluster client, yes; set `false` on
+   * a cluster without replicas, where every wait would time out.
+   */
+  durableWrites?: DurableWritesOption;
   /**
    * How long a finished outcome is kept, ms. Must be at least the policy's `maxAge`: a key that expires
    * before the last retry makes that retry run the side effect again. Default: 86 400 000 (24 h).
@@ -89,7 +96,12 @@ export class IdempotencyGuard {
   constructor(options: IdempotencyGuardOptions) {
     const store =
       options.store ??
-      (options.redis ? new RedisIdempotencyStore(options.redis, { prefix: options.prefix }) : undefined);
+      (options.redis
+        ? new RedisIdempotencyStore(options.redis, {
+            prefix: options.prefix,
+            durableWrites: options.durableWrites,
+          })
+        : undefined);
     if (!store) throw new InvalidInputError('idempotency guard: give `redis` (an ioredis client) or `store`');
     this.#store = store;
     if (options.clock !== undefined && typeof options.clock?.now !== 'function')

@@ -4,6 +4,7 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { idempotencyGuard } from '../../src/bullmq/idempotency-guard.js';
 import { queueTag } from '../../src/common/keys.js';
 import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
 import type { DurableWritesOption } from '../../src/redis/durable-writes.js';
@@ -104,6 +105,31 @@ describe('idempotency outcomes on a Cluster', () => {
     expect(
       await frozenReplicaRejects(key, () => store.finish('order-3', 't1', '"sent"', 60_000)),
     ).toBeUndefined();
+  });
+});
+
+describe('the idempotency guard on a Cluster', () => {
+  /** WAIT commands the node has run so far. */
+  const waits = (node: TestRedis) =>
+    onNode(node, async (client) =>
+      Number(/cmdstat_wait:calls=(\d+)/.exec(await client.info('commandstats'))?.[1] ?? 0),
+    );
+
+  it.each([
+    [undefined, 1],
+    [false, 0],
+  ] as const)('with durableWrites %j sends %i WAIT with the outcome', async (durableWrites, expected) => {
+    const prefix = fresh('guard');
+    const guard = idempotencyGuard({
+      redis,
+      prefix,
+      ...(durableWrites === undefined ? {} : { durableWrites }),
+    });
+    const key = new RedisIdempotencyStore(redis, { prefix }).keyOf('mail-1');
+    const master = await cluster.masterOf(key);
+    const before = await waits(master);
+    expect(await guard.once('mail-1', () => 'sent')).toBe('sent');
+    expect((await waits(master)) - before).toBe(expected);
   });
 });
 
