@@ -25,6 +25,11 @@ const COPIED = ['tests/e2e', 'tests/helpers'] as const;
  * the sources, in a cell the same names from the installed package.
  */
 const SUBJECT_MODULE = 'tests/e2e/stormguard.ts';
+/**
+ * The subject modules a cell redirects to the installed package: the one above, and the PostgreSQL stores'
+ * (`stormguard/postgres`), kept apart so that a project without `pg` never loads them.
+ */
+const SUBJECT_MODULES = [SUBJECT_MODULE, 'tests/e2e/stormguard-postgres.ts'];
 
 /** Checks, inside the cell, that the packages under test resolve to the fixture's install. */
 const PROBE = 'tests/matrix/fixtures/resolution.probe.ts';
@@ -76,7 +81,8 @@ export async function runCell(cell: MatrixCell): Promise<CellRun> {
   const dir = runFolder(fixture, 'e2e-');
   for (const folder of COPIED) cpSync(join(ROOT, folder), join(dir, folder), { recursive: true });
   cpSync(join(ROOT, PROBE), join(dir, 'tests', 'resolution.probe.ts'));
-  writeFileSync(join(dir, SUBJECT_MODULE), fromPackage(readFileSync(join(ROOT, SUBJECT_MODULE), 'utf8')));
+  for (const subject of SUBJECT_MODULES)
+    writeFileSync(join(dir, subject), fromPackage(readFileSync(join(ROOT, subject), 'utf8')));
   const bypasses = sourceImports(join(dir, 'tests', 'e2e')).map(
     (file) =>
       `${file.slice(dir.length + 1)} imports the repository's src/ directly: import it through ${SUBJECT_MODULE}`,
