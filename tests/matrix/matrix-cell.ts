@@ -1,6 +1,7 @@
 import { expect, it } from 'vitest';
+import { describeRun, passedCleanly } from './cell-report.js';
 import type { MatrixCell } from './cells.js';
-import { describeRun, passedCleanly, runCell } from './run-cell.js';
+import { runCell } from './run-cell.js';
 
 /** A cell's whole run: fixture install, version check, the end-to-end suite. Install and e2e take minutes on a cold cache. */
 const CELL_TIMEOUT_MS = 600_000;
