@@ -32,7 +32,19 @@ export type {
   StoredDeadLetter,
 } from './runtime/contracts.js';
 export { DEAD_LETTER_REASONS, isMalformedDeadLetter } from './runtime/dead-letter-record.js';
+export type { JobEvents, JobLabels } from './runtime/events.js';
+export { type JobHandle, mayHaveAttemptState } from './runtime/job-handle.js';
+export {
+  type JobEventSink,
+  JobRuntime,
+  type JobRuntimeSettings,
+  type RunOutcome,
+  type RuntimeBreaker,
+  type RuntimeBudget,
+  type RuntimeGuard,
+} from './runtime/job-runtime.js';
 export {
   MemoryDeadLetterStore,
   type MemoryDeadLetterStoreOptions,
 } from './runtime/memory-dead-letter-store.js';
+export { type SettleAction, type SettleJob, type Settlement, settle } from './runtime/settle.js';

@@ -38,6 +38,10 @@ export type QueueBackendFactory = (...args: any[]) => unknown;
 /**
  * What the worker connects with: ioredis options or an instance (the Redis backend), or whatever the given
  * `backend` takes (for BullMQ 6's PostgreSQL backend: a connection string, pool options or a `pg.Pool`).
+ *
+ * @example
+ * const onRedis: WorkerConnection = { host: '127.0.0.1', port: 6379 };
+ * const onPostgres: WorkerConnection = { connectionString: process.env.DATABASE_URL };
  */
 export type WorkerConnection = ConnectionOptions | string | { readonly [option: string]: unknown };
 

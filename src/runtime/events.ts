@@ -1,6 +1,11 @@
 import type { DeadLetterReason } from '../policy/types.js';
 
-/** Labels every job event carries; bounded values only (never a job id or an error message). */
+/**
+ * Labels every job event carries; bounded values only (never a job id or an error message).
+ *
+ * @example
+ * const labels: JobLabels = { queue: 'index', task: 'reindex', dependency: 'search' };
+ */
 export interface JobLabels {
   queue: string;
   /** The job name (the task). */

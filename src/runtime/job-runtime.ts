@@ -37,19 +37,35 @@ export interface RuntimeBudget extends BudgetGate {
 export type RuntimeBreaker = Pick<CircuitBreaker, 'check' | 'execute'> &
   Partial<Pick<CircuitBreaker, 'flush'>>;
 
-/** Where the runtime tells about jobs: an `EventBus` of {@link JobEvents} (or of a map that extends it). */
+/**
+ * Where the runtime tells about jobs: an `EventBus` of {@link JobEvents} (or of a map that extends it).
+ *
+ * @example
+ * const events: JobEventSink = new EventBus<JobEvents>();
+ */
 export interface JobEventSink {
   emit<K extends keyof JobEvents>(event: K, payload: JobEvents[K]): void;
   /** True when someone listens: events nobody hears cost nothing to build. */
   has(event: keyof JobEvents): boolean;
 }
 
-/** An idempotency guard as the runtime uses it: `IdempotencyGuard` is one. */
+/**
+ * An idempotency guard as the runtime uses it: `IdempotencyGuard` is one.
+ *
+ * @example
+ * const guard: RuntimeGuard = idempotencyGuard({ redis, ttlMs: 86_400_000 });
+ */
 export interface RuntimeGuard {
   once<T>(key: string, fn: () => T | Promise<T>): Promise<T>;
 }
 
-/** What a {@link JobRuntime} needs; a queue adapter builds it from its user's options. */
+/**
+ * What a {@link JobRuntime} needs; a queue adapter builds it from its user's options.
+ *
+ * @example
+ * const settings: JobRuntimeSettings = { queue: 'index', policy, dependencies: {}, attempts: store,
+ *   deadLetters: store, clock: systemClock, random: systemRandom, events, internalError: console.error, maxStalls: 1 };
+ */
 export interface JobRuntimeSettings {
   queue: string;
   policy: RetryPolicy;
@@ -84,6 +100,10 @@ export interface JobRuntimeSettings {
  * - `dead-lettered`: its record is filed (`recordId`); end the job so it never runs again.
  * - `failed`: a terminal decision with nowhere to file it; end the job as failed with `message`.
  * - `pass-through`: the processor threw an error the adapter asked to get back untouched.
+ *
+ * @example
+ * const outcome: RunOutcome<string> = await runtime.run(handle, async () => 'indexed');
+ * if (outcome.type === 'delayed') throw new DelayedError();
  */
 export type RunOutcome<Result> =
   | { type: 'completed'; value: Result }

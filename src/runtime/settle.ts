@@ -36,6 +36,9 @@ export interface SettleJob {
  * - `defer`: run again at `dueAtMs` without charging an attempt (open breaker, budget deferral).
  * - `dead-letter`: file `record` (with the final state, atomically) and end the job.
  * - `fail`: end the job as failed; nothing can hold a dead letter.
+ *
+ * @example
+ * const action: SettleAction = { type: 'retry', delayMs: 200, dueAtMs: 10_200, retry: 1, cause: 'backoff' };
  */
 export type SettleAction =
   | {
@@ -57,7 +60,12 @@ export type SettleAction =
   | { type: 'dead-letter'; record: DeadLetterRecord }
   | { type: 'fail'; reason: DeadLetterReason; detail: string; message: string };
 
-/** The job's next attempt state and the one action that goes with it. */
+/**
+ * The job's next attempt state and the one action that goes with it.
+ *
+ * @example
+ * const { state, action } = settle(previous, decision, clock.now(), job);
+ */
 export interface Settlement {
   state: AttemptState;
   action: SettleAction;

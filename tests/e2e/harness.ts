@@ -9,7 +9,8 @@
  *   starts itself, and stormguard's PostgreSQL stores: no Redis at all.
  *
  * How a matrix cell runs these files elsewhere: the tests import stormguard only through `./stormguard.ts`
- * (replace that one module to test the installed package) and BullMQ only as `bullmq` (whatever the
+ * and, on PostgreSQL, `./stormguard-postgres.ts` (loaded only there, so a project without `pg` never
+ * needs it): replace those modules to test the installed package. BullMQ only as `bullmq` (whatever the
  * running project installed: BullMQ 5 or 6). Nothing in them names a backend; they ask the bed for
  * connections, queues and stores. Test bookkeeping (side-effect counters, "started" marks) stays in the
  * test process or goes over a child's stdout, never through the backend under test.
