@@ -397,6 +397,28 @@ describe('createWorker', () => {
     expect(await unfinished(queue)).toBe(0);
   });
 
+  it('dead-letters a job BullMQ fails unprocessed past maxStartedAttempts, from its failed event', async () => {
+    const { queueName, queue, dlq } = bed.queues('started-out');
+    const job = await queue.add('index', { docId: 6 });
+    await crashWhileHolding(queueName, 1);
+    let runs = 0;
+    const worker = bed.worker(
+      queueName,
+      async () => {
+        runs++;
+      },
+      { policy: fast, workerOptions: { stalledInterval: 50, maxStartedAttempts: 1 } },
+    );
+    const log = recordEvents(worker.events);
+    await waitFor(() => log.count('dead-letter') === 1, 5_000, 'the dead letter');
+    expect(runs).toBe(0);
+    expect(await dlq.get(job.id as string)).toMatchObject({
+      reason: 'max-attempts',
+      detail: 'BullMQ failed it without running it: job started more than allowable limit',
+      lastError: { name: 'UnprocessedJobError', classification: { retryable: false, reason: 'unprocessed' } },
+    });
+  });
+
   it('runs a job that stalled no more often than maxStalledCount allows, without charging an attempt for the stall', async () => {
     const { queueName, queue } = bed.queues('stalled-once');
     await queue.add('index', { docId: 5 });
