@@ -34,14 +34,37 @@ export const PERMANENT_MYSQL_ERRNOS: ReadonlySet<number> = new Set([1062, 1451, 
 const SQLSTATE = /^[0-9][0-9A-Z]{4}$/;
 
 /**
+ * node-postgres's own errors for a connection that closed under a query with no error message from the
+ * server (a proxy, load balancer or NAT dropped it, or the server host went away), and pg-pool's for a
+ * connection that could not be set up in time. They carry no code, only these messages.
+ */
+const PG_CONNECTION_LOST = new Set([
+  'Connection terminated unexpectedly',
+  'Connection terminated due to connection timeout',
+]);
+
+/** mysql2's `code` for a connection the server (or something in between) closed. */
+const MYSQL_CONNECTION_LOST = 'PROTOCOL_CONNECTION_LOST';
+
+/**
  * Classifies Postgres errors (node-postgres puts the SQLSTATE in `code`; others use `sqlState`). Only
  * SQLSTATEs starting with a digit are read from `code`, so Node codes like `EPIPE` are never mistaken for
- * one. Reasons are `pg-<sqlstate>`; a SQLSTATE in neither list gets no opinion.
+ * one. Reasons are `pg-<sqlstate>`; a SQLSTATE in neither list gets no opinion. node-postgres's
+ * "Connection terminated unexpectedly" (a connection dropped without a word: no SQLSTATE) is retryable as
+ * `pg-connection-lost`; its plain "Connection terminated" (the application called `end()`) is not read.
  *
  * @example
  * classifyPostgres({ code: '40P01', severity: 'ERROR' }); // { retryable: true, reason: 'pg-40P01', family: 'database' }
+ * classifyPostgres(new Error('Connection terminated unexpectedly'));
+ * // { retryable: true, reason: 'pg-connection-lost', family: 'database' }
  */
 export function classifyPostgres(error: unknown): Classification | undefined {
+  if (
+    error instanceof Error &&
+    stringField(error, 'code') === undefined &&
+    PG_CONNECTION_LOST.has(error.message)
+  )
+    return { retryable: true, reason: 'pg-connection-lost', family: 'database' };
   const state = stringField(error, 'code', 'sqlState', 'sqlstate');
   if (state === undefined || !SQLSTATE.test(state)) return undefined;
   const reason = `pg-${state}`;
@@ -54,13 +77,16 @@ export function classifyPostgres(error: unknown): Classification | undefined {
 /**
  * Classifies MySQL errors by `errno` (mysql2 sets `errno` plus `sqlState`/`sqlMessage`, and a `code` like
  * `ER_LOCK_DEADLOCK`). An errno is trusted only next to one of those, because Node system errors also
- * carry an (negative) `errno`. Reasons are `mysql-<errno>`.
+ * carry an (negative) `errno`. Reasons are `mysql-<errno>`. A connection the server closed (mysql2's
+ * `PROTOCOL_CONNECTION_LOST`, no errno) is retryable as `mysql-connection-lost`.
  *
  * @example
  * classifyMysql({ errno: 1213, code: 'ER_LOCK_DEADLOCK', sqlState: '40001' });
  * // { retryable: true, reason: 'mysql-1213', family: 'database' }
  */
 export function classifyMysql(error: unknown): Classification | undefined {
+  if (stringField(error, 'code') === MYSQL_CONNECTION_LOST)
+    return { retryable: true, reason: 'mysql-connection-lost', family: 'database' };
   const errno = numberField(error, 'errno');
   if (errno === undefined || errno < 1_000) return undefined;
   const code = stringField(error, 'code') ?? '';
