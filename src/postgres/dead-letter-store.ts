@@ -1,0 +1,302 @@
+import type { Clock } from '../common/clock.js';
+import type {
+  AttemptState,
+  DeadLetterFilter,
+  DeadLetterPage,
+  DeadLetterPageRequest,
+  DeadLetterQueueSummary,
+  DeadLetterRecord,
+  DeadLetterStore,
+  JobRef,
+  MalformedDeadLetter,
+  ReplayClaim,
+  RetentionLimits,
+  StoredDeadLetter,
+} from '../runtime/contracts.js';
+import { decodeCursor, encodeCursor } from '../runtime/dead-letter-cursor.js';
+import {
+  assertDeadLetterRecord,
+  isMalformedDeadLetter,
+  parseDeadLetterFilter,
+  readStoredRecord,
+} from '../runtime/dead-letter-record.js';
+import {
+  assertRetention,
+  finalStateOf,
+  MAX_EVICTIONS_PER_FILING,
+} from '../runtime/dead-letter-store-rules.js';
+import { PostgresDatabase, type PostgresStoreOptions } from './database.js';
+
+/**
+ * Options of {@link PostgresDeadLetterStore}.
+ *
+ * @example
+ * new PostgresDeadLetterStore({ connection: process.env.DATABASE_URL!, schema: 'shop' });
+ */
+export interface PostgresDeadLetterStoreOptions extends PostgresStoreOptions {
+  /**
+   * TEST ONLY: use this clock's time instead of the server's `clock_timestamp()`. In production leave it
+   * unset: the database server is the fleet's one clock. Default unset.
+   */
+  timeOverride?: Clock;
+}
+
+/** The record id's stand-in in the attempt state's JSON (split there, the database writes the id between). */
+const ID_MARK = '"recordId":"\\u0000"';
+
+interface RecordRow {
+  id: string;
+  dead_lettered_at: number;
+  record: string;
+  claim_job_id: string | null;
+  claimed_at_ms: string | null;
+}
+
+/**
+ * The dead-letter store in PostgreSQL (`sql/003-dead-letters.sql`), for fleets on BullMQ 6's PostgreSQL
+ * backend that run no Redis. Same contract as the memory and Redis stores (the same conformance suite):
+ * filing is one function call that writes the record and the job's attempt state in one transaction and
+ * applies retention; every other operation is one statement. Listings and counts use the index of the
+ * filter's field (reason, dependency or name, then time), so their cost follows the page, not the queue.
+ * Time is the server's `clock_timestamp()`.
+ *
+ * Defaults: schema `stormguard`, prefix `stormguard`, migrations on first use.
+ *
+ * @example
+ * import pg from 'pg';
+ * import { PostgresDeadLetterStore } from 'stormguard/postgres';
+ *
+ * const store = new PostgresDeadLetterStore({ connection: new pg.Pool() });
+ * await store.registerQueue('index', { maxAgeMs: 30 * 86_400_000 });
+ */
+export class PostgresDeadLetterStore implements DeadLetterStore {
+  readonly #db: PostgresDatabase;
+  readonly #timeOverride: Clock | undefined;
+
+  constructor(options: PostgresDeadLetterStoreOptions) {
+    this.#db = new PostgresDatabase(options, 'PostgreSQL dead-letter store');
+    this.#timeOverride = options.timeOverride;
+  }
+
+  get #q(): string {
+    return this.#db.q;
+  }
+
+  #now(): number | null {
+    return this.#timeOverride?.now() ?? null;
+  }
+
+  async registerQueue(queue: string, retention?: RetentionLimits): Promise<void> {
+    if (retention !== undefined) assertRetention(retention);
+    await this.#db.query(`SELECT ${this.#q}.dead_letter_register($1, $2, $3, $4, $5, $6)`, [
+      this.#db.prefix,
+      queue,
+      retention !== undefined,
+      retention?.maxAgeMs ?? null,
+      retention?.maxCount ?? null,
+      this.#now(),
+    ]);
+  }
+
+  async queues(): Promise<DeadLetterQueueSummary[]> {
+    const rows = await this.#db.query<QueueRow>(
+      `SELECT * FROM ${this.#q}.dead_letter_queues WHERE prefix = $1`,
+      [this.#db.prefix],
+    );
+    return rows.map(summaryOf).sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : 0));
+  }
+
+  async queue(queue: string): Promise<DeadLetterQueueSummary | undefined> {
+    const [row] = await this.#db.query<QueueRow>(
+      `SELECT * FROM ${this.#q}.dead_letter_queues WHERE prefix = $1 AND queue = $2`,
+      [this.#db.prefix, queue],
+    );
+    return row ? summaryOf(row) : undefined;
+  }
+
+  async file(
+    record: DeadLetterRecord,
+    finalState: AttemptState,
+    ttlMs: number,
+  ): Promise<{ id: string; created: boolean }> {
+    assertDeadLetterRecord(record);
+    const json = JSON.stringify(finalStateOf(record, finalState, '\u0000'));
+    const at = json.indexOf(ID_MARK);
+    const [row] = await this.#db.query<{ result: { created: boolean; id: string } }>(
+      `SELECT ${this.#q}.dead_letter_file($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) AS result`,
+      [
+        this.#db.prefix,
+        record.queue,
+        record.jobId,
+        record.createdAt,
+        record.reason,
+        record.dependency,
+        record.name,
+        record.deadLetteredAt,
+        JSON.stringify(record),
+        `${json.slice(0, at)}"recordId":"`,
+        `"${json.slice(at + ID_MARK.length)}`,
+        Math.max(1, Math.ceil(ttlMs)),
+        MAX_EVICTIONS_PER_FILING,
+        this.#now(),
+      ],
+    );
+    return { id: String(row?.result.id), created: row?.result.created === true };
+  }
+
+  async get(queue: string, id: string): Promise<StoredDeadLetter | MalformedDeadLetter | undefined> {
+    if (!/^\d{1,18}$/.test(id)) return undefined;
+    const [row] = await this.#db.query<RecordRow>(
+      `SELECT id, dead_lettered_at, record, claim_job_id, claimed_at_ms FROM ${this.#q}.dead_letters
+       WHERE prefix = $1 AND queue = $2 AND id = $3`,
+      [this.#db.prefix, queue, id],
+    );
+    return row ? entryOf(row) : undefined;
+  }
+
+  async list(queue: string, page: DeadLetterPageRequest): Promise<DeadLetterPage> {
+    const { limit, cursor, newestFirst = false, ...rest } = page;
+    const filter = parseDeadLetterFilter(rest);
+    const after = cursor === undefined ? undefined : decodeCursor(cursor);
+    const { where, values } = this.#where(queue, filter);
+    if (after) {
+      values.push(after.at, after.seq);
+      where.push(
+        `(dead_lettered_at, id) ${newestFirst ? '<' : '>'} ($${values.length - 1}, $${values.length})`,
+      );
+    }
+    const take = Math.max(0, limit);
+    values.push(take + 1);
+    const direction = newestFirst ? 'DESC' : 'ASC';
+    const rows = await this.#db.query<RecordRow>(
+      `SELECT id, dead_lettered_at, record, claim_job_id, claimed_at_ms FROM ${this.#q}.dead_letters
+       WHERE ${where.join(' AND ')} ORDER BY dead_lettered_at ${direction}, id ${direction} LIMIT $${values.length}`,
+      values,
+    );
+    const out: DeadLetterPage = { records: [], malformed: [] };
+    for (const row of rows.slice(0, take)) {
+      const entry = entryOf(row);
+      if (isMalformedDeadLetter(entry)) out.malformed.push(entry);
+      else out.records.push(entry);
+    }
+    const last = rows[take - 1];
+    if (rows.length > take && last)
+      out.next = encodeCursor({ at: last.dead_lettered_at, seq: Number(last.id) });
+    return out;
+  }
+
+  async count(queue: string, filter: DeadLetterFilter = {}): Promise<number> {
+    const { where, values } = this.#where(queue, parseDeadLetterFilter(filter));
+    const [row] = await this.#db.query<{ n: string }>(
+      `SELECT count(*) AS n FROM ${this.#q}.dead_letters WHERE ${where.join(' AND ')}`,
+      values,
+    );
+    return Number(row?.n ?? 0);
+  }
+
+  async claimReplay(queue: string, id: string, jobId: string): Promise<ReplayClaim | undefined> {
+    if (!/^\d{1,18}$/.test(id)) return undefined;
+    const [row] = await this.#db.query<{ result: ReplayClaim | null }>(
+      `SELECT ${this.#q}.dead_letter_claim($1, $2, $3, $4, $5) AS result`,
+      [this.#db.prefix, queue, id, jobId, this.#now()],
+    );
+    const claim = row?.result;
+    return claim ? { jobId: claim.jobId, claimedAt: Number(claim.claimedAt) } : undefined;
+  }
+
+  completeReplay(queue: string, id: string): Promise<boolean> {
+    return this.remove(queue, id);
+  }
+
+  async remove(queue: string, id: string): Promise<boolean> {
+    if (!/^\d{1,18}$/.test(id)) return false;
+    const [row] = await this.#db.query<{ removed: boolean }>(
+      `SELECT ${this.#q}.dead_letter_remove($1, $2, $3) AS removed`,
+      [this.#db.prefix, queue, id],
+    );
+    return row?.removed === true;
+  }
+
+  async readAttempts(job: JobRef): Promise<AttemptState | undefined> {
+    const [row] = await this.#db.query<{ state: string }>(
+      `SELECT state FROM ${this.#q}.attempt_states
+       WHERE prefix = $1 AND queue = $2 AND job_id = $3 AND created_at = $4 AND expires_at_ms > ${this.#q}.now_ms($5)`,
+      [this.#db.prefix, job.queue, job.jobId, job.createdAt, this.#now()],
+    );
+    if (!row) return undefined;
+    try {
+      return JSON.parse(row.state) as AttemptState;
+    } catch {
+      return undefined;
+    }
+  }
+
+  async writeAttempts(job: JobRef, state: AttemptState, ttlMs: number): Promise<void> {
+    await this.#db.query(`SELECT ${this.#q}.attempts_write($1, $2, $3, $4, $5, $6, $7)`, [
+      this.#db.prefix,
+      job.queue,
+      job.jobId,
+      job.createdAt,
+      JSON.stringify(state),
+      Math.max(1, Math.ceil(ttlMs)),
+      this.#now(),
+    ]);
+  }
+
+  async clearAttempts(job: JobRef): Promise<void> {
+    await this.#db.query(
+      `DELETE FROM ${this.#q}.attempt_states WHERE prefix = $1 AND queue = $2 AND job_id = $3 AND created_at = $4`,
+      [this.#db.prefix, job.queue, job.jobId, job.createdAt],
+    );
+  }
+
+  /** Ends the pool when the store opened it from a connection string; leaves your pool alone. */
+  close(): Promise<void> {
+    return this.#db.close();
+  }
+
+  /** The WHERE clause of a filter: only the fields it sets, so the planner picks that field's index. */
+  #where(queue: string, filter: DeadLetterFilter): { where: string[]; values: unknown[] } {
+    const values: unknown[] = [this.#db.prefix, queue];
+    const where = ['prefix = $1', 'queue = $2'];
+    const add = (sql: string, value: unknown) => {
+      values.push(value);
+      where.push(`${sql} $${values.length}`);
+    };
+    if (filter.reason !== undefined) add('reason =', filter.reason);
+    if (filter.dependency !== undefined) add('dependency =', filter.dependency);
+    if (filter.name !== undefined) add('name =', filter.name);
+    if (filter.since !== undefined) add('dead_lettered_at >=', filter.since);
+    if (filter.before !== undefined) add('dead_lettered_at <', filter.before);
+    return { where, values };
+  }
+}
+
+interface QueueRow {
+  queue: string;
+  registered_at_ms: string;
+  max_age_ms: string | null;
+  max_count: string | null;
+  records: string;
+  evicted: string;
+}
+
+function summaryOf(row: QueueRow): DeadLetterQueueSummary {
+  const retention: RetentionLimits = {};
+  if (row.max_age_ms !== null) retention.maxAgeMs = Number(row.max_age_ms);
+  if (row.max_count !== null) retention.maxCount = Number(row.max_count);
+  return {
+    queue: row.queue,
+    count: Number(row.records),
+    evicted: Number(row.evicted),
+    registeredAt: Number(row.registered_at_ms),
+    retention,
+  };
+}
+
+function entryOf(row: RecordRow): StoredDeadLetter | MalformedDeadLetter {
+  const entry = readStoredRecord(String(row.id), row.record);
+  if (row.claim_job_id !== null && !isMalformedDeadLetter(entry))
+    entry.replay = { jobId: row.claim_job_id, claimedAt: Number(row.claimed_at_ms) };
+  return entry;
+}
