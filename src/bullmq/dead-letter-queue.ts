@@ -1,4 +1,4 @@
-import { type ConnectionOptions, Queue } from 'bullmq';
+import { Queue } from 'bullmq';
 import { type Clock, systemClock } from '../common/clock.js';
 import { EventBus } from '../common/events.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
@@ -14,6 +14,7 @@ import { BULLMQ_DEFAULT_PREFIX, clusterPrefixProblem } from './cluster-prefix.js
 import { type DeadLetterFilter, resolveFilter } from './dead-letter-filter.js';
 import { type ReplayOptions, type ReplayReport, replayDeadLetters } from './replay.js';
 import type { WorkerEvents } from './types.js';
+import type { QueueBackendFactory, WorkerConnection } from './worker-options.js';
 
 /**
  * Options of {@link deadLetterQueue}: the store that holds the records, and the BullMQ queue replay puts
@@ -31,10 +32,12 @@ export interface DeadLetterQueueOptions {
    */
   queue?: Queue;
   /**
-   * Or: a BullMQ Redis connection to open the queue with, on first replay (closed by `close()`). Give
-   * BullMQ connections `maxRetriesPerRequest: null`.
+   * Or: the connection to open the queue with, on first replay (closed by `close()`): ioredis options or
+   * an instance (give BullMQ connections `maxRetriesPerRequest: null`), or the `backend`'s connection.
    */
-  connection?: ConnectionOptions;
+  connection?: WorkerConnection;
+  /** BullMQ 6's backend factory for `connection` (`createPostgresBackend`). Default: BullMQ's own (Redis). */
+  backend?: QueueBackendFactory;
   /** BullMQ key prefix of the queue opened from `connection`. Default: `bull`. */
   prefix?: string;
   /** Where "now" comes from for `sinceMs` filters. Default: the system clock. */
@@ -194,7 +197,13 @@ export class DeadLetterQueue {
       const problem = clusterPrefixProblem(prefix, this.sourceQueue);
       if (problem) throw new InvalidInputError(`dead-letter queue: ${problem}`);
     }
-    this.#opened ??= new Queue(this.sourceQueue, { connection: this.options.connection, prefix });
+    // BullMQ 6 takes a backend factory as the third argument; BullMQ 5 a connection class, never passed.
+    const backend = (this.options.backend === undefined ? [] : [this.options.backend]) as [];
+    this.#opened ??= new Queue(
+      this.sourceQueue,
+      { connection: this.options.connection, prefix } as ConstructorParameters<typeof Queue>[1],
+      ...backend,
+    );
     return this.#opened;
   }
 }

@@ -53,7 +53,7 @@ interface RecordRow {
 }
 
 /**
- * The dead-letter store in PostgreSQL (`sql/003-dead-letters.sql`), for fleets on BullMQ 6's PostgreSQL
+ * The dead-letter store in PostgreSQL (`sql/004-dead-letters.sql`), for fleets on BullMQ 6's PostgreSQL
  * backend that run no Redis. Same contract as the memory and Redis stores (the same conformance suite):
  * filing is one function call that writes the record and the job's attempt state in one transaction and
  * applies retention; every other operation is one statement. Listings and counts use the index of the

@@ -4,7 +4,7 @@ import { parseDuration } from '../../common/duration.js';
 import { DEFAULT_PREFIX } from '../../common/keys.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
 import type { DeadLetterReason } from '../../policy/types.js';
-import { withRedisOption } from '../options.js';
+import { type BackendFlags, withPostgresOption, withRedisOption } from '../options.js';
 
 // The reasons as the help text lists them. Not DEAD_LETTER_REASONS: that module loads zod, which every
 // command would then pay for at start-up. The Record type makes the compiler flag a reason added or removed.
@@ -20,8 +20,7 @@ const REASONS: Record<DeadLetterReason, true> = {
 const REASON_NAMES = Object.keys(REASONS) as DeadLetterReason[];
 
 /** Options every `dlq` subcommand takes. */
-export interface CommonDlqOptions {
-  redis: string;
+export interface CommonDlqOptions extends BackendFlags {
   prefix: string;
   bullPrefix: string;
   json?: boolean;
@@ -35,11 +34,11 @@ export interface FilterFlags {
   name?: string;
 }
 
-/** Adds `--redis`, `--prefix`, `--bull-prefix` and `--json` to a subcommand. */
+/** Adds `--redis`, `--postgres`, `--schema`, `--prefix`, `--bull-prefix` and `--json` to a subcommand. */
 export function withCommonOptions(command: Command): Command {
-  return withRedisOption(command)
+  return withPostgresOption(withRedisOption(command))
     .option('--prefix <prefix>', 'stormguard key prefix (where the dead-letter store is)', DEFAULT_PREFIX)
-    .option('--bull-prefix <prefix>', 'BullMQ key prefix of the queue jobs are replayed to', 'bull')
+    .option('--bull-prefix <prefix>', 'BullMQ key prefix of the queue jobs are replayed to (Redis)', 'bull')
     .option('--json', 'print JSON');
 }
 

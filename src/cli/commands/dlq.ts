@@ -1,16 +1,18 @@
 import type { Command } from 'commander';
 import type { RetryBudget } from '../../budget/retry-budget.js';
-import type { DeadLetterQueue } from '../../bullmq/dead-letter-queue.js';
+import type { BudgetStore } from '../../budget/store.js';
+import type { DeadLetterQueue, DeadLetterQueueOptions } from '../../bullmq/dead-letter-queue.js';
 import type { ReplayOptions, ReplayProgress } from '../../bullmq/replay.js';
+import type { QueueBackendFactory } from '../../bullmq/worker-options.js';
 import { systemClock } from '../../common/clock.js';
 import { parseDuration } from '../../common/duration.js';
 import { assertPrefix } from '../../common/names.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
-import type { RedisClient } from '../../redis/scripts.js';
 import type { DeadLetterStore } from '../../runtime/contracts.js';
+import { readSchema, withPostgres } from '../connect-postgres.js';
 import { connectRedis } from '../connect-redis.js';
 import { type CliIO, printJson } from '../io.js';
-import { withExamples } from '../options.js';
+import { fleetBackend, withExamples } from '../options.js';
 import { terminalProgress } from '../progress.js';
 import {
   type CommonDlqOptions,
@@ -55,16 +57,16 @@ export function register(program: Command, io: CliIO): void {
     .option('--limit <n>', 'at most this many records', '50')
     .option('--after <cursor>', 'continue a listing where the previous page said "more"')
     .option('--newest', 'newest first')
-    .action((queue: string | undefined, flags: ListFlags) => {
+    .action((queue: string | undefined, flags: ListFlags, command: Command) => {
       const filter = parseFilterFlags(flags);
       const limit = parseWholeNumber(flags.limit ?? '50', '--limit');
       if (queue === undefined)
-        return withStore(flags, async (store) => {
+        return withStore(flags, command, async ({ store }) => {
           const queues = await store.queues();
           if (flags.json) printJson(io, { queues });
           else io.stdout.write(formatQueues(queues));
         });
-      return withDlq(queue, flags, async (dlq) => {
+      return withDlq(queue, flags, command, async (dlq) => {
         const listing = { ...filter, limit, cursor: flags.after, newestFirst: flags.newest === true };
         const [page, matched, total] = await Promise.all([dlq.list(listing), dlq.count(filter), dlq.count()]);
         if (flags.json) printJson(io, { queue, total, matched, ...page });
@@ -83,12 +85,12 @@ export function register(program: Command, io: CliIO): void {
     'stormguard dlq show search-index 4242 --json',
   ])
     .description('show one dead-letter record by its id (the ID column of dlq list)')
-    .action((queue: string, id: string, flags: CommonDlqOptions) => {
+    .action((queue: string, id: string, flags: CommonDlqOptions, command: Command) => {
       if (!/^\d+$/.test(id))
         throw new InvalidInputError(
           `<id>: "${id}" is not a record id; use the ID column of \`stormguard dlq list ${queue}\``,
         );
-      return withDlq(queue, flags, async (dlq) => {
+      return withDlq(queue, flags, command, async (dlq) => {
         const record = await dlq.get(id);
         if (!record) {
           io.stderr.write(`stormguard: no dead-letter record ${id} for queue "${queue}"\n`);
@@ -113,13 +115,15 @@ export function register(program: Command, io: CliIO): void {
     .option('--budget-window <duration>', "the workers' budget window (with --when-healthy)", '60s')
     .option('--budget-floor <n>', "the workers' minimum allowance (with --when-healthy)", '10')
     .option('--poll-interval <duration>', 'how often to look at the budget while waiting', '1s')
-    .action((queue: string, flags: ReplayFlags) => {
+    .action((queue: string, flags: ReplayFlags, command: Command) => {
       const options: ReplayOptions = { ...parseFilterFlags(flags), signal: io.signal, dryRun: flags.dryRun };
       if (flags.rate !== undefined) options.ratePerSecond = parseRate(flags.rate);
       if (flags.limit !== undefined) options.limit = parseWholeNumber(flags.limit, '--limit', 1);
       const budgetSettings = flags.whenHealthy ? parseBudgetFlags(flags) : undefined;
-      return withDlq(queue, flags, async (dlq, redis) => {
-        const budget = budgetSettings ? await budgetReader(redis, flags.prefix, budgetSettings) : undefined;
+      return withDlq(queue, flags, command, async (dlq, backend) => {
+        const budget = budgetSettings
+          ? await budgetReader(await backend.budgetStore(), budgetSettings)
+          : undefined;
         if (budget && budgetSettings) options.whenHealthy = { budget, pollMs: budgetSettings.pollMs };
         const progress = await progressBar(io);
         options.onProgress = progress.update;
@@ -141,9 +145,9 @@ export function register(program: Command, io: CliIO): void {
   ])
     .description('delete dead-letter records for good (needs --yes)')
     .option('--yes', 'really delete them')
-    .action((queue: string, flags: PurgeFlags) => {
+    .action((queue: string, flags: PurgeFlags, command: Command) => {
       const filter = parseFilterFlags(flags);
-      return withDlq(queue, flags, async (dlq) => {
+      return withDlq(queue, flags, command, async (dlq) => {
         if (!flags.yes) {
           const n = await dlq.count(filter);
           throw new InvalidInputError(
@@ -157,19 +161,76 @@ export function register(program: Command, io: CliIO): void {
     });
 }
 
-/** Opens Redis and the dead-letter store on it, runs `work`, and disconnects whatever happens. */
+/** What a `dlq` command works with on the backend its flags name. */
+interface DlqBackend {
+  store: DeadLetterStore;
+  /** How the facade opens the BullMQ queue replay puts jobs back on. */
+  queueOptions: Pick<DeadLetterQueueOptions, 'connection' | 'backend' | 'prefix'>;
+  /** The workers' retry budgets, for `--when-healthy`. */
+  budgetStore(): Promise<BudgetStore>;
+}
+
+/**
+ * Opens the dead-letter store on the backend the flags name (Redis by default, PostgreSQL with
+ * `--postgres`), runs `work`, and closes every connection whatever happens.
+ */
 async function withStore(
   flags: CommonDlqOptions,
-  work: (store: DeadLetterStore, redis: RedisClient) => Promise<void>,
+  command: Command,
+  work: (backend: DlqBackend) => Promise<void>,
 ): Promise<void> {
   assertPrefix(flags.prefix);
-  const redis = await connectRedis(flags.redis);
-  try {
-    const { RedisDeadLetterStore } = await import('../../redis/dead-letter-store.js');
-    await work(new RedisDeadLetterStore({ redis, prefix: flags.prefix }), redis);
-  } finally {
-    redis.disconnect();
+  const backend = fleetBackend(flags, command);
+  if (backend.kind === 'redis') {
+    const redis = await connectRedis(backend.url);
+    try {
+      const { RedisDeadLetterStore } = await import('../../redis/dead-letter-store.js');
+      await work({
+        store: new RedisDeadLetterStore({ redis, prefix: flags.prefix }),
+        queueOptions: { connection: redis, prefix: flags.bullPrefix },
+        budgetStore: async () => {
+          const { RedisBudgetStore } = await import('../../redis/budget-store.js');
+          return new RedisBudgetStore({ redis, prefix: flags.prefix });
+        },
+      });
+    } finally {
+      redis.disconnect();
+    }
+    return;
   }
+  const { PostgresDeadLetterStore } = await import('../../postgres/dead-letter-store.js');
+  const queueOptions = await postgresQueueOptions(backend.url);
+  await withPostgres(backend.url, (pool) =>
+    readSchema(backend, () =>
+      work({
+        store: new PostgresDeadLetterStore({
+          connection: pool,
+          schema: backend.schema,
+          prefix: flags.prefix,
+          migrate: false,
+        }),
+        queueOptions,
+        budgetStore: async () => {
+          const { PostgresBudgetStore } = await import('../../postgres/budget-store.js');
+          return new PostgresBudgetStore({
+            connection: pool,
+            schema: backend.schema,
+            prefix: flags.prefix,
+            migrate: false,
+          });
+        },
+      }),
+    ),
+  );
+}
+
+/**
+ * How replay opens a queue on BullMQ 6's PostgreSQL backend. Without it (BullMQ 5) the dead letters can
+ * still be read; replay then says what it needs.
+ */
+async function postgresQueueOptions(url: string): Promise<DlqBackend['queueOptions']> {
+  const bullmq = (await import('bullmq')) as { createPostgresBackend?: QueueBackendFactory };
+  return bullmq.createPostgresBackend ? { connection: url, backend: bullmq.createPostgresBackend } : {};
 }
 
 /**
@@ -179,11 +240,13 @@ async function withStore(
 function withDlq(
   queue: string,
   flags: CommonDlqOptions,
-  work: (dlq: DeadLetterQueue, redis: RedisClient) => Promise<void>,
+  command: Command,
+  work: (dlq: DeadLetterQueue, backend: DlqBackend) => Promise<void>,
 ): Promise<void> {
   if (!queue)
     throw new InvalidInputError('<queue>: must not be empty; `stormguard dlq list` lists the queues');
-  return withStore(flags, async (store, redis) => {
+  return withStore(flags, command, async (backend) => {
+    const { store } = backend;
     if (!(await store.queue(queue))) {
       const known = (await store.queues()).map((q) => q.queue);
       throw new InvalidInputError(
@@ -193,9 +256,9 @@ function withDlq(
       );
     }
     const { deadLetterQueue } = await import('../../bullmq/dead-letter-queue.js');
-    const dlq = deadLetterQueue(queue, { store, connection: redis, prefix: flags.bullPrefix });
+    const dlq = deadLetterQueue(queue, { store, ...backend.queueOptions });
     try {
-      await work(dlq, redis);
+      await work(dlq, backend);
     } finally {
       await dlq.close().catch(() => {});
     }
@@ -225,17 +288,10 @@ function parseBudgetFlags(flags: ReplayFlags): BudgetSettings {
 }
 
 /** A read-only view of the workers' retry budget (under the same stormguard prefix), for `--when-healthy`. */
-async function budgetReader(
-  redis: RedisClient,
-  prefix: string,
-  settings: BudgetSettings,
-): Promise<RetryBudget> {
-  const [{ RetryBudget }, { RedisBudgetStore }] = await Promise.all([
-    import('../../budget/retry-budget.js'),
-    import('../../redis/budget-store.js'),
-  ]);
+async function budgetReader(store: BudgetStore, settings: BudgetSettings): Promise<RetryBudget> {
+  const { RetryBudget } = await import('../../budget/retry-budget.js');
   return new RetryBudget({
-    store: new RedisBudgetStore({ redis, prefix }),
+    store,
     ratio: settings.ratio,
     windowMs: settings.windowMs,
     minAllowance: settings.minAllowance,

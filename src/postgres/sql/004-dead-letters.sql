@@ -1,4 +1,4 @@
--- 003-dead-letters.sql: the dead-letter store and the jobs' attempt states, with the contract of
+-- 004-dead-letters.sql: the dead-letter store and the jobs' attempt states, with the contract of
 -- src/runtime/contracts.ts (DeadLetterStore; checked by src/runtime/dead-letter-store.case.ts) and the
 -- layout of the Redis store (src/redis/lua/includes/dead-letters.lua) in tables:
 --
