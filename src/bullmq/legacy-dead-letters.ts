@@ -1,0 +1,90 @@
+import type { Job, Queue } from 'bullmq';
+import type { DeadLetterRecord, DeadLetterStore } from '../runtime/contracts.js';
+import { assertDeadLetterRecord } from '../runtime/dead-letter-record.js';
+
+/**
+ * What moving a queue's old BullMQ dead-letter queue (`<queue>-dlq`) into the store did. Plain JSON.
+ *
+ * @example
+ * const report: LegacyMoveReport = { queue: 'index', from: 'index-dlq', moved: 120, alreadyFiled: 3, kept: [] };
+ */
+export interface LegacyMoveReport {
+  queue: string;
+  /** The BullMQ queue the records came from. */
+  from: string;
+  /** Records filed in the store (their BullMQ jobs removed). */
+  moved: number;
+  /** Records an interrupted earlier run had filed already: their BullMQ jobs are removed now. */
+  alreadyFiled: number;
+  /** Jobs that do not read as a dead-letter record: left in the BullMQ queue, with what is wrong. */
+  kept: { jobId: string; problem: string }[];
+}
+
+/** How long the attempt state written with a moved record lives: what makes a re-run file it once. */
+const MOVED_STATE_TTL_MS = 7 * 86_400_000;
+const PAGE = 200;
+/** Where stormguard before the dead-letter store kept records: paused (BullMQ 5), or waiting. */
+// biome-ignore lint/suspicious/noExplicitAny: 'paused' is a job type of BullMQ 5 only; BullMQ 6 still reads it.
+const HELD = ['paused', 'wait'] as any[];
+
+/**
+ * Moves the records of an old BullMQ dead-letter queue (`<queue>-dlq`, as stormguard kept them before the
+ * dead-letter store) into `store`, through BullMQ's public API only: `getJobs`, then `job.remove()` once
+ * the record is filed. Safe to interrupt and run again: a record filed before its job was removed is
+ * filed once (filing is idempotent per job id and creation time), and its job is removed on the next run.
+ * A job that is not a record is left where it is and reported.
+ *
+ * @example
+ * const from = new Queue('index-dlq', { connection });
+ * const report = await moveLegacyDeadLetters({ from, queue: 'index', store });
+ */
+export async function moveLegacyDeadLetters(options: {
+  from: Pick<Queue, 'name' | 'getJobs'>;
+  queue: string;
+  store: DeadLetterStore;
+  onProgress?: (report: LegacyMoveReport) => void;
+}): Promise<LegacyMoveReport> {
+  const { from, queue, store } = options;
+  const report: LegacyMoveReport = { queue, from: from.name, moved: 0, alreadyFiled: 0, kept: [] };
+  await store.registerQueue(queue);
+  for (;;) {
+    // Moved jobs leave the list; the ones kept stay at its start, so the next page starts after them.
+    const jobs: (Job | undefined)[] = await from.getJobs(
+      HELD,
+      report.kept.length,
+      report.kept.length + PAGE - 1,
+      true,
+    );
+    if (jobs.length === 0) return report;
+    for (const job of jobs) {
+      if (!job) continue;
+      const record = legacyRecord(job.data, queue);
+      if (typeof record === 'string') {
+        report.kept.push({ jobId: String(job.id), problem: record });
+        continue;
+      }
+      const { created } = await store.file(
+        record,
+        { attempts: record.attemptsMade, deferrals: 0 },
+        MOVED_STATE_TTL_MS,
+      );
+      await job.remove();
+      if (created) report.moved += 1;
+      else report.alreadyFiled += 1;
+    }
+    options.onProgress?.(report);
+  }
+}
+
+/** The record an old dead-letter job holds, for `queue`, or what keeps it from being one. */
+function legacyRecord(data: unknown, queue: string): DeadLetterRecord | string {
+  if (typeof data !== 'object' || data === null) return 'the job data is not a dead-letter record';
+  const old = data as Partial<DeadLetterRecord>;
+  const record = { ...old, queue, replays: old.replays ?? 0, opts: old.opts ?? {} } as DeadLetterRecord;
+  try {
+    assertDeadLetterRecord(record);
+    return record;
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
+  }
+}
