@@ -69,6 +69,27 @@ describe('CircuitBreaker', () => {
     expect((await breaker.state('search')).state).toBe('closed');
   });
 
+  it("on a clock with fractional milliseconds (the simulator's), probe outcomes still move a half-open breaker", async () => {
+    const { clock, breaker, seen } = setup({ halfOpenProbes: 1, successesToClose: 1 });
+    clock.set(T0 + 0.375);
+    await breaker.recordFailure('search');
+    await breaker.recordFailure('search');
+    clock.advance(1_000.25);
+    const failing = await breaker.acquire('search');
+    expect(failing.ticket).toBe(`${T0 + 1_000.625}:1`);
+    await breaker.recordFailure('search', failing);
+    clock.advance(1_000.5);
+    const succeeding = await breaker.acquire('search');
+    await breaker.recordSuccess('search', succeeding);
+    expect(seen).toEqual([
+      'search:closed>open:consecutive-failures',
+      'search:open>half-open:cool-down-elapsed',
+      'search:half-open>open:probe-failed',
+      'search:open>half-open:cool-down-elapsed',
+      'search:half-open>closed:probes-succeeded',
+    ]);
+  });
+
   it("a worker whose clock is 40 s ahead of the store's still waits the whole cool-down before half-open", async () => {
     const storeClock = new FakeClock(T0);
     const workerClock = new FakeClock(T0 + 40_000);

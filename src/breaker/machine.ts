@@ -258,15 +258,16 @@ export function stepBreaker(
 
 /**
  * Whether `ticket` names a probe of the current half-open period that is still in flight; if so, the
- * probe reports now and leaves the in-flight list (a ticket counts once).
+ * probe reports now and leaves the in-flight list (a ticket counts once). The ticket must be exactly the
+ * one {@link probeTicket} issued: the period is compared as issued, never re-parsed, so a clock with
+ * fractional milliseconds (the simulator's) names its periods as well as Redis TIME does.
  */
 function takeProbe(record: BreakerRecord, ticket: string | undefined): boolean {
   if (record.state !== 'half-open' || ticket === undefined || record.halfOpenedAtMs === undefined)
     return false;
-  const match = /^(-?\d+):(\d+)$/.exec(ticket);
-  if (!match || Number(match[1]) !== record.halfOpenedAtMs) return false;
-  const seq = Number(match[2]);
+  const seq = Number(ticket.slice(ticket.lastIndexOf(':') + 1));
   if (!record.probesInFlight.some((p) => p.seq === seq)) return false;
+  if (ticket !== probeTicket(record.halfOpenedAtMs, seq)) return false;
   record.probesInFlight = record.probesInFlight.filter((p) => p.seq !== seq);
   return true;
 }

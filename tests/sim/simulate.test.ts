@@ -174,6 +174,22 @@ describe('determinism and the example scenario', () => {
     expect(sum(deferring.timeline.mail!.deferred)).toBeGreaterThan(0);
   });
 
+  it("the example's breaker drains: it closes once mail recovers, so no job waits out its max age", () => {
+    const breaker = byName(first, 'budget-and-breaker');
+    const unhealthy = first.dependencies.find((d) => d.name === 'mail')!.unhealthy;
+    const recoveredMs = Math.max(...unhealthy.map((u) => u.untilMs));
+    // Healthy again, the breaker half-opens within one cool-down and its first probes (300 ms calls)
+    // close it: no refusal a second after that.
+    const lastRefusalSecond = Math.floor((recoveredMs + example.breaker.coolDownMs!) / 1_000) + 1;
+    const refused = breaker.timeline.mail!.refused;
+    expect(sum(refused, lastRefusalSecond + 1)).toBe(0);
+    // The outage plus a cool-down (12.5 min) is far inside the 30 min max age: the breaker holds jobs back,
+    // it never makes them too old, and the run ends with the arrivals (20 min) as the other strategies do.
+    expect(breaker.deadLettered['breaker-open'] ?? 0).toBe(0);
+    expect(breaker.unfinished).toBe(0);
+    expect(breaker.drainMs).toBeLessThan(21 * 60_000);
+  });
+
   it('stops when its signal is aborted (the CLI passes Ctrl-C)', async () => {
     const controller = new AbortController();
     let reports = 0;
