@@ -1,7 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
 import type { RedisClient } from '../redis/scripts.js';
-import { parseRedisTarget } from './redis-target.js';
+import { type ClusterSeed, clusterSeedOf, parseRedisTarget } from './redis-target.js';
 import type { RedisUrl } from './redis-url.js';
 
 /** How a CLI command's Redis connection behaves once it is up. */
@@ -35,26 +35,11 @@ export async function connectRedis(url: string, options: ConnectRedisOptions = {
   const target = parseRedisTarget(url);
   if (target.kind === 'cluster') return connectCluster(target, options);
   const redis = await connectSingle(target.url, options);
-  let clusterEnabled: boolean;
-  try {
-    clusterEnabled = /^cluster_enabled:1\b/m.test(await redis.info('cluster'));
-  } catch (error) {
-    redis.disconnect();
-    throw new Error(`cannot use Redis at ${target.url.shown}: ${errorMessage(error)}`);
-  }
-  if (!clusterEnabled) return redis;
+  // A user whose ACL denies INFO gets a single-node connection, as before cluster support.
+  const info = await redis.info('cluster').catch(() => '');
+  if (!/^cluster_enabled:1\b/m.test(info)) return redis;
   redis.disconnect();
-  const parsed = new URL(target.url.url);
-  return connectCluster(
-    {
-      nodes: [{ host: parsed.hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(parsed.port || 6379) }],
-      username: decodeURIComponent(parsed.username),
-      password: decodeURIComponent(parsed.password),
-      tls: parsed.protocol === 'rediss:',
-      shown: target.url.shown,
-    },
-    options,
-  );
+  return connectCluster(clusterSeedOf([new URL(target.url.url)], target.url.shown), options);
 }
 
 async function connectSingle(target: RedisUrl, options: ConnectRedisOptions): Promise<Redis> {
@@ -93,14 +78,6 @@ async function connectSingle(target: RedisUrl, options: ConnectRedisOptions): Pr
     }
   }
   return redis;
-}
-
-interface ClusterSeed {
-  nodes: { host: string; port: number }[];
-  username: string;
-  password: string;
-  tls: boolean;
-  shown: string;
 }
 
 async function connectCluster(seed: ClusterSeed, options: ConnectRedisOptions): Promise<Cluster> {

@@ -8,19 +8,44 @@ import { parseRedisUrl, type RedisUrl } from './redis-url.js';
  * @example
  * parseRedisTarget('redis://a:7000,redis://b:7001'); // { kind: 'cluster', nodes: [...], ... }
  */
-export type RedisTarget =
-  | { kind: 'single'; url: RedisUrl }
-  | {
-      kind: 'cluster';
-      /** The seed nodes, each checked like a single URL. */
-      nodes: { host: string; port: number }[];
-      /** Credentials and TLS shared by every node. */
-      username: string;
-      password: string;
-      tls: boolean;
-      /** The list with passwords masked, for messages. */
-      shown: string;
-    };
+export type RedisTarget = { kind: 'single'; url: RedisUrl } | ({ kind: 'cluster' } & ClusterSeed);
+
+/**
+ * Where a cluster client starts: its seed nodes and what every node shares.
+ *
+ * @example
+ * const seed: ClusterSeed = { nodes: [{ host: '10.0.0.5', port: 7000 }], username: '', password: '', tls: false, shown: 'redis://10.0.0.5:7000' };
+ */
+export interface ClusterSeed {
+  /** The seed nodes, each checked like a single URL. */
+  nodes: { host: string; port: number }[];
+  /** Credentials and TLS shared by every node. */
+  username: string;
+  password: string;
+  tls: boolean;
+  /** The list with passwords masked, for messages. */
+  shown: string;
+}
+
+/**
+ * The cluster seed of checked node URLs that share scheme and credentials (the first one's are taken).
+ *
+ * @example
+ * clusterSeedOf([new URL('redis://10.0.0.5:7000')], 'redis://10.0.0.5:7000').nodes; // [{ host: '10.0.0.5', port: 7000 }]
+ */
+export function clusterSeedOf(urls: readonly URL[], shown: string): ClusterSeed {
+  const [first] = urls;
+  return {
+    nodes: urls.map((url) => ({
+      host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+      port: url.port === '' ? 6379 : Number(url.port),
+    })),
+    username: decodeURIComponent(first?.username ?? ''),
+    password: decodeURIComponent(first?.password ?? ''),
+    tls: first?.protocol === 'rediss:',
+    shown,
+  };
+}
 
 /**
  * Checks a `--redis` value: one URL (see `parseRedisUrl`), or a cluster as URLs separated by commas
@@ -55,13 +80,9 @@ export function parseRedisTarget(value: string): RedisTarget {
   }
   return {
     kind: 'cluster',
-    nodes: urls.map(({ parsed }) => ({
-      host: parsed.hostname.replace(/^\[(.*)\]$/, '$1'),
-      port: parsed.port === '' ? 6379 : Number(parsed.port),
-    })),
-    username: decodeURIComponent(first?.parsed.username ?? ''),
-    password: decodeURIComponent(first?.parsed.password ?? ''),
-    tls: first?.parsed.protocol === 'rediss:',
-    shown,
+    ...clusterSeedOf(
+      urls.map(({ parsed }) => parsed),
+      shown,
+    ),
   };
 }

@@ -111,10 +111,7 @@ export class TestRedisCluster {
     return this.nodes.map((node) => node.url).join(',');
   }
 
-  /**
-   * A new ioredis `Cluster` client on this cluster, following redirections at once (a test bed has no
-   * network latency to smooth over). The caller disconnects it.
-   */
+  /** A new ioredis `Cluster` client on this cluster (`options` as ioredis takes them). The caller disconnects it. */
   client(options: ClusterOptions = {}): Cluster {
     return new Cluster(this.startupNodes, { slotsRefreshTimeout: 2_000, ...options });
   }
