@@ -1,0 +1,74 @@
+import { createPostgresBackend, Queue } from 'bullmq';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { replayOrigin } from '../../src/bullmq/dead-letter-ids.js';
+import { PostgresDeadLetterStore } from '../../src/postgres/dead-letter-store.js';
+import { sampleDeadLetter } from '../../src/runtime/dead-letter-store.case.js';
+import { cli, ensureCliBuilt } from '../helpers/cli.js';
+import { postgresBed } from '../helpers/postgres-bed.js';
+import { uniqueSchema } from '../helpers/postgres-server.js';
+
+const bed = postgresBed();
+let pool: pg.Pool;
+beforeAll(async () => {
+  await ensureCliBuilt('dlq');
+  pool = new pg.Pool({ connectionString: bed.url, max: 2 });
+}, 120_000);
+afterAll(async () => {
+  await pool?.end();
+});
+
+describe('stormguard dlq --postgres', () => {
+  it('lists and replays dead letters kept in PostgreSQL onto a queue on BullMQ 6 PostgreSQL backend', async () => {
+    const schema = uniqueSchema();
+    const store = new PostgresDeadLetterStore({ connection: pool, schema });
+    for (const [i, reason] of (['permanent', 'budget-exhausted', 'budget-exhausted'] as const).entries())
+      await store.file(
+        sampleDeadLetter(`job-${i}`, { queue: 'pg-index', reason, deadLetteredAt: Date.now() + i }),
+        { attempts: 1, deferrals: 0 },
+        60_000,
+      );
+    const pgFlags = ['--postgres', bed.url, '--schema', schema];
+
+    const queues = await cli('dlq', 'list', ...pgFlags, '--json');
+    expect(JSON.parse(queues.stdout)).toMatchObject({ queues: [{ queue: 'pg-index', count: 3 }] });
+    const list = await cli('dlq', 'list', 'pg-index', ...pgFlags, '--reason', 'budget-exhausted');
+    expect(list.code).toBe(0);
+    expect(list.stdout).toMatch(/2 of 2 matching \(3 in the queue\)/);
+    const unknown = await cli('dlq', 'list', 'nope', ...pgFlags);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/queues with dead letters: pg-index/);
+
+    // The workers' queue: it creates BullMQ's own schema, as a worker fleet would have.
+    const queue = new Queue(
+      'pg-index',
+      { connection: { connectionString: bed.url, migrate: true } } as never,
+      createPostgresBackend as never,
+    );
+    await queue.getJobCounts();
+    const replay = await cli(
+      'dlq',
+      'replay',
+      'pg-index',
+      ...pgFlags,
+      '--reason',
+      'budget-exhausted',
+      '--json',
+    );
+    expect(replay.stderr).toBe('');
+    expect(JSON.parse(replay.stdout)).toMatchObject({ matched: 2, failed: [], interrupted: false });
+    expect(await store.count('pg-index')).toBe(1);
+    try {
+      const jobs = await queue.getJobs(['wait', 'waiting'] as never);
+      expect(jobs.map((j) => replayOrigin(j).originalJobId).sort()).toEqual(['job-1', 'job-2']);
+    } finally {
+      await queue.close();
+    }
+  }, 60_000);
+
+  it('a schema stormguard never migrated says to run stormguard migrate', async () => {
+    const result = await cli('dlq', 'list', '--postgres', bed.url, '--schema', 'never_migrated_dlq');
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/run stormguard migrate --postgres <url> --schema never_migrated_dlq/);
+  });
+});
