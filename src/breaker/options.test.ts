@@ -54,6 +54,9 @@ describe('resolveBreakerOptions', () => {
     [{ halfOpenProbes: 0 }, 'halfOpenProbes: 0 is invalid: must be a whole number >= 1'],
     [{ successesToClose: Number.POSITIVE_INFINITY }, 'successesToClose: Infinity is invalid'],
     [{ coolDownMs: '30s' }, 'coolDownMs: "30s" is invalid: must be a number'],
+    [{ coolDownMs: 1e300 }, 'coolDownMs: 1e+300 is invalid: must be at most 86400000 (one day)'],
+    [{ windowMs: 86_400_001 }, 'windowMs: 86400001 is invalid: must be at most 86400000 (one day)'],
+    [{ minimumVolume: 2 ** 60 }, 'must be at most 1000000000'],
   ])('rejects %j naming the field, the value and the rule', (input, expected) => {
     expect(messageOf(() => resolveBreakerOptions(input as never))).toContain(expected);
   });

@@ -20,13 +20,13 @@ import { ValidationError } from '../errors/validation-error.js';
 export interface BreakerOptions {
   /** Failure share of the window's calls at or above which the breaker opens, in (0, 1]. Default 0.5. */
   failureRateThreshold: number;
-  /** Length of the sliding window the failure rate is measured over, in ms (>= 100). Default 60 000. */
+  /** Length of the sliding window the failure rate is measured over, in ms (100 to 86 400 000). Default 60 000. */
   windowMs: number;
   /** Calls the window must hold before the failure rate can open the breaker (>= 1). Default 20. */
   minimumVolume: number;
   /** Failures in a row that open the breaker whatever the volume (>= 1). Default 10. */
   consecutiveFailures: number;
-  /** How long an open breaker refuses every call before it half-opens, in ms (>= 1). Default 30 000. */
+  /** How long an open breaker refuses every call before it half-opens, in ms (1 to 86 400 000). Default 30 000. */
   coolDownMs: number;
   /** Probes a half-open breaker lets through at once, across the whole fleet (>= 1). Default 3. */
   halfOpenProbes: number;
@@ -59,21 +59,28 @@ export const DEFAULT_BREAKER_OPTIONS: Readonly<BreakerOptions> = Object.freeze({
  */
 export const BREAKER_WINDOW_BUCKETS = 10;
 
-const count = (min: number) =>
+/** Largest count and longest duration a breaker option may hold: past them a value is a typo, and the
+ * stores' arithmetic (a deadline of now + coolDownMs, a key's time to live) would leave safe integers. */
+const MAX_COUNT = 1_000_000_000;
+const MAX_BREAKER_MS = 86_400_000;
+
+const count = (min: number, max = MAX_COUNT, unit = '') =>
   z
     .number({ error: 'must be a number' })
     .int(`must be a whole number >= ${min}`)
-    .min(min, `must be a whole number >= ${min}`);
+    .min(min, `must be a whole number >= ${min}`)
+    .max(max, `must be at most ${max}${unit}`);
+const ms = (min: number) => count(min, MAX_BREAKER_MS, ' (one day)');
 
 const BreakerOptionsSchema = z.object({
   failureRateThreshold: z
     .number({ error: 'must be a number' })
     .gt(0, 'must be in (0, 1]: a share of calls, e.g. 0.5')
     .max(1, 'must be in (0, 1]: a share of calls, e.g. 0.5'),
-  windowMs: count(100),
+  windowMs: ms(100),
   minimumVolume: count(1),
   consecutiveFailures: count(1),
-  coolDownMs: count(1),
+  coolDownMs: ms(1),
   halfOpenProbes: count(1),
   successesToClose: count(1),
 });

@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { isInvalidInputError } from '../errors/invalid-input-error.js';
 import { registerCommands } from './commands/index.js';
+import { refuseEmptyValues } from './empty-values.js';
 import type { CliIO } from './io.js';
 
 /**
@@ -16,7 +17,8 @@ export async function run(argv: string[], io: CliIO): Promise<number> {
       writeOut: (s) => io.stdout.write(s),
       writeErr: (s) => io.stderr.write(s),
     })
-    .exitOverride();
+    .exitOverride()
+    .hook('preAction', (_program, command) => refuseEmptyValues(command));
   registerCommands(program, io);
   for (const sub of program.commands)
     sub.exitOverride().configureOutput({

@@ -39,6 +39,19 @@ describe('parseDuration', () => {
   it.each([-1, Number.NaN, Number.POSITIVE_INFINITY])('rejects the number %s', (input) => {
     expect(() => parseDuration(input)).toThrow(/not a duration/);
   });
+
+  it.each([1e300, '1'.padEnd(400, '0'), '3651d', '99999999999999999999h', 3_650 * 86_400_000 + 1])(
+    'refuses %s, longer than ten years, naming the flag',
+    (input) => {
+      expect(() => parseDuration(input, '--since')).toThrow(
+        /^--since: .* is longer than the longest duration, 3650d \(ten years\)$/,
+      );
+    },
+  );
+
+  it('accepts exactly ten years', () => {
+    expect(parseDuration('3650d')).toBe(315_360_000_000);
+  });
 });
 
 describe('formatDuration', () => {

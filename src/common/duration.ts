@@ -4,6 +4,15 @@ const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_0
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
 
 /**
+ * The longest duration `parseDuration` accepts: ten years. Anything longer is a typo (a stray digit, a
+ * unit too many), and past it a millisecond count stops being a safe integer or a valid date offset.
+ *
+ * @example
+ * parseDuration('3650d') === MAX_DURATION_MS; // true
+ */
+export const MAX_DURATION_MS = 3_650 * 86_400_000;
+
+/**
  * Parses a human duration into milliseconds: `500ms`, `90s`, `15m`, `4h`, `1d`, compound `1h30m`, or a
  * bare number of milliseconds. Throws {@link InvalidInputError} naming the input and the accepted forms.
  *
@@ -13,14 +22,22 @@ const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
  * parseDuration(250); // 250
  */
 export function parseDuration(input: string | number, what = 'duration'): number {
+  const tooLong = () =>
+    new InvalidInputError(
+      `${what}: ${JSON.stringify(input)} is longer than the longest duration, 3650d (ten years)`,
+    );
   if (typeof input === 'number') {
+    if (input > MAX_DURATION_MS && Number.isFinite(input)) throw tooLong();
     if (Number.isFinite(input) && input >= 0) return input;
     throw new InvalidInputError(
       `${what}: ${input} is not a duration; use a number of milliseconds >= 0 or a string like 90s, 15m, 4h`,
     );
   }
   const text = input.trim();
-  if (/^\d+$/.test(text)) return Number(text);
+  if (/^\d+$/.test(text)) {
+    if (Number(text) > MAX_DURATION_MS) throw tooLong();
+    return Number(text);
+  }
   const parts = text.match(/\d+(?:\.\d+)?(?:ms|s|m|h|d)/g);
   if (!parts || parts.join('') !== text) {
     throw new InvalidInputError(
@@ -32,6 +49,7 @@ export function parseDuration(input: string | number, what = 'duration'): number
     const [, amount, unit] = DURATION.exec(part) as RegExpExecArray;
     total += Number(amount) * (UNIT_MS[unit as string] as number);
   }
+  if (total > MAX_DURATION_MS) throw tooLong();
   return Math.round(total);
 }
 

@@ -65,6 +65,21 @@ describe('definePolicy', () => {
       /backoff.delayMs: -5 is invalid: must be >= 0/,
     ],
     [
+      'a delay no whole number of ms can hold',
+      { maxAttempts: 2, backoff: { type: 'fixed', delayMs: 1e300 } },
+      /backoff.delayMs: 1e\+300 is invalid: must be at most 365d \(one year\)/,
+    ],
+    [
+      'a max age past a year',
+      { maxAttempts: 2, maxAgeMs: '366d' },
+      /maxAgeMs: "366d" is invalid: must be at most 365d/,
+    ],
+    [
+      'a cap of a thousand years',
+      { maxAttempts: 2, backoff: { type: 'exponential', baseMs: '1s', maxDelayMs: '365000d' } },
+      /backoff.maxDelayMs: "365000d" is invalid: must be at most 365d/,
+    ],
+    [
       'unparseable duration',
       { maxAttempts: 2, backoff: { type: 'fixed', delayMs: '5 sec' } },
       /backoff.delayMs: "5 sec" is invalid: must be a whole number of milliseconds >= 0 or a duration/,

@@ -9,6 +9,16 @@ import type { Backoff } from './types.js';
 /** Past this window, holding attempts open is the wrong tool: a dead-letter queue and replay serve better. */
 export const LONG_WINDOW_MS = 15 * 60_000;
 
+/**
+ * More retries than this for a window of at most {@link LONG_WINDOW_MS} draw a warning: a backoff that
+ * needs them (factor 1, a tiny base) keeps hitting a dependency that is down. The default backoff covers
+ * 15 minutes in 9.
+ *
+ * @example
+ * planForWindow('15m', { type: 'exponential', baseMs: '2s', factor: 1, maxDelayMs: '10m' }).warnings.length; // 1
+ */
+export const MANY_RETRIES = 20;
+
 /** The backoff `planForWindow` and `stormguard plan` use when none is given: base 2 s, factor 2, cap 10 m. */
 export const DEFAULT_PLAN_BACKOFF: Backoff = Object.freeze({
   type: 'exponential',
@@ -78,6 +88,12 @@ export function planForWindow(
   if (windowMs > LONG_WINDOW_MS)
     warnings.push(
       `a ${formatDuration(windowMs)} window holds each job open for ${retries} retries; past 15m a dead-letter queue and replay after the incident serve better than retrying`,
+    );
+  if (windowMs <= LONG_WINDOW_MS && retries > MANY_RETRIES)
+    warnings.push(
+      backoff.type === 'exponential' && backoff.factor === 1
+        ? `factor 1 keeps every delay at ${formatDuration(backoff.baseMs)}: ${retries} retries, one every ${formatDuration(backoff.baseMs)}, are a steady load on a dependency that is down; use a factor of 2 or more`
+        : `${retries} retries (maxAttempts ${retries + 1}) to cover ${formatDuration(windowMs)}: the delays grow too slowly to spare a dependency that is down; raise the factor or the base`,
     );
   if (!options.fit && retries === 1 && (delaysMs[0] ?? 0) > windowMs * 1.1)
     warnings.push(

@@ -7,23 +7,40 @@ export const MAX_ATTEMPTS_LIMIT = 1_000;
 
 const DURATION_RULE = 'must be a whole number of milliseconds >= 0 or a duration like 500ms, 90s, 15m, 4h';
 
-/** A duration field: a whole number of milliseconds or a string `parseDuration` reads (`'15m'`). */
+/**
+ * The longest duration a policy field may hold: 365 days. A retry that waits longer, or a job kept
+ * retrying longer, is no retry policy; and a value like `1e300` must not pass as a whole number of ms.
+ */
+export const MAX_POLICY_DURATION_MS = 365 * 86_400_000;
+const TOO_LONG = 'must be at most 365d (one year); longer waits belong to a dead-letter queue and replay';
+
+/** A duration field: a whole number of milliseconds or a string `parseDuration` reads (`'15m'`), up to a year. */
 export function durationSchema() {
   return z.union([z.number(), z.string()], { error: DURATION_RULE }).transform((value, ctx): number => {
+    let ms: number;
     if (typeof value === 'number') {
-      if (Number.isInteger(value) && value >= 0) return value;
-      ctx.addIssue({
-        code: 'custom',
-        message: value < 0 ? 'must be >= 0 (a delay cannot be negative)' : DURATION_RULE,
-      });
+      if (!Number.isInteger(value) || value < 0) {
+        ctx.addIssue({
+          code: 'custom',
+          message: value < 0 ? 'must be >= 0 (a delay cannot be negative)' : DURATION_RULE,
+        });
+        return z.NEVER;
+      }
+      ms = value;
+    } else {
+      try {
+        ms = parseDuration(value);
+      } catch (error) {
+        const tooLong = error instanceof Error && error.message.includes('longest duration');
+        ctx.addIssue({ code: 'custom', message: tooLong ? TOO_LONG : DURATION_RULE });
+        return z.NEVER;
+      }
+    }
+    if (ms > MAX_POLICY_DURATION_MS) {
+      ctx.addIssue({ code: 'custom', message: TOO_LONG });
       return z.NEVER;
     }
-    try {
-      return parseDuration(value);
-    } catch {
-      ctx.addIssue({ code: 'custom', message: DURATION_RULE });
-      return z.NEVER;
-    }
+    return ms;
   });
 }
 

@@ -1,5 +1,5 @@
 import type { UnhealthyPeriod } from './engine/dependency-model.js';
-import type { DependencySeries, EngineOutput } from './engine/engine.js';
+import type { DependencySeries, EngineOutput, PendingJobs } from './engine/engine.js';
 import type { StrategyKind } from './scenario/schema.js';
 
 /** Requests one strategy sent to one dependency. */
@@ -49,6 +49,8 @@ export interface StrategyResult {
   lost: number;
   /** Jobs still pending when the run stopped at the horizon (0 when it drained). */
   unfinished: number;
+  /** Where those jobs were: waiting for a worker, running, or delayed until a retry. */
+  pending: PendingJobs;
   requests: Record<string, RequestCounts>;
   /** The most retries any dependency received in one second while it was down or degraded (0 if never). */
   peakRetriesPerSecond: number;
@@ -92,8 +94,11 @@ export interface SimulationSummary {
     completed: number;
     deadLettered: Record<string, number>;
     lost: number;
+    /** Jobs still pending at the horizon: 0 when the run drained. */
+    unfinished: number;
     requests: Record<string, RequestCounts>;
     peakRetriesPerSecond: number;
+    /** When the last job finished; with `unfinished` > 0 the run never drained and this is no drain time. */
     drainMs: number;
   }[];
 }
@@ -114,6 +119,7 @@ export function summarize(result: SimulationResult): SimulationSummary {
       completed: s.completed,
       deadLettered: s.deadLettered,
       lost: s.lost,
+      unfinished: s.unfinished,
       requests: s.requests,
       peakRetriesPerSecond: s.peakRetriesPerSecond,
       drainMs: s.drainMs,
@@ -152,6 +158,7 @@ export function strategyResult(
     deadLettered,
     lost: output.lost,
     unfinished: output.unfinished,
+    pending: output.pending,
     requests,
     peakRetriesPerSecond: peak,
     drainMs: Math.round(output.drainMs),

@@ -59,7 +59,37 @@ describe('stormguard plan', () => {
     expect(json.map((p: { retries: number }) => p.retries)).toEqual([5, 8, 9, 14, 32]);
   });
 
+  it('--table with --window puts that window in the chart, in order, instead of ignoring it', async () => {
+    const { code, stdout } = await cli('plan', '--table', '--window', '2h');
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^1h\s+14\s+15\s[^\n]*\n2h\s+20\s+21\s[^\n]*\n4h\s+32\s+33\s/m);
+    const json = JSON.parse((await cli('plan', '--table', '--window', '2h', '--json')).stdout);
+    expect(json.map((p: { windowMs: number }) => p.windowMs)).toEqual([
+      60_000, 300_000, 900_000, 3_600_000, 7_200_000, 14_400_000,
+    ]);
+  });
+
+  it('warns when a slow-growing backoff needs hundreds of attempts (factor 1: 451)', async () => {
+    const { code, stdout } = await cli('plan', '--window', '15m', '--factor', '1');
+    expect(code).toBe(0);
+    expect(stdout).toContain('450 retries, maxAttempts 451');
+    expect(stdout).toContain(
+      'warning: factor 1 keeps every delay at 2s: 450 retries, one every 2s, are a steady load on a dependency that is down; use a factor of 2 or more',
+    );
+    const plan = JSON.parse(
+      (await cli('plan', '--window', '15m', '--base', '1s', '--factor', '1.05', '--json')).stdout,
+    );
+    expect(plan.warnings).toEqual([
+      `${plan.retries} retries (maxAttempts ${plan.retries + 1}) to cover 15m: the delays grow too slowly to spare a dependency that is down; raise the factor or the base`,
+    ]);
+    expect(plan.retries).toBeGreaterThan(20);
+  });
+
   it.each([
+    [
+      ['plan', '--window', '0'],
+      /^stormguard: --window: "0" must be longer than 0; give the recovery window, e\.g\. --window 15m$/m,
+    ],
     [['plan', '--window', '15x'], /--window: "15x" is not a duration/],
     [['plan', '--window', '15m', '--factor', 'two'], /--factor: "two" is not a number >= 1/],
     [['plan', '--window', '15m', '--cap', '1s'], /--cap: 1s is shorter than --base 2s/],

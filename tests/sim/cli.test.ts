@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, ensureCliBuilt } from '../helpers/cli.js';
+import { cli, ensureCliBuilt, spawnCli } from '../helpers/cli.js';
 import { STRATEGY_JSON_FIELDS } from './json-shape.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`fixtures/${name}`, import.meta.url));
@@ -14,6 +14,35 @@ beforeAll(() => ensureCliBuilt('simulate'), 120_000);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('stormguard simulate (built binary)', () => {
+  it('says why a run stopped at the horizon: no capacity left, or retries held open', async () => {
+    const capacity = await cli('simulate', '--scenario', fixture('over-capacity.yaml'), '--no-chart');
+    expect(capacity.code).toBe(1);
+    expect(capacity.stdout).toMatch(/^time to drain\s+not drained$/m);
+    expect(capacity.stderr).toBe(
+      'stormguard: ceiling-only: did not drain by the horizon: 92 jobs pending, 92 waiting for or holding a worker (the workers could not keep up: add workers or concurrency, or raise "horizon")\n',
+    );
+    const held = await cli('simulate', '--scenario', fixture('retries-held.yaml'), '--json');
+    expect(held.code).toBe(1);
+    expect(JSON.parse(held.stdout).strategies[0]).toMatchObject({ completed: 0, unfinished: 20 });
+    expect(held.stderr).toBe(
+      'stormguard: ceiling-only: did not drain by the horizon: 20 jobs pending, 20 delayed until a retry (raise "horizon", or give the policy a maxAgeMs)\n',
+    );
+  }, 60_000);
+
+  it('a reader that closes the pipe early (| head -1) ends it quietly, not with an EPIPE stack trace', async () => {
+    const child = spawnCli(['simulate', '--strategies', 'ceiling-only'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout?.destroy();
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+  }, 60_000);
+
   it('with no argument runs the default scenario; --json prints exactly the documented shape; --report writes HTML', async () => {
     const report = join(dir, 'report.html');
     const { code, stdout, stderr } = await cli('simulate', '--json', '--report', report);
@@ -74,6 +103,8 @@ describe('stormguard simulate (built binary)', () => {
     [['--scenario', join(dir, 'missing.yaml')], /--scenario: cannot read .*missing\.yaml \(ENOENT\)/],
     [['--seed', 'abc'], /--seed: "abc" is not a whole number/],
     [['--strategies', 'fleet'], /"fleet" is not a strategy of this scenario/],
+    [['--scenario', ''], /^stormguard: --scenario: the value is empty \(expected: a YAML or JSON scenario/],
+    [['--report', ' '], /^stormguard: --report: the value is empty/],
   ])(
     'refuses bad input %j with exit code 2 and one line, no stack trace',
     async (args, message) => {

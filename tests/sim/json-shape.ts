@@ -5,6 +5,7 @@ export const STRATEGY_JSON_FIELDS = [
   'completed',
   'deadLettered',
   'lost',
+  'unfinished',
   'requests',
   'peakRetriesPerSecond',
   'drainMs',

@@ -41,26 +41,40 @@ export function register(program: Command, io: CliIO): void {
     .option('--factor <number>', 'growth factor per retry (>= 1)', '2')
     .option('--cap <duration>', 'largest single delay', '10m')
     .option('--fit', 'scale the base so the schedule ends on the window (within 1 %)')
-    .option('--table', `print the chart for ${CHART_WINDOWS.join(', ')}`)
+    .option('--table', `print the chart for ${CHART_WINDOWS.join(', ')} (and --window, when given)`)
     .option('--json', 'print JSON')
     .action(async (flags: PlanFlags) => {
       const { LONG_WINDOW_MS, planForWindow } = await import('../../policy/plan-window.js');
       const backoff = backoffFromFlags(flags);
       const fit = flags.fit === true;
+      const windowMs = flags.window === undefined ? undefined : windowFromFlag(flags.window);
       if (flags.table) {
-        const plans = CHART_WINDOWS.map((w) => planForWindow(w, backoff, { fit }));
+        // A window given with --table joins the chart, in order, rather than being ignored.
+        const windows = [...new Set([...CHART_WINDOWS.map((w) => parseDuration(w)), windowMs ?? 0])]
+          .filter((ms) => ms > 0)
+          .sort((a, b) => a - b);
+        const plans = windows.map((ms) => planForWindow(ms, backoff, { fit }));
         if (flags.json) printJson(io, plans);
         else io.stdout.write(`${formatChart(plans, backoff, fit, LONG_WINDOW_MS)}\n`);
         return;
       }
-      if (flags.window === undefined)
+      if (windowMs === undefined)
         throw new InvalidInputError(
           'plan: give --window <duration> (e.g. --window 15m), or --table for the chart',
         );
-      const plan = planForWindow(parseDuration(flags.window, '--window'), backoff, { fit });
+      const plan = planForWindow(windowMs, backoff, { fit });
       if (flags.json) printJson(io, plan);
       else io.stdout.write(`${formatPlan(plan)}\n`);
     });
+}
+
+function windowFromFlag(text: string): number {
+  const ms = parseDuration(text, '--window');
+  if (ms <= 0)
+    throw new InvalidInputError(
+      `--window: "${text}" must be longer than 0; give the recovery window, e.g. --window 15m`,
+    );
+  return ms;
 }
 
 function backoffFromFlags(flags: PlanFlags): Backoff {

@@ -2,6 +2,7 @@ import { access, constants, stat, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
+import type { StrategyResult } from '../../sim/results.js';
 import type { SimulationProgress } from '../../sim/simulate.js';
 import { type CliIO, printJson } from '../io.js';
 import { withExamples } from '../options.js';
@@ -89,11 +90,25 @@ async function runSimulate(flags: SimulateFlags, io: CliIO): Promise<void> {
   const unfinished = result.strategies.filter((s) => s.unfinished > 0);
   for (const s of lost)
     io.stderr.write(`stormguard: ${s.name}: ${s.lost} jobs lost (a simulator bug; please report it)\n`);
-  for (const s of unfinished)
-    io.stderr.write(
-      `stormguard: ${s.name}: ${s.unfinished} jobs still pending at the horizon; raise "horizon" or give the policy a maxAgeMs\n`,
-    );
+  for (const s of unfinished) io.stderr.write(`stormguard: ${s.name}: ${horizonAdvice(s)}\n`);
   if (lost.length > 0 || unfinished.length > 0) io.exitCode = 1;
+}
+
+/**
+ * Why a run stopped at the horizon with work pending, and what would help: jobs still waiting for a
+ * worker mean the fleet lacked capacity (no retry setting fixes that); jobs delayed until a retry mean the
+ * policy holds retries open past the horizon.
+ */
+function horizonAdvice(s: StrategyResult): string {
+  const { waiting, running, delayed } = s.pending;
+  const parts: string[] = [];
+  if (waiting + running > 0)
+    parts.push(
+      `${waiting + running} waiting for or holding a worker (the workers could not keep up: add workers or concurrency, or raise "horizon")`,
+    );
+  if (delayed > 0)
+    parts.push(`${delayed} delayed until a retry (raise "horizon", or give the policy a maxAgeMs)`);
+  return `did not drain by the horizon: ${s.unfinished} jobs pending, ${parts.join('; ')}`;
 }
 
 /** Checks `--report` before the run, so a typo in its path does not cost a whole simulation. */

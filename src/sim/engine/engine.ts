@@ -49,6 +49,16 @@ export interface DependencySeries {
   denied: BinnedSeries;
 }
 
+/**
+ * Where the jobs still pending at the horizon were: waiting for a free worker slot (the fleet lacked
+ * capacity), running, or delayed until their next attempt (retries held open).
+ */
+export interface PendingJobs {
+  waiting: number;
+  running: number;
+  delayed: number;
+}
+
 /** Everything one strategy's run produced; `results.ts` turns it into the public result. */
 export interface EngineOutput {
   jobs: number;
@@ -56,6 +66,8 @@ export interface EngineOutput {
   deadLettered: Map<string, BinnedSeries>;
   /** Jobs still waiting, running or delayed when the run stopped at the horizon. */
   unfinished: number;
+  /** The unfinished jobs by where they were: waiting for a worker, running, or delayed until a retry. */
+  pending: PendingJobs;
   /** Jobs that are neither finished nor pending: a bug if ever non-zero (computed from independent counts). */
   lost: number;
   /** Virtual time when the last job finished. */
@@ -495,6 +507,7 @@ export async function runEngine(
     completed: run.completed,
     deadLettered,
     unfinished,
+    pending: { waiting: waiting.size, running: inFlight, delayed: run.delayed },
     lost: jobs.size - run.completed - deadLetterCount - unfinished,
     drainMs: run.drainMs,
     stoppedAtHorizon: stoppedAtHorizon && unfinished > 0,

@@ -39,7 +39,7 @@ export function formatSummary(result: SimulationResult): string {
   rows.push(['completed', (s) => formatCount(s.completed)]);
   rows.push(['dead-lettered', (s) => formatCount(sum(Object.values(s.deadLettered)))]);
   for (const reason of reasons) rows.push([`  ${reason}`, (s) => formatCount(s.deadLettered[reason] ?? 0)]);
-  rows.push(['time to drain', (s) => formatDuration(s.drainMs)]);
+  rows.push(['time to drain', (s) => (s.unfinished > 0 ? 'not drained' : formatDuration(s.drainMs))]);
   rows.push(['jobs lost', (s) => formatCount(s.lost)]);
   if (strategies.some((s) => s.unfinished > 0))
     rows.push(['unfinished at the horizon', (s) => formatCount(s.unfinished)]);
