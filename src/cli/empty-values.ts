@@ -16,9 +16,7 @@ export function refuseEmptyValues(command: Command): void {
     const value = command.getOptionValue(name) as unknown;
     if (command.getOptionValueSource(name) !== 'cli' || !isEmpty(value)) continue;
     const flag = option.long ?? option.short ?? name;
-    throw new InvalidInputError(
-      `${flag}: the value is empty (expected: ${option.description || 'a value'})`,
-    );
+    throw new InvalidInputError(`${flag}: the value is empty (expected: ${option.description || 'a value'})`);
   }
   command.registeredArguments.forEach((argument, i) => {
     if (isEmpty(command.processedArgs[i]))
