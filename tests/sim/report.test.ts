@@ -57,7 +57,8 @@ describe('the HTML report renders in headless Chromium', () => {
     await page.goto(pathToFileURL(reportPath).href);
     await page.waitForSelector('body[data-ready="true"]', { timeout: 20_000 });
 
-    // Each chart's canvas holds drawn pixels: count the ones that are neither transparent nor white.
+    // Each chart's canvas holds drawn pixels: count the ones that are neither transparent nor white, and
+    // the coloured ones among them (series and their legend marks; titles, axes and labels are grey).
     const inked = await page.$$eval('canvas', (canvases) =>
       canvases.map((canvas) => {
         const context = (
@@ -70,14 +71,21 @@ describe('the HTML report renders in headless Chromium', () => {
         if (!context || canvas.width === 0 || canvas.height === 0) return 0;
         const { data } = context.getImageData(0, 0, canvas.width, canvas.height);
         let count = 0;
-        for (let i = 0; i < data.length; i += 4)
-          if (data[i + 3]! > 0 && (data[i]! < 240 || data[i + 1]! < 240 || data[i + 2]! < 240)) count++;
-        return count;
+        let coloured = 0;
+        for (let i = 0; i < data.length; i += 4) {
+          const [r, g, b, a] = [data[i]!, data[i + 1]!, data[i + 2]!, data[i + 3]!];
+          if (a > 0 && (r < 240 || g < 240 || b < 240)) count++;
+          if (a > 128 && Math.max(r, g, b) - Math.min(r, g, b) > 80) coloured++;
+        }
+        return { count, coloured };
       }),
     );
     // Load on search, first attempts vs retries for each of 3 strategies, the budget, the dead letters.
     expect(inked.length).toBe(6);
-    for (const pixels of inked) expect(pixels).toBeGreaterThan(2_000);
+    for (const { count, coloured } of inked) {
+      expect(count).toBeGreaterThan(50_000);
+      expect(coloured).toBeGreaterThan(1_000);
+    }
     for (const id of ['load', 'split', 'budget', 'dead'])
       expect(await page.locator(`#${id} canvas`).count(), id).toBeGreaterThan(0);
     expect(await page.locator('#summary').textContent()).toContain('ceiling + fleet budget');

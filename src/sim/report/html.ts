@@ -1,5 +1,6 @@
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import { formatSummary } from '../format/summary.js';
 import type { SimulationResult } from '../results.js';
 import { reportData } from './data.js';
@@ -7,9 +8,26 @@ import { REPORT_SCRIPT, REPORT_STYLE } from './page.js';
 
 let echartsSource: Promise<string> | undefined;
 
-/** ECharts' standalone build, read once from the installed `echarts` package. */
+/**
+ * Where the build put the report's ECharts bundle (`scripts/bundle-report-charts.mjs`: only the chart
+ * types the report draws): next to this module in `dist`, or, when this module runs from `src`, in the
+ * `dist` beside it.
+ */
+const CHARTS_BUNDLE = [
+  new URL('./charts.js', import.meta.url),
+  new URL('../../../dist/sim/report/charts.js', import.meta.url),
+].map((url) => fileURLToPath(url));
+
+/** The report's ECharts bundle, read once. */
 function loadEcharts(): Promise<string> {
-  echartsSource ??= readFile(createRequire(import.meta.url).resolve('echarts/dist/echarts.min'), 'utf8');
+  const path = CHARTS_BUNDLE.find((candidate) => existsSync(candidate));
+  if (path === undefined)
+    return Promise.reject(
+      new Error(
+        `the report's chart bundle is missing (looked for ${CHARTS_BUNDLE.join(', ')}): run npm run build`,
+      ),
+    );
+  echartsSource ??= readFile(path, 'utf8');
   return echartsSource;
 }
 
