@@ -68,7 +68,7 @@ describe('the HTML report renders in headless Chromium', () => {
             } | null;
           }
         ).getContext('2d');
-        if (!context || canvas.width === 0 || canvas.height === 0) return 0;
+        if (!context || canvas.width === 0 || canvas.height === 0) return { count: 0, coloured: 0 };
         const { data } = context.getImageData(0, 0, canvas.width, canvas.height);
         let count = 0;
         let coloured = 0;
