@@ -29,7 +29,6 @@ import {
   type EventBus,
   type IdempotencyGuard,
   idempotencyGuard,
-  MemoryDeadLetterStore,
   RedisBudgetStore,
   RedisDeadLetterStore,
   type StoredDeadLetter,
@@ -124,7 +123,7 @@ export class TestBed {
   async #start(): Promise<void> {
     this.deadLetterPrefix = uniqueQueue('dl');
     if (this.backend === 'postgres') {
-      this.#world = await postgresWorld();
+      this.#world = await postgresWorld(this.deadLetterPrefix);
       return;
     }
     if (this.backend === 'cluster') {
@@ -341,7 +340,7 @@ interface World {
  * PostgreSQL stores in the same database. Loaded only on this backend: BullMQ 5 and `pg` are not needed
  * for the Redis one.
  */
-async function postgresWorld(): Promise<World> {
+async function postgresWorld(deadLetterPrefix: string): Promise<World> {
   const [{ sharedPostgres }, pg, bullmq, stores] = await Promise.all([
     import('../helpers/postgres-bed.js'),
     import('pg'),
@@ -354,8 +353,7 @@ async function postgresWorld(): Promise<World> {
   return {
     connection: { connectionString: database.url, migrate: true },
     backend,
-    // No PostgreSQL dead-letter store yet: one in this process (the fixtures that file run here).
-    deadLetters: new MemoryDeadLetterStore(),
+    deadLetters: new stores.PostgresDeadLetterStore({ connection: pool, prefix: deadLetterPrefix }),
     budgetStore: () => new stores.PostgresBudgetStore({ connection: pool, prefix: uniqueQueue('budget') }),
     idempotencyGuard: (ttlMs) =>
       idempotencyGuard({

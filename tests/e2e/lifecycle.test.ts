@@ -177,6 +177,7 @@ describe('replay and crashes', () => {
       deadLetterQueue(queueName, {
         store: bed.deadLetters,
         connection: bed.connection,
+        ...(bed.queueBackend ? { backend: bed.queueBackend } : {}),
         ...bed.bullPrefixOption,
       }),
     );
@@ -220,8 +221,9 @@ describe('replay and crashes', () => {
       { policy, workerOptions: CRASH_TEST_WORKER_OPTIONS },
     );
     const log = recordEvents(worker.events);
+    // stormguard's 'completed' comes from the processor, before BullMQ has stored the completion.
     await waitFor(
-      () => log.count('completed') === 1,
+      async () => log.count('completed') === 1 && (await job.getState()) === 'completed',
       10_000,
       'the stalled job to be recovered and completed',
     );

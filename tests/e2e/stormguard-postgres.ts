@@ -3,4 +3,8 @@
  * `postgres` (a project on BullMQ 5 need not install `pg`). Like `./stormguard.ts`, the one module a
  * matrix cell replaces to test the installed package (`stormguard/postgres`).
  */
-export { PostgresBudgetStore, PostgresIdempotencyStore } from '../../src/postgres/index.js';
+export {
+  PostgresBudgetStore,
+  PostgresDeadLetterStore,
+  PostgresIdempotencyStore,
+} from '../../src/postgres/index.js';
