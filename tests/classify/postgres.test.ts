@@ -109,6 +109,16 @@ describe('classification of what pg raises against PostgreSQL', () => {
     expect(verdict(error)).toEqual({ retryable: true, reason: 'pg-57P01', family: 'database' });
   });
 
+  it("the application's own end() under a query is not a lost connection", async () => {
+    const client = new pg.Client({ connectionString: bed.url });
+    await client.connect();
+    const running = rejectionOf(client.query('SELECT pg_sleep(1)'));
+    await client.end();
+    const error = await running;
+    expect((error as Error).message).toBe('Connection terminated');
+    expect(verdict(error)).toEqual({ retryable: false, reason: 'unknown' });
+  });
+
   it('a duplicate key (23505) is not retryable', async () => {
     const client = await connect();
     const error = await rejectionOf(client.query('INSERT INTO duplicate VALUES (1, 0)'));
