@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { type Clock, systemClock } from '../common/clock.js';
+import { EventBus } from '../common/events.js';
 import { parseWith } from '../common/validation.js';
+import { ClaimLostError } from '../errors/claim-lost-error.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
 import { TransientError } from '../errors/transient-error.js';
 import type { DurableWritesOption } from '../redis/durable-writes.js';
@@ -66,6 +68,36 @@ export interface OnceResult<T> {
   ran: boolean;
 }
 
+/**
+ * Events of an {@link IdempotencyGuard}: what it could not keep, by key. Logs and alerts subscribe.
+ *
+ * @example
+ * guard.events.on('claim-lost', (e) => log.warn(`idempotency claim on ${e.key} lost (${e.detectedBy})`));
+ */
+export interface IdempotencyGuardEvents {
+  /**
+   * The running work's claim on `key` expired before it finished: found by a renewal that came too late
+   * (`renewal`, the work's signal is aborted then) or by the store refusing the outcome (`finish`).
+   * Another caller may run the work meanwhile.
+   */
+  'claim-lost': { key: string; detectedBy: 'renewal' | 'finish' };
+  /** The work on `key` ran and another caller's outcome was stored instead: it may have run twice. */
+  'duplicate-run': { key: string };
+  /** The outcome of `key` could not be stored (the store failed); a later caller may run the work again. */
+  'outcome-not-stored': { key: string; error: unknown };
+}
+
+/**
+ * What the work run under a key is given: `signal` is aborted when the guard learns that its claim was
+ * lost, so work that has not reached its side effect yet can stop instead of risking a second one.
+ *
+ * @example
+ * await guard.once(key, ({ signal }) => fetch(url, { method: 'POST', signal }));
+ */
+export interface GuardedWork {
+  signal: AbortSignal;
+}
+
 const OptionsSchema = z.object({
   ttlMs: z.number().int().positive(),
   inFlightTtlMs: z.number().int().positive(),
@@ -76,9 +108,18 @@ const OptionsSchema = z.object({
 const MAX_POLL_MS = 1_000;
 
 /**
- * Runs a side effect at most once per key across a fleet. Concurrent callers with one key run `fn` once
- * and all get its outcome; a retry or a replay of finished work gets the stored outcome without running
- * `fn`. The outcome is stored as JSON (so a `Date` comes back as a string, `undefined` as `undefined`);
+ * Runs a side effect at most once per key across a fleet, **while the claim holds**. Concurrent callers
+ * with one key run `fn` once and all get its outcome; a retry or a replay of finished work gets the stored
+ * outcome without running `fn`.
+ *
+ * The guarantee, precisely: a caller runs `fn` only under a claim on the key, which lasts
+ * `inFlightTtlMs` and is renewed every third of it while `fn` runs. If no renewal reaches the store for a
+ * whole `inFlightTtlMs` (the event loop was blocked, or the store unreachable), the claim expires and
+ * another caller may run `fn` too. The guard never hides that: the late renewal emits `claim-lost` and
+ * aborts `fn`'s `signal`; if another caller's outcome was stored first, this call rejects with a
+ * {@link ClaimLostError} naming the key (and `duplicate-run` is emitted), so the possible second side
+ * effect is visible; a retry then gets the stored outcome. If nobody took the key over, the outcome is
+ * stored and returned as usual. The outcome is stored as JSON (so a `Date` comes back as a string, `undefined` as `undefined`);
  * a value JSON cannot hold is returned to the caller that ran `fn` and stored as `undefined`.
  * A failure is never stored: the key is freed so a retry may run `fn` again. When Redis cannot be reached
  * before `fn` runs, `once` rejects and `fn` does not run (never unguarded); when the outcome cannot be
@@ -89,6 +130,8 @@ const MAX_POLL_MS = 1_000;
  * const receipt = await guard.once(`charge:${order.id}`, () => payments.charge(order));
  */
 export class IdempotencyGuard {
+  /** 'claim-lost', 'duplicate-run', 'outcome-not-stored'. */
+  readonly events = new EventBus<IdempotencyGuardEvents>();
   readonly #store: IdempotencyStore;
   readonly #options: z.output<typeof OptionsSchema>;
   readonly #clock: Clock;
@@ -131,12 +174,12 @@ export class IdempotencyGuard {
   }
 
   /** Runs `fn` once for `key` and returns its outcome (see the class documentation). */
-  async once<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
+  async once<T>(key: string, fn: (work: GuardedWork) => T | Promise<T>): Promise<T> {
     return (await this.run(key, fn)).value;
   }
 
   /** Like {@link once}, and says whether this call ran `fn` or returned a stored outcome. */
-  async run<T>(key: string, fn: () => T | Promise<T>): Promise<OnceResult<T>> {
+  async run<T>(key: string, fn: (work: GuardedWork) => T | Promise<T>): Promise<OnceResult<T>> {
     if (typeof key !== 'string' || key === '')
       throw new InvalidInputError('idempotency guard: the key must be a non-empty string');
     const { ttlMs, inFlightTtlMs, waitTimeoutMs } = this.#options;
@@ -157,26 +200,57 @@ export class IdempotencyGuard {
     }
   }
 
-  async #runClaimed<T>(key: string, token: string, fn: () => T | Promise<T>, ttlMs: number): Promise<T> {
+  async #runClaimed<T>(
+    key: string,
+    token: string,
+    fn: (work: GuardedWork) => T | Promise<T>,
+    ttlMs: number,
+  ): Promise<T> {
     const { inFlightTtlMs } = this.#options;
-    // Renew the claim while the work runs, so work longer than the claim is not started twice.
+    const lost = new AbortController();
+    const claimLost = (detectedBy: 'renewal' | 'finish') => {
+      if (lost.signal.aborted) return;
+      lost.abort(new ClaimLostError(key, undefined));
+      this.events.emit('claim-lost', { key, detectedBy });
+    };
+    // Renew the claim while the work runs, so work longer than the claim is not started twice. A renewal
+    // the store refuses means the claim expired first: say so at once, and tell the work.
     const renewal = setInterval(
-      () => void this.#store.renew(key, token, inFlightTtlMs).catch(() => {}),
+      () => {
+        this.#store.renew(key, token, inFlightTtlMs).then(
+          (renewed) => {
+            if (!renewed) claimLost('renewal');
+          },
+          () => {},
+        );
+      },
       Math.max(1, Math.floor(inFlightTtlMs / 3)),
     );
     renewal.unref();
     let value: T;
     try {
-      value = await fn();
+      value = await fn({ signal: lost.signal });
     } catch (error) {
       clearInterval(renewal);
       await this.#store.release(key, token).catch(() => {});
       throw error;
     }
     clearInterval(renewal);
-    // The side effect has happened: failing the caller now would make its job retry and repeat it. If the
-    // outcome cannot be stored (Redis gone), the claim expires and only a later caller runs fn again.
-    await this.#store.finish(key, token, encode(value), ttlMs).catch(() => false);
+    // The side effect has happened. If the outcome cannot be stored (the store is gone), the caller still
+    // gets its value: failing it would retry the job into a store that may not know the key.
+    let stored: boolean;
+    try {
+      stored = await this.#store.finish(key, token, encode(value), ttlMs);
+    } catch (error) {
+      this.events.emit('outcome-not-stored', { key, error });
+      return value;
+    }
+    if (!stored) {
+      // Refused: another caller claimed the key after ours expired, or already stored its outcome.
+      claimLost('finish');
+      this.events.emit('duplicate-run', { key });
+      throw new ClaimLostError(key, value);
+    }
     return value;
   }
 }

@@ -25,6 +25,8 @@ export {
 } from './dead-letter-queue.js';
 export {
   IdempotencyGuard,
+  type GuardedWork,
+  type IdempotencyGuardEvents,
   type IdempotencyGuardOptions,
   idempotencyGuard,
   type OnceResult,

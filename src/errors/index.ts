@@ -1,4 +1,5 @@
 export { BrokenCircuitError, isBrokenCircuitError } from './broken-circuit-error.js';
+export { ClaimLostError, isClaimLostError } from './claim-lost-error.js';
 export { CorruptBudgetStateError, isCorruptBudgetStateError } from './corrupt-budget-state-error.js';
 export { InvalidInputError, isInvalidInputError } from './invalid-input-error.js';
 export { isPermanentError, PermanentError } from './permanent-error.js';
