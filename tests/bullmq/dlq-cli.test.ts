@@ -131,7 +131,7 @@ describe('stormguard dlq', () => {
       expect((await env.redis.keys('*')).sort()).toEqual(before);
       const empty = await cli('dlq', 'list', '');
       expect(empty.code).toBe(2);
-      expect(empty.stderr).toMatch(/<queue>: must not be empty/);
+      expect(empty.stderr).toMatch(/<queue>: the argument is empty/);
     });
   });
 
@@ -170,10 +170,13 @@ describe('stormguard dlq', () => {
       const missing = await cli('dlq', 'show', dlq.sourceQueue, '999999');
       expect(missing.code).toBe(1);
       expect(missing.stderr).toMatch(/no dead-letter record 999999/);
-      for (const bad of ['job-0', '']) {
+      for (const [bad, message] of [
+        ['job-0', /"job-0" is not a record id/],
+        ['', /<id>: the argument is empty/],
+      ] as const) {
         const result = await cli('dlq', 'show', dlq.sourceQueue, bad);
         expect(result.code).toBe(2);
-        expect(result.stderr).toMatch(/is not a record id/);
+        expect(result.stderr).toMatch(message);
       }
     });
   });
