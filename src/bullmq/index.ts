@@ -24,13 +24,14 @@ export {
   type ListOptions,
 } from './dead-letter-queue.js';
 export {
-  IdempotencyGuard,
   type GuardedWork,
+  IdempotencyGuard,
   type IdempotencyGuardEvents,
   type IdempotencyGuardOptions,
   idempotencyGuard,
   type OnceResult,
 } from './idempotency-guard.js';
+export { type LegacyMoveReport, moveLegacyDeadLetters } from './legacy-dead-letters.js';
 export { MemoryIdempotencyStore } from './memory-idempotency-store.js';
 export {
   type ReplayedJob,
