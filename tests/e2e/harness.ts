@@ -20,7 +20,7 @@ import { FlowProducer, Queue, QueueEvents, Worker, type WorkerOptions } from 'bu
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
 import type { TestRedisCluster } from '../helpers/redis-cluster.js';
-import { TestRedis } from '../helpers/redis-server.js';
+import { TestRedis, waitFor } from '../helpers/redis-server.js';
 import { type BackendDescriptor, type TestBackendName, testBackendName } from './backend.js';
 import {
   type BudgetStore,
@@ -74,6 +74,15 @@ export function recordEvents(events: EventBus<WorkerEvents>): EventLog {
 export async function unfinished(queue: Queue): Promise<number> {
   const counts = await queue.getJobCounts('wait', 'delayed', 'active', 'prioritized', 'waiting-children');
   return Object.values(counts).reduce((a, b) => a + b, 0);
+}
+
+/**
+ * Waits (5 s at most) until no job of `queue` is left waiting, delayed, active, prioritized or waiting
+ * for children, and fails naming the queue. BullMQ moves a job to its final state just after the
+ * worker's event for it, so a count read at the event can still see it (on PostgreSQL more often).
+ */
+export async function expectNothingLeft(queue: Queue): Promise<void> {
+  await waitFor(async () => (await unfinished(queue)) === 0, 5_000, `every job to leave ${queue.name}`);
 }
 
 /** One queue's dead letters as the tests read them. */

@@ -9,7 +9,7 @@ import { Job } from 'bullmq';
 import { describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/redis-server.js';
 import { CRASH_TEST_WORKER_OPTIONS } from './fixtures/crash-settings.js';
-import { recordEvents, TestBed, timeoutError, unfinished } from './harness.js';
+import { expectNothingLeft, recordEvents, TestBed, timeoutError } from './harness.js';
 import { deadLetterQueue, definePolicy, PermanentError, RetryBudget, TransientError } from './stormguard.js';
 
 const bed = TestBed.perFile();
@@ -108,7 +108,7 @@ describe('every job ends completed or dead-lettered', () => {
       20_000,
       'every job to end',
     );
-    expect(await unfinished(queue)).toBe(0);
+    await expectNothingLeft(queue);
     expect(await queue.getCompletedCount()).toBe(total / 2);
     expect(await dlq.count()).toBe(total / 2);
     expect(await dlq.count({ reason: 'permanent' })).toBe(total / 4);
@@ -188,7 +188,7 @@ describe('replay and crashes', () => {
     await waitFor(() => log.count('completed') === total, 15_000, 'every replayed job to complete');
 
     expect(await dlq.count()).toBe(0);
-    expect(await unfinished(queue)).toBe(0);
+    await expectNothingLeft(queue);
     for (let id = 0; id < total; id++) {
       expect(effects.mail.get(id)).toBe(1);
       expect(effects.search.get(id)).toBe(1);
@@ -234,6 +234,6 @@ describe('replay and crashes', () => {
     // The killed attempt never reached stormguard's failure path, so it did not use up an attempt.
     expect(log.of('completed')[0]?.attempts).toBe(1);
     expect(await dlq.count()).toBe(0);
-    expect(await unfinished(queue)).toBe(0);
+    await expectNothingLeft(queue);
   });
 });

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/redis-server.js';
-import { recordEvents, TestBed, timeoutError, unfinished } from './harness.js';
+import { expectNothingLeft, recordEvents, TestBed, timeoutError } from './harness.js';
 import { definePolicy, planForWindow, RetryBudget } from './stormguard.js';
 
 const bed = TestBed.perFile();
@@ -130,7 +130,7 @@ describe('retry budget and ceiling, verified end to end', () => {
     expect(await dlq.count()).toBe(total);
     // The retry queue did not absorb the storm: the delayed set never held more than the allowance allows.
     expect(maxDelayed).toBeLessThanOrEqual(2 * 10);
-    expect(await unfinished(queue)).toBe(0);
+    await expectNothingLeft(queue);
   });
 
   it('3. budget recovers: once the dependency is back, retries are granted again within two windows, with no restart', async () => {
@@ -186,7 +186,7 @@ describe('retry budget and ceiling, verified end to end', () => {
     expect(log.count('dead-letter')).toBe(deadBefore);
     expect(failedOnce.size).toBe(30);
     expect(log.of('retry').filter((e) => e.retry === 1).length).toBeGreaterThanOrEqual(30);
-    expect(await unfinished(queue)).toBe(0);
+    await expectNothingLeft(queue);
   });
 
   it('4. a low-traffic queue still retries: one failing job on an idle queue is retried (the floor), not dead-lettered', async () => {
