@@ -9,8 +9,8 @@ import { ROOT } from './cli.js';
 
 const run = promisify(execFile);
 
-/** How long a packed tarball or an installed fixture is kept after its last use (a run lasts minutes). */
-const UNUSED_FOR_MS = 60 * 60_000;
+/** How long a packed tarball or an installed fixture is kept after its last use (a whole run lasts under 12 minutes). */
+const UNUSED_FOR_MS = 30 * 60_000;
 
 /**
  * Where packed tarballs and installed fixture projects are kept between runs: outside the repository,
