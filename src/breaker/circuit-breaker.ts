@@ -98,8 +98,12 @@ export class CircuitBreaker implements BreakerGate {
   readonly #store: BreakerStore;
   readonly #defaults: ResolvedBreakerOptions;
   readonly #overrides: Map<string, ResolvedBreakerOptions>;
-  readonly #degraded = new Map<string, boolean>();
-  readonly #seen = new Set<string>();
+  /** Dependencies whose last answer came from a fallback (recovered ones are dropped). */
+  readonly #degraded = new Set<string>();
+  /** Dependencies this process asked about, with when it last did (local clock), for `dependencies()`. */
+  readonly #seen = new Map<string, number>();
+  #sweepSeenAtSize = SEEN_SWEEP_MIN_SIZE;
+  readonly #clock: Clock;
   /** Set when the store is shared and `stateCacheMs` > 0: closed / open states are reused locally. */
   readonly #cache: BreakerStateCache | undefined;
   /** Successes on a closed breaker not yet sent to the store, per dependency. */
@@ -121,7 +125,8 @@ export class CircuitBreaker implements BreakerGate {
         ),
       ]),
     );
-    this.#store = store ?? new MemoryBreakerStore({ clock: clock ?? systemClock });
+    this.#clock = clock ?? systemClock;
+    this.#store = store ?? new MemoryBreakerStore({ clock: this.#clock });
     this.events = new EventBus<BreakerEvents>(onListenerError);
     const cacheMs = checkStateCacheMs(stateCacheMs ?? DEFAULT_STATE_CACHE_MS);
     if (cacheMs > 0 && this.#store.shared === true && this.#store.recordBatch)
@@ -140,14 +145,15 @@ export class CircuitBreaker implements BreakerGate {
 
   /**
    * The dependencies this breaker knows of: those with a per-dependency override and those this process
-   * has asked about, sorted. Cheap (no store access): metrics use it to report breakers at scrape time.
+   * has asked about in the last 2 × (windowMs + coolDownMs) (longer ago, their state has expired), sorted. Cheap (no store access): metrics use it to report breakers at scrape time.
    * `RedisBreakerStore.list()` finds every dependency in the fleet.
    *
    * @example
    * for (const dependency of await breaker.dependencies()) console.log(await breaker.state(dependency));
    */
   async dependencies(): Promise<string[]> {
-    return [...new Set([...this.#overrides.keys(), ...this.#seen])].sort();
+    this.#sweepSeen();
+    return [...new Set([...this.#overrides.keys(), ...this.#seen.keys()])].sort();
   }
 
   /**
@@ -344,15 +350,36 @@ export class CircuitBreaker implements BreakerGate {
   }
 
   #noteDegraded(snapshot: BreakerSnapshot): void {
-    this.#seen.add(snapshot.dependency);
-    const was = this.#degraded.get(snapshot.dependency) ?? false;
+    const { dependency } = snapshot;
+    if (!this.#seen.has(dependency) && this.#seen.size >= this.#sweepSeenAtSize) this.#sweepSeen();
+    this.#seen.delete(dependency); // re-inserted last: the map stays in the order of last use
+    this.#seen.set(dependency, this.#clock.now());
+    const was = this.#degraded.has(dependency);
     if (was === snapshot.degraded) return;
-    this.#degraded.set(snapshot.dependency, snapshot.degraded);
-    this.events.emit(snapshot.degraded ? 'degraded' : 'recovered', { dependency: snapshot.dependency });
+    if (snapshot.degraded) this.#degraded.add(dependency);
+    else this.#degraded.delete(dependency);
+    this.events.emit(snapshot.degraded ? 'degraded' : 'recovered', { dependency });
+  }
+
+  /**
+   * Forgets dependencies not asked about for 2 × (windowMs + coolDownMs), oldest first (the map is in
+   * order of last use), and what the state cache holds on them: their state has expired in the store.
+   */
+  #sweepSeen(): void {
+    const nowMs = this.#clock.now();
+    for (const [dependency, lastMs] of this.#seen) {
+      const options = this.optionsFor(dependency);
+      if (nowMs - lastMs < 2 * (options.windowMs + options.coolDownMs)) break;
+      if (this.#degraded.has(dependency) || this.#pending.has(dependency)) continue;
+      this.#seen.delete(dependency);
+      this.#cache?.forget(dependency);
+    }
+    this.#sweepSeenAtSize = Math.max(SEEN_SWEEP_MIN_SIZE, 2 * this.#seen.size);
   }
 }
 
 const DEFAULT_STATE_CACHE_MS = 250;
+const SEEN_SWEEP_MIN_SIZE = 1_024;
 
 /** Time left until the breaker half-opens, on the store's clock alone: its deadline minus its own now. */
 function halfOpenInMs(snapshot: BreakerSnapshot): number | undefined {

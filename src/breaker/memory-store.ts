@@ -28,16 +28,22 @@ export interface MemoryBreakerStoreOptions {
   degraded?: boolean;
 }
 
+const SWEEP_MIN_SIZE = 1_024;
+
 /**
  * Breaker state for one process, on an injectable clock. Right for a single worker, for tests and for the
- * simulator; a fleet shares state through `RedisBreakerStore` (`stormguard/redis`) instead.
+ * simulator; a fleet shares state through `RedisBreakerStore` (`stormguard/redis`) instead. Memory is
+ * bounded like Redis's: only calls' outcomes and probes store anything, and a dependency nothing wrote
+ * for 2 × (windowMs + coolDownMs) is forgotten; its state then equals a fresh breaker's, as when a Redis
+ * key expires.
  *
  * @example
  * const clock = new FakeClock();
  * const breaker = new CircuitBreaker({ store: new MemoryBreakerStore({ clock }) });
  */
 export class MemoryBreakerStore implements BreakerStore {
-  readonly #records = new Map<string, BreakerRecord>();
+  readonly #records = new Map<string, { record: BreakerRecord; expiresAtMs: number }>();
+  #sweepAtSize = SWEEP_MIN_SIZE;
   readonly #clock: Clock;
   readonly #degraded: boolean;
 
@@ -80,25 +86,52 @@ export class MemoryBreakerStore implements BreakerStore {
   }
 
   async read(dependency: string, options: ResolvedBreakerOptions): Promise<BreakerSnapshot> {
-    const record = this.#records.get(dependency) ?? initialBreakerRecord();
-    return this.#snapshot(dependency, stepBreaker(record, 'peek', this.#clock.now(), options).view);
+    const nowMs = this.#clock.now();
+    return this.#snapshot(
+      dependency,
+      stepBreaker(this.#live(dependency, nowMs), 'peek', nowMs, options).view,
+    );
   }
 
-  /** The dependencies this store holds state for, sorted. */
+  /** The dependencies this store holds live state for, sorted. */
   dependencies(): string[] {
+    this.#sweep(this.#clock.now());
     return [...this.#records.keys()].sort();
   }
 
   #apply(dependency: string, op: BreakerOp, options: ResolvedBreakerOptions, input: BreakerStepInput = {}) {
-    const step = stepBreaker(
-      this.#records.get(dependency) ?? initialBreakerRecord(),
-      op,
-      this.#clock.now(),
-      options,
-      input,
-    );
-    if (op !== 'peek') this.#records.set(dependency, step.record);
+    const nowMs = this.#clock.now();
+    const step = stepBreaker(this.#live(dependency, nowMs), op, nowMs, options, input);
+    // As the Redis script: peeks and an acquire that admits no probe and changes no state write nothing
+    // (so a name that is only ever asked about costs no memory); a write keeps the state for
+    // 2 × (windowMs + coolDownMs), after which it is forgotten, as the Redis key expires.
+    const writes =
+      op === 'success' ||
+      op === 'failure' ||
+      op === 'successes' ||
+      (op === 'acquire' && (step.probe || step.transitions.length > 0));
+    if (writes) {
+      if (!this.#records.has(dependency) && this.#records.size >= this.#sweepAtSize) this.#sweep(nowMs);
+      const expiresAtMs = nowMs + 2 * (options.windowMs + options.coolDownMs);
+      this.#records.set(dependency, { record: step.record, expiresAtMs });
+    }
     return step;
+  }
+
+  /** The stored record, or a fresh one when there is none or it expired (an expired one is dropped). */
+  #live(dependency: string, nowMs: number): BreakerRecord {
+    const entry = this.#records.get(dependency);
+    if (entry === undefined) return initialBreakerRecord();
+    if (entry.expiresAtMs > nowMs) return entry.record;
+    this.#records.delete(dependency);
+    return initialBreakerRecord();
+  }
+
+  /** Drops every expired record; run when the map doubles since the last sweep (amortised O(1)). */
+  #sweep(nowMs: number): void {
+    for (const [dependency, entry] of this.#records)
+      if (entry.expiresAtMs <= nowMs) this.#records.delete(dependency);
+    this.#sweepAtSize = Math.max(SWEEP_MIN_SIZE, 2 * this.#records.size);
   }
 
   #snapshot(dependency: string, view: Omit<BreakerSnapshot, 'dependency' | 'degraded'>): BreakerSnapshot {

@@ -51,6 +51,11 @@ export class BreakerStateCache {
     return { ...entry.snapshot, nowMs: entry.snapshot.nowMs + (nowMs - entry.learnedAtMs) };
   }
 
+  /** Drops what is known of `dependency` (its breaker state expired; the next call asks the store). */
+  forget(dependency: string): void {
+    this.#entries.delete(dependency);
+  }
+
   /** The last answer said closed (however old): successes of calls it admitted may be batched. */
   lastKnownClosed(dependency: string): BreakerSnapshot | undefined {
     const entry = this.#entries.get(dependency);

@@ -28,6 +28,8 @@ import {
 
 const STORE = 'budget store';
 const LISTING = 'budget store listing';
+/** Names remembered as already checked; past it the cache starts over (see #check). */
+const CHECKED_NAMES_LIMIT = 10_000;
 
 interface Batch {
   inFlight: boolean;
@@ -315,6 +317,8 @@ export class RetryBudget implements BudgetGate {
   #check(dependency: string): void {
     if (this.#checked.has(dependency)) return;
     assertDependencyName(dependency);
+    // A cache of names already checked, not state: bounded by starting over (a name is checked again).
+    if (this.#checked.size >= CHECKED_NAMES_LIMIT) this.#checked.clear();
     this.#checked.add(dependency);
   }
 
