@@ -16,12 +16,12 @@ export function refuseEmptyValues(command: Command): void {
     const value = command.getOptionValue(name) as unknown;
     if (command.getOptionValueSource(name) !== 'cli' || !isEmpty(value)) continue;
     const flag = option.long ?? option.short ?? name;
-    throw new InvalidInputError(`${flag}: must not be empty (expected: ${option.description || 'a value'})`);
+    throw new InvalidInputError(`${flag}: the value is empty (expected: ${option.description || 'a value'})`);
   }
   command.registeredArguments.forEach((argument, i) => {
     if (isEmpty(command.processedArgs[i]))
       throw new InvalidInputError(
-        `<${argument.name()}>: must not be empty (expected: ${argument.description || `the ${argument.name()}`})`,
+        `<${argument.name()}>: the argument is empty (expected: ${argument.description || `the ${argument.name()}`})`,
       );
   });
 }

@@ -55,7 +55,7 @@ describe('stormguard breaker status', () => {
     expect(code).toBe(2);
     expect(stdout).toBe('');
     expect(stderr.trim().split('\n')).toHaveLength(1);
-    expect(stderr).toMatch(/^stormguard: --prefix: must not be empty/);
+    expect(stderr).toMatch(/^stormguard: --prefix: the value is empty/);
   });
 
   it('fails with exit code 1 and a clear message when Redis cannot be reached', async () => {

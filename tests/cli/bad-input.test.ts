@@ -50,9 +50,9 @@ describe('bad input: exit 2, one line naming the flag, no stack trace', () => {
     [['breaker', 'status', '--redis', 'not a url'], /^stormguard: --redis: "not a url" is not a URL/],
     [['dlq', 'list', 'index', '--redis', 'http://x'], /^stormguard: --redis: "http:\/\/x" must start with/],
     [['metrics', 'serve', '--redis', '::'], /^stormguard: --redis: "::" is not a URL/],
-    [['dlq', 'show', 'index', ''], /^stormguard: <id>: must not be empty/],
-    [['budget', 'status', '--prefix', ''], /^stormguard: --prefix: must not be empty/],
-    [['schedule', '--config', ''], /^stormguard: --config: must not be empty/],
+    [['dlq', 'show', 'index', ''], /^stormguard: <id>: the argument is empty/],
+    [['budget', 'status', '--prefix', ''], /^stormguard: --prefix: the value is empty/],
+    [['schedule', '--config', ''], /^stormguard: --config: the value is empty/],
     [['budget', 'status', '--redis', 'redis://'], /^stormguard: --redis: "redis:\/\/" names no host/],
     [['breaker', 'status', '--redis', 'redis:///3'], /^stormguard: --redis: "redis:\/\/\/3" names no host/],
     [

@@ -103,8 +103,8 @@ describe('stormguard simulate (built binary)', () => {
     [['--scenario', join(dir, 'missing.yaml')], /--scenario: cannot read .*missing\.yaml \(ENOENT\)/],
     [['--seed', 'abc'], /--seed: "abc" is not a whole number/],
     [['--strategies', 'fleet'], /"fleet" is not a strategy of this scenario/],
-    [['--scenario', ''], /^stormguard: --scenario: must not be empty \(expected: a YAML or JSON scenario/],
-    [['--report', ' '], /^stormguard: --report: must not be empty/],
+    [['--scenario', ''], /^stormguard: --scenario: the value is empty \(expected: a YAML or JSON scenario/],
+    [['--report', ' '], /^stormguard: --report: the value is empty/],
   ])(
     'refuses bad input %j with exit code 2 and one line, no stack trace',
     async (args, message) => {
