@@ -63,27 +63,7 @@ export class TestRedisCluster {
     const nodeTimeout = options.nodeTimeoutMs ?? 1_000;
     const nodes: TestRedis[] = [];
     try {
-      for (let i = 0; i < count; i++) {
-        nodes.push(
-          await TestRedis.start({
-            args: [
-              '--cluster-enabled',
-              'yes',
-              '--cluster-port',
-              String(await freePort()),
-              '--cluster-config-file',
-              'nodes.conf',
-              '--cluster-node-timeout',
-              String(nodeTimeout),
-              // A test bed that survives a lost master: the promoted replica serves at once.
-              '--cluster-replica-validity-factor',
-              '0',
-              '--hz',
-              '100',
-            ],
-          }),
-        );
-      }
+      for (let i = 0; i < count; i++) nodes.push(await startNode(nodeTimeout));
       const cluster = new TestRedisCluster(nodes);
       await run('redis-cli', [
         '--cluster',
@@ -197,6 +177,35 @@ export class TestRedisCluster {
       if (node) await this.resume(node);
     }
     await Promise.all(this.nodes.map((node) => node.close()));
+  }
+}
+
+/** Attempts at starting one node: a free port can be taken by another process before the node binds it. */
+const NODE_START_ATTEMPTS = 3;
+
+async function startNode(nodeTimeoutMs: number): Promise<TestRedis> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await TestRedis.start({
+        args: [
+          '--cluster-enabled',
+          'yes',
+          '--cluster-port',
+          String(await freePort()),
+          '--cluster-config-file',
+          'nodes.conf',
+          '--cluster-node-timeout',
+          String(nodeTimeoutMs),
+          // A test bed that survives a lost master: the promoted replica serves at once.
+          '--cluster-replica-validity-factor',
+          '0',
+          '--hz',
+          '100',
+        ],
+      });
+    } catch (error) {
+      if (attempt >= NODE_START_ATTEMPTS) throw error;
+    }
   }
 }
 
