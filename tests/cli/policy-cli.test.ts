@@ -1,5 +1,8 @@
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli, ensureCliBuilt } from '../helpers/cli.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`fixtures/${name}`, import.meta.url));
@@ -100,6 +103,47 @@ describe('stormguard plan', () => {
     expect(stdout).toBe('');
     expect(stderr).toMatch(message);
     expect(stderr.trim().split('\n')).toHaveLength(1);
+  });
+});
+
+describe('configs that are code', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'stormguard-config-cli-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('lint and schedule --no-exec refuse a .mjs or .ts config without running it, and read YAML', async () => {
+    const marker = join(dir, 'ran');
+    const code = join(dir, 'policies.mjs');
+    writeFileSync(
+      code,
+      `import { writeFileSync } from 'node:fs';\nwriteFileSync(${JSON.stringify(marker)}, '1');\nexport default { policies: { a: { maxAttempts: 2 } } };\n`,
+    );
+    for (const args of [
+      ['lint', '--no-exec', code],
+      ['schedule', '--no-exec', '--config', code],
+    ]) {
+      const { code: exit, stdout, stderr } = await cli(...args);
+      expect(exit).toBe(2);
+      expect(stdout).toBe('');
+      expect(stderr).toBe(
+        `stormguard: ${code}: a .mjs config is code, and loading it would run it; with --no-exec only data formats are read (.json, .yaml, .yml)\n`,
+      );
+    }
+    expect(existsSync(marker)).toBe(false);
+    const lint = await cli('lint', '--no-exec', 'tests/cli/fixtures/good.yaml');
+    expect(lint.code).toBe(0);
+    // Without --no-exec the module runs: that is what the flag is for.
+    expect((await cli('lint', code)).code).not.toBe(2);
+    expect(existsSync(marker)).toBe(true);
+  });
+
+  it('a JavaScript config with a syntax error names the line', async () => {
+    const broken = join(dir, 'broken.mjs');
+    writeFileSync(broken, 'export default {\n  policies: { a: 1 ]\n};\n');
+    const { code, stderr } = await cli('lint', broken);
+    expect(code).toBe(2);
+    expect(stderr).toBe(
+      `stormguard: ${broken}: the config module failed to load: Unexpected token ']' (at ${broken}:2)\n`,
+    );
   });
 });
 

@@ -7,7 +7,8 @@ import { table } from './dlq-output.js';
 /**
  * `stormguard lint <config>`: checks every policy in a config file against the retry design checklist
  * (idempotency before retries, classified errors, finite limits, jitter, cap, dead-letter target, key TTL
- * >= max age). Exit code 1 when any finding is an error.
+ * >= max age). Exit code 1 when any finding is an error. A .js, .mjs or .ts config is executed to be read;
+ * `--no-exec` reads data formats only, for configs from untrusted sources (a pull request in CI).
  *
  * @example
  * stormguard lint stormguard.config.yaml
@@ -17,16 +18,18 @@ export function register(program: Command, io: CliIO): void {
   withExamples(program.command('lint'), [
     'stormguard lint stormguard.config.yaml',
     'stormguard lint policies.ts --json',
+    'stormguard lint --no-exec stormguard.config.yaml   # a pull request in CI: never runs its code',
   ])
     .description('check the policies of a config file against the retry design checklist; exit 1 on errors')
-    .argument('<config>', 'config file: .json, .yaml/.yml, .js/.mjs or .ts (with tsx)')
+    .argument('<config>', 'config file: .json, .yaml/.yml, or .js/.mjs/.ts (with tsx), which are executed')
+    .option('--no-exec', 'read data formats only (.json, .yaml); refuse configs that are code')
     .option('--json', 'print JSON')
-    .action(async (path: string, flags: { json?: boolean }) => {
+    .action(async (path: string, flags: { json?: boolean; exec: boolean }) => {
       const [{ readConfigFile }, { lintConfig }] = await Promise.all([
         import('../../policy/config/read-config-file.js'),
         import('../../policy/lint/lint-config.js'),
       ]);
-      const report = lintConfig(await readConfigFile(path), path);
+      const report = lintConfig(await readConfigFile(path, { execute: flags.exec }), path);
       if (flags.json) printJson(io, { file: path, ...report });
       else io.stdout.write(`${formatReport(path, report)}\n`);
       if (report.errors > 0) io.exitCode = 1;

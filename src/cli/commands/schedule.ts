@@ -14,6 +14,8 @@ interface ScheduleFlags {
   samples: string;
   seed: string;
   json?: boolean;
+  /** False with --no-exec: data formats only. */
+  exec: boolean;
 }
 
 /**
@@ -33,7 +35,11 @@ export function register(program: Command, io: CliIO): void {
       "show a policy's retry delays under its jitter (min, median, max), cumulative span and max age",
     )
     .option('--preset <name>', 'a built-in preset, e.g. email, payment, idempotentInternal')
-    .option('--config <file>', 'a config file (.json, .yaml, .js, .ts) holding named policies')
+    .option(
+      '--config <file>',
+      'a config file (.json, .yaml, or .js/.ts, which are executed) holding named policies',
+    )
+    .option('--no-exec', 'with --config: read data formats only (.json, .yaml); refuse configs that are code')
     .option('--policy <name>', 'the policy to show from --config')
     .option('--samples <n>', 'jobs to sample', '1000')
     .option('--seed <n>', 'random seed (the output is reproducible)', '1')
@@ -65,7 +71,7 @@ async function choosePolicy(flags: ScheduleFlags): Promise<RetryPolicy> {
       'schedule: give --preset <name> (e.g. --preset email) or --config <file> --policy <name>',
     );
   const { loadPolicies } = await import('../../policy/config/load-policies.js');
-  const { policies } = await loadPolicies(flags.config);
+  const { policies } = await loadPolicies(flags.config, { execute: flags.exec });
   const names = Object.keys(policies);
   const name = flags.policy ?? (names.length === 1 ? names[0] : undefined);
   if (name === undefined)

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -102,5 +102,47 @@ describe('loadPolicies', () => {
     expect(await loadError(file('e.mjs', 'throw new Error("boom")'))).toMatch(
       /e.mjs: the config module failed to load: boom/,
     );
+  });
+
+  it('a .ts config with export default loads in a CommonJS project (no "type": "module")', async () => {
+    const project = join(dir, 'cjs-project');
+    mkdirSync(project);
+    writeFileSync(join(project, 'package.json'), '{ "name": "app" }\n');
+    const path = join(project, 'stormguard.config.ts');
+    writeFileSync(
+      path,
+      'const attempts: number = 3;\nexport default { policies: { search: { maxAttempts: attempts } } };\n',
+    );
+    const config = await loadPolicies(path);
+    expect(config.policies.search?.maxAttempts).toBe(3);
+  });
+
+  // JavaScript syntax errors are checked through the built CLI (tests/cli/policy-cli.test.ts): under
+  // vitest, import() goes through Vite's transform, not Node's loader.
+  it('a .ts syntax error names the line and column', async () => {
+    expect(await loadError(file('s.ts', 'export default {\n  policies: { a: 1 }\n;\n'))).toMatch(
+      /s\.ts: the config module failed to load: Expected "}" but found ";" \(at .*s\.ts:3:\d+\)$/,
+    );
+  });
+
+  it('with execute: false reads data formats and refuses configs that are code, without running them', async () => {
+    const marker = join(dir, 'ran');
+    const code = file(
+      'x.mjs',
+      `import { writeFileSync } from 'node:fs'; writeFileSync(${JSON.stringify(marker)}, '1'); export default {};`,
+    );
+    let error: unknown;
+    try {
+      await loadPolicies(code, { execute: false });
+    } catch (e) {
+      error = e;
+    }
+    expect(isInvalidInputError(error)).toBe(true);
+    expect((error as Error).message).toBe(
+      `${code}: a .mjs config is code, and loading it would run it; with --no-exec only data formats are read (.json, .yaml, .yml)`,
+    );
+    expect(existsSync(marker)).toBe(false);
+    const data = file('x.yaml', 'policies:\n  search: { maxAttempts: 3 }\n');
+    expect((await loadPolicies(data, { execute: false })).policies.search?.maxAttempts).toBe(3);
   });
 });
