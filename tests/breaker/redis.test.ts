@@ -1,10 +1,8 @@
-import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MemoryBreakerStore } from '../../src/breaker/memory-store.js';
+import { breakerStoreAgreesWithMachine } from '../../src/breaker/machine-agreement.case.js';
 import { resolveBreakerOptions } from '../../src/breaker/options.js';
 import { breakerStoreCases } from '../../src/breaker/store.case.js';
-import type { BreakerBatch } from '../../src/breaker/types.js';
 import { FakeClock } from '../../src/common/clock.js';
 import { RedisBreakerStore } from '../../src/redis/breaker-store.js';
 import { TestRedis } from '../helpers/redis-server.js';
@@ -30,15 +28,6 @@ breakerStoreCases('RedisBreakerStore', async (clock, connections) => {
     },
   };
 });
-
-function batchOf(
-  op: 'success' | 'failure' | 'successes',
-  successes: number,
-  ticket: string | undefined,
-): BreakerBatch {
-  if (op === 'successes') return { successes };
-  return ticket === undefined ? { successes, outcome: op } : { successes, outcome: op, ticket };
-}
 
 describe('RedisBreakerStore specifics', () => {
   it('keeps a dependency in one hash-tagged key that expires on its own, on the server clock', async () => {
@@ -133,65 +122,14 @@ describe('RedisBreakerStore specifics', () => {
 
   it('the Lua script and the TypeScript machine agree on any sequence of operations', async () => {
     const redis = new Redis(server.connection);
-    const options = resolveBreakerOptions({
-      windowMs: 1_000,
-      minimumVolume: 4,
-      consecutiveFailures: 3,
-      coolDownMs: 300,
-      halfOpenProbes: 2,
-      successesToClose: 2,
-    });
-    type Op = 'acquire' | 'success' | 'failure' | 'peek' | 'successes';
-    const step = fc.record({
-      op: fc.oneof(
-        { arbitrary: fc.constant<Op>('acquire'), weight: 3 },
-        { arbitrary: fc.constant<Op>('success'), weight: 3 },
-        { arbitrary: fc.constant<Op>('failure'), weight: 3 },
-        { arbitrary: fc.constant<Op>('peek'), weight: 1 },
-        { arbitrary: fc.constant<Op>('successes'), weight: 1 },
-      ),
-      // Which probe ticket an outcome carries: none, the oldest one issued, or the newest one.
-      ticket: fc.constantFrom('none', 'oldest', 'newest'),
-      // Successes batched ahead of a recorded outcome (0 mostly: a plain record).
-      batched: fc.oneof({ arbitrary: fc.constant(0), weight: 3 }, fc.integer({ min: 1, max: 5 })),
-      // Mostly bursts at one instant, sometimes a step past a bucket, a cool-down or the window.
-      advanceMs: fc.oneof(
-        { arbitrary: fc.constant(0), weight: 3 },
-        { arbitrary: fc.integer({ min: 1, max: 400 }), weight: 2 },
-      ),
-    });
-    let run = 0;
     try {
-      await fc.assert(
-        fc.asyncProperty(fc.array(step, { minLength: 30, maxLength: 80 }), async (steps) => {
-          const clock = new FakeClock(1_700_000_000_000);
-          const memory = new MemoryBreakerStore({ clock });
-          const lua = new RedisBreakerStore({ redis, prefix: `agree-${++run}`, timeOverride: clock });
-          const tickets: string[] = [];
-          for (const { op, advanceMs, batched, ticket: which } of steps) {
-            clock.advance(advanceMs);
-            const ticket =
-              which === 'oldest' ? tickets.shift() : which === 'newest' ? tickets.pop() : undefined;
-            const [a, b] =
-              op === 'acquire'
-                ? await Promise.all([memory.acquire('d', options), lua.acquire('d', options)])
-                : op === 'peek'
-                  ? await Promise.all([memory.read('d', options), lua.read('d', options)])
-                  : op === 'successes' || batched > 0
-                    ? await Promise.all([
-                        memory.recordBatch('d', batchOf(op, batched, ticket), options),
-                        lua.recordBatch('d', batchOf(op, batched, ticket), options),
-                      ])
-                    : await Promise.all([
-                        memory.record('d', op, options, ticket),
-                        lua.record('d', op, options, ticket),
-                      ]);
-            expect(b).toEqual(a);
-            const issued = (a as { ticket?: string }).ticket;
-            if (issued !== undefined) tickets.push(issued);
-          }
+      await breakerStoreAgreesWithMachine(
+        (clock, run) => ({
+          store: new RedisBreakerStore({ redis, prefix: `agree-${run}`, timeOverride: clock }),
+          dependency: 'd',
         }),
-        { numRuns: 50, seed: 20261202 },
+        () => new FakeClock(1_700_000_000_000),
+        50,
       );
     } finally {
       await redis.quit();

@@ -1,9 +1,7 @@
-import fc from 'fast-check';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MemoryBreakerStore } from '../../src/breaker/memory-store.js';
+import { breakerStoreAgreesWithMachine } from '../../src/breaker/machine-agreement.case.js';
 import { resolveBreakerOptions } from '../../src/breaker/options.js';
-import type { BreakerBatch } from '../../src/breaker/types.js';
 import { FakeClock } from '../../src/common/clock.js';
 import { PostgresBreakerStore } from '../../src/postgres/breaker-store.js';
 import { postgresBed, postgresRunDir } from '../helpers/postgres-bed.js';
@@ -17,10 +15,6 @@ beforeAll(() => {
 afterAll(async () => {
   await pool.end();
 });
-
-function batchOf(op: 'success' | 'failure' | 'successes', successes: number): BreakerBatch {
-  return op === 'successes' ? { successes } : { successes, outcome: op };
-}
 
 describe('PostgresBreakerStore specifics', () => {
   it('keeps a dependency in one row of the named schema, on the server clock', async () => {
@@ -76,59 +70,14 @@ describe('PostgresBreakerStore specifics', () => {
   });
 
   it('the plpgsql function and the TypeScript machine agree on any sequence of operations', async () => {
-    const options = resolveBreakerOptions({
-      windowMs: 1_000,
-      minimumVolume: 4,
-      consecutiveFailures: 3,
-      coolDownMs: 300,
-      halfOpenProbes: 2,
-      successesToClose: 2,
-    });
-    type Op = 'acquire' | 'success' | 'failure' | 'peek' | 'successes';
-    const step = fc.record({
-      op: fc.oneof(
-        { arbitrary: fc.constant<Op>('acquire'), weight: 3 },
-        { arbitrary: fc.constant<Op>('success'), weight: 3 },
-        { arbitrary: fc.constant<Op>('failure'), weight: 3 },
-        { arbitrary: fc.constant<Op>('peek'), weight: 1 },
-        { arbitrary: fc.constant<Op>('successes'), weight: 1 },
-      ),
-      batched: fc.oneof({ arbitrary: fc.constant(0), weight: 3 }, fc.integer({ min: 1, max: 5 })),
-      advanceMs: fc.oneof(
-        { arbitrary: fc.constant(0), weight: 3 },
-        { arbitrary: fc.integer({ min: 1, max: 400 }), weight: 2 },
-      ),
-    });
     const schema = uniqueSchema();
-    let run = 0;
-    await fc.assert(
-      fc.asyncProperty(fc.array(step, { minLength: 30, maxLength: 80 }), async (steps) => {
-        const clock = new FakeClock(1_700_000_000_000);
-        const memory = new MemoryBreakerStore({ clock });
-        const sql = new PostgresBreakerStore({
-          connection: pool,
-          schema,
-          timeOverride: clock,
-          timeoutMs: 10_000,
-        });
-        const dep = `d${++run}`;
-        for (const { op, advanceMs, batched } of steps) {
-          clock.advance(advanceMs);
-          const [a, b] =
-            op === 'acquire'
-              ? await Promise.all([memory.acquire(dep, options), sql.acquire(dep, options)])
-              : op === 'peek'
-                ? await Promise.all([memory.read(dep, options), sql.read(dep, options)])
-                : op === 'successes' || batched > 0
-                  ? await Promise.all([
-                      memory.recordBatch(dep, batchOf(op, batched), options),
-                      sql.recordBatch(dep, batchOf(op, batched), options),
-                    ])
-                  : await Promise.all([memory.record(dep, op, options), sql.record(dep, op, options)]);
-          expect({ ...b, dependency: 'd' }).toEqual({ ...a, dependency: 'd' });
-        }
+    await breakerStoreAgreesWithMachine(
+      (clock, run) => ({
+        store: new PostgresBreakerStore({ connection: pool, schema, timeOverride: clock, timeoutMs: 10_000 }),
+        dependency: `d${run}`,
       }),
-      { numRuns: 40, seed: 20261202 },
+      () => new FakeClock(1_700_000_000_000),
+      40,
     );
   });
 
