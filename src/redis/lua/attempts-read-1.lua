@@ -6,6 +6,7 @@
 
   Returns  the attempt state's JSON, or false when there is none or it expired
 ]]
+--@include server-time
 --@include dead-letters
 
-return dlReadAttempts(KEYS[1], dlNow(ARGV[1])) or false
+return dlReadAttempts(KEYS[1], serverNowMs(ARGV[1])) or false

@@ -8,7 +8,8 @@
 
   Returns  1
 ]]
+--@include server-time
 --@include dead-letters
 
-dlWriteAttempts(KEYS[1], ARGV[1], dlNow(ARGV[3]), tonumber(ARGV[2]))
+dlWriteAttempts(KEYS[1], ARGV[1], serverNowMs(ARGV[3]), tonumber(ARGV[2]))
 return 1

@@ -43,6 +43,8 @@
   "peek", and an "acquire" that admits no probe and changes no state, write nothing.
 ]]
 
+--@include server-time
+
 local BUCKETS = 10
 local key, op, timeOverride, optionsJson = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
 local batched = tonumber(ARGV[4] or '0')
@@ -56,13 +58,7 @@ if batched == nil or batched < 0 or batched ~= math.floor(batched) then
 end
 local records = op == 'success' or op == 'failure' or op == 'successes'
 
-local now
-if timeOverride ~= '' then
-  now = tonumber(timeOverride)
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+local now = serverNowMs(timeOverride)
 
 local h = {}
 local raw = redis.call('HGETALL', key)

@@ -27,6 +27,7 @@
     2^51, and counts reach 2^53 - 1)
     reset      "" or, when the stored state could not be read and was replaced, what was wrong with it
 ]]
+--@include server-time
 --@include budget-window
 
 local caller = {}
@@ -37,4 +38,4 @@ local aged = {}
 for i = 8, #ARGV do
   aged[i - 7] = tonumber(ARGV[i])
 end
-return budgetWrite(KEYS[1], caller, aged, tonumber(ARGV[6]), budgetNow(ARGV[7]))
+return budgetWrite(KEYS[1], caller, aged, tonumber(ARGV[6]), serverNowMs(ARGV[7]))

@@ -8,6 +8,7 @@
 
   Returns  the claim's JSON {"jobId": ..., "claimedAt": ...}, or false when the record is gone
 ]]
+--@include server-time
 --@include dead-letters
 
 if not redis.call('ZSCORE', KEYS[1], dlMember(ARGV[1])) then
@@ -17,6 +18,6 @@ local existing = redis.call('HGET', KEYS[2], ARGV[1])
 if existing then
   return existing
 end
-local claim = '{"jobId":' .. cjson.encode(ARGV[2]) .. ',"claimedAt":' .. string.format('%d', dlNow(ARGV[3])) .. '}'
+local claim = '{"jobId":' .. cjson.encode(ARGV[2]) .. ',"claimedAt":' .. string.format('%d', serverNowMs(ARGV[3])) .. '}'
 redis.call('HSET', KEYS[2], ARGV[1], claim)
 return claim

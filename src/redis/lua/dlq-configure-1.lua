@@ -9,9 +9,10 @@
 
   Returns  the queue's registration time, ms
 ]]
+--@include server-time
 --@include dead-letters
 
-redis.call('HSETNX', KEYS[1], 'registeredAt', string.format('%d', dlNow(ARGV[4])))
+redis.call('HSETNX', KEYS[1], 'registeredAt', string.format('%d', serverNowMs(ARGV[4])))
 if ARGV[1] == '1' then
   for i, field in ipairs({ 'maxAgeMs', 'maxCount' }) do
     local value = ARGV[i + 1]

@@ -20,9 +20,10 @@
     {1, id}   filed under the new id
     {0, id}   this job (same id and createdAt) was filed before, as id: nothing written
 ]]
+--@include server-time
 --@include dead-letters
 
-local now = dlNow(ARGV[6])
+local now = serverNowMs(ARGV[6])
 local previous = dlReadAttempts(KEYS[9], now)
 if previous then
   local ok, state = pcall(cjson.decode, previous)

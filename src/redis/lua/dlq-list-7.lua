@@ -20,6 +20,7 @@
            looked at when the page stopped early (limit or look-up bound reached, more may follow), or ""
            at the end. record/claim are false when missing.
 ]]
+--@include server-time
 --@include dead-letters
 
 local asc = ARGV[1] == 'asc'

@@ -15,19 +15,6 @@ local PPM = 1000000
 local MAX_COUNT = 9007199254740991
 local FORMAT = 2
 
--- Milliseconds from the Redis server's clock, or the test-only override when one is given.
-local function budgetNow(override)
-  if override ~= nil and override ~= '' then
-    return tonumber(override)
-  end
-  -- Before Redis 5 a script must opt in to effects replication to write after reading TIME.
-  if redis.replicate_commands then
-    redis.replicate_commands()
-  end
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
 -- floor(a / b) for non-negative integers, exact (fmod is exact where a float division may round up).
 local function intDiv(a, b)
   return (a - math.fmod(a, b)) / b

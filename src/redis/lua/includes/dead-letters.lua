@@ -11,17 +11,6 @@
 --   T:att:<job id>:<createdAt>   "<expiresAtMs>|<attempt state JSON>", PX ttl
 -- Index keys of other records (read from T:dl:ix) are not declared in KEYS; they share the tag's slot.
 
-local function dlNow(override)
-  if override ~= nil and override ~= '' then
-    return tonumber(override)
-  end
-  if redis.replicate_commands then
-    redis.replicate_commands()
-  end
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
 local function dlMember(id)
   return string.format('%016d', tonumber(id))
 end
