@@ -57,6 +57,20 @@ export interface StoreSpend extends WindowCounts, StoreSettings {
 export type StoreWrite = StoreSettings;
 
 /**
+ * The settings part of a spend: what a remote store's `addSuccesses` answers when it writes successes
+ * through a `trySpend` of no retries.
+ *
+ * @example
+ * const write = settingsOf(await store.trySpend('search', window, successes, 0)); // { window, pending?, reset? }
+ */
+export function settingsOf({ window, pending, reset }: StoreSpend): StoreWrite {
+  const settings: StoreWrite = { window };
+  if (pending) settings.pending = pending;
+  if (reset !== undefined) settings.reset = reset;
+  return settings;
+}
+
+/**
  * A store's answer to `read`: the counts and the governing settings they were computed with.
  *
  * @example

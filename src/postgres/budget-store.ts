@@ -1,4 +1,11 @@
-import type { BudgetStore, ListOptions, StoreRead, StoreSpend, StoreWrite } from '../budget/store.js';
+import {
+  type BudgetStore,
+  type ListOptions,
+  type StoreRead,
+  type StoreSpend,
+  type StoreWrite,
+  settingsOf,
+} from '../budget/store.js';
 import type { AgedSuccesses, BudgetWindow } from '../budget/window.js';
 import type { Clock } from '../common/clock.js';
 import { CorruptBudgetStateError } from '../errors/corrupt-budget-state-error.js';
@@ -130,8 +137,7 @@ export class PostgresBudgetStore implements BudgetStore {
     successes: readonly AgedSuccesses[],
     window: BudgetWindow,
   ): Promise<StoreWrite> {
-    const { window: governing, pending, reset } = await this.trySpend(dependency, window, successes, 0);
-    return { window: governing, ...(pending && { pending }), ...(reset !== undefined && { reset }) };
+    return settingsOf(await this.trySpend(dependency, window, successes, 0));
   }
 
   async read(dependency: string): Promise<StoreRead | undefined> {
