@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { runServerBinary, serverFolder } from './postgres-binaries.js';
-import { freePort } from './redis-server.js';
+import { freePort, waitFor } from './redis-server.js';
 
 export { postgresBinDir } from './postgres-binaries.js';
 
@@ -173,8 +173,36 @@ export class TestPostgres {
     return {
       name,
       url,
-      drop: () => this.#admin(`DROP DATABASE IF EXISTS ${quoteIdentifier(name)} WITH (FORCE)`),
+      drop: () => this.#drop(name),
     };
+  }
+
+  /**
+   * Drops a database once its last connection has gone. A client that is still closing when FORCE ends its
+   * session gets "terminating connection due to administrator command" with nobody listening, which
+   * surfaces as an uncaught error in whatever test file runs next; so the drop waits (bounded) for the
+   * closes it follows to finish, and forces only a connection that is still open after that (a real leak).
+   */
+  async #drop(name: string): Promise<void> {
+    const client = new pg.Client({ connectionString: this.url() });
+    await client.connect();
+    try {
+      const connected = async () =>
+        (
+          await client.query<{ n: number }>(
+            'SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+            [name],
+          )
+        ).rows[0]?.n ?? 0;
+      await waitFor(
+        async () => (await connected()) === 0,
+        5_000,
+        `the connections to ${name} to close`,
+      ).catch(() => undefined);
+      await client.query(`DROP DATABASE IF EXISTS ${quoteIdentifier(name)} WITH (FORCE)`);
+    } finally {
+      await client.end();
+    }
   }
 
   async #admin(sql: string): Promise<void> {
