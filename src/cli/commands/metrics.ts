@@ -68,9 +68,9 @@ export function register(program: Command, io: CliIO): void {
         ] = await Promise.all([
           import('prom-client'),
           import('../../bullmq/dead-letter-queue.js'),
-          import('../../metrics/create-metrics.js'),
-          import('../../metrics/http.js'),
-          import('../../metrics/store-views.js'),
+          import('../../prometheus/create-metrics.js'),
+          import('../../prometheus/http.js'),
+          import('../../prometheus/store-views.js'),
           import('../../redis/breaker-store.js'),
           import('../../redis/budget-store.js'),
           import('../../redis/dead-letter-store.js'),

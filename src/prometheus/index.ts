@@ -1,7 +1,7 @@
 /**
  * stormguard/prometheus: Prometheus metrics for stormguard on prom-client, a `/metrics` handler and a
  * tiny server. The rules file and the Grafana dashboard ship beside it
- * (`stormguard/src/metrics/rules/stormguard.rules.yml`, `stormguard/src/metrics/dashboards/stormguard.json`).
+ * (`stormguard/src/prometheus/rules/stormguard.rules.yml`, `stormguard/src/prometheus/dashboards/stormguard.json`).
  *
  * @example
  * import { createMetrics, serveMetrics } from 'stormguard/prometheus';

@@ -1,6 +1,6 @@
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { parseExposition, samples, sampleValue } from '../../tests/metrics/exposition.js';
+import { parseExposition, samples, sampleValue } from '../../tests/prometheus/exposition.js';
 import type { BudgetEvents, SpendResult } from '../budget/types.js';
 import type { WorkerEvents } from '../bullmq/types.js';
 import { EventBus } from '../common/events.js';

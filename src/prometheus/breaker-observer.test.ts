@@ -1,6 +1,6 @@
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { parseExposition, sampleValue } from '../../tests/metrics/exposition.js';
+import { parseExposition, sampleValue } from '../../tests/prometheus/exposition.js';
 import { CircuitBreaker } from '../breaker/circuit-breaker.js';
 import { MemoryBreakerStore } from '../breaker/memory-store.js';
 import { FakeClock } from '../common/clock.js';

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Registry } from 'prom-client';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { createMetrics, METRICS } from '../../src/metrics/index.js';
+import { createMetrics, METRICS } from '../../src/prometheus/index.js';
 import { DASHBOARD_FILE, loadRules, metricNamesIn, README_FILE, RULES_TEST_FILE } from './rules-files.js';
 
 interface Target {

@@ -1,6 +1,6 @@
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { parseExposition, sampleValue } from '../../tests/metrics/exposition.js';
+import { parseExposition, sampleValue } from '../../tests/prometheus/exposition.js';
 import { FakeClock } from '../common/clock.js';
 import { createMetrics } from './create-metrics.js';
 import type { BreakerStateName } from './sources.js';

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
 import { deadLetterQueue } from '../../src/bullmq/dead-letter-queue.js';
 import { createWorker } from '../../src/bullmq/worker.js';
-import { createMetrics, type MetricsServer, serveMetrics } from '../../src/metrics/index.js';
+import { createMetrics, type MetricsServer, serveMetrics } from '../../src/prometheus/index.js';
 import { definePolicy } from '../../src/policy/define-policy.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { MemoryDeadLetterStore } from '../../src/runtime/memory-dead-letter-store.js';

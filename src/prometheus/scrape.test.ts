@@ -1,6 +1,6 @@
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { parseExposition, sampleValue } from '../../tests/metrics/exposition.js';
+import { parseExposition, sampleValue } from '../../tests/prometheus/exposition.js';
 import type { BudgetEvents, BudgetSnapshot } from '../budget/types.js';
 import type { WorkerEvents } from '../bullmq/types.js';
 import { FakeClock } from '../common/clock.js';

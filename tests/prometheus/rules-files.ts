@@ -3,13 +3,13 @@ import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 
 export const RULES_FILE = fileURLToPath(
-  new URL('../../src/metrics/rules/stormguard.rules.yml', import.meta.url),
+  new URL('../../src/prometheus/rules/stormguard.rules.yml', import.meta.url),
 );
 export const RULES_TEST_FILE = fileURLToPath(
-  new URL('../../src/metrics/rules/stormguard.rules.test.yml', import.meta.url),
+  new URL('../../src/prometheus/rules/stormguard.rules.test.yml', import.meta.url),
 );
 export const DASHBOARD_FILE = fileURLToPath(
-  new URL('../../src/metrics/dashboards/stormguard.json', import.meta.url),
+  new URL('../../src/prometheus/dashboards/stormguard.json', import.meta.url),
 );
 export const README_FILE = fileURLToPath(new URL('../../README.md', import.meta.url));
 
