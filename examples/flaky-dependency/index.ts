@@ -2,7 +2,7 @@
  * A search-indexing worker whose dependency goes down for a while, under a fleet-wide retry budget and a
  * dead-letter queue. While it runs, watch it from another terminal:
  *
- *   npx stormguard budget watch --redis redis://127.0.0.1:6379 --window 10s
+ *   npx stormguard budget watch --redis redis://127.0.0.1:6379
  *   npx stormguard dlq list index --redis redis://127.0.0.1:6379
  *
  * Run:  npx tsx examples/flaky-dependency/index.ts --redis redis://127.0.0.1:6379

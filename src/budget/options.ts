@@ -38,7 +38,7 @@ export interface RetryBudgetOptions {
   buckets?: number;
   /**
    * The version of these settings. The settings stored with a dependency's state govern every worker;
-   * a worker with a higher version takes them over (after one window, see README "Changing a budget's
+   * a worker with a higher version takes them over (after one window, see docs/budget.md "Changing a budget's
    * settings"). Raise it whenever you change `ratio`, `windowMs`, `minAllowance` or `buckets`. Default 0.
    */
   settingsVersion?: number;

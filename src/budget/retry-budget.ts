@@ -422,7 +422,7 @@ export class RetryBudget implements BudgetGate {
     this.#log?.(
       `retry budget ${JSON.stringify(dependency)} follows the settings stored for it (${describe(window)}), ` +
         `not this worker's (${describe(this.#window)}): raise settingsVersion above ${window.version} to roll out ` +
-        "a change (README: Changing a budget's settings)",
+        "a change (docs/budget.md: Changing a budget's settings)",
     );
   }
 

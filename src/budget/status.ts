@@ -26,7 +26,7 @@ export interface BudgetStatus {
    */
   unreadable?: string;
   /**
-   * Set while a change of settings is rolling out (README "Changing a budget's settings"): the settings
+   * Set while a change of settings is rolling out (docs/budget.md "Changing a budget's settings"): the settings
    * of the higher version that take over once they hold a whole window of counts.
    */
   pending?: { ratio: number; windowMs: number; minAllowance: number; settingsVersion: number };

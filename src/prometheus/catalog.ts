@@ -1,6 +1,6 @@
 /**
  * Every metric stormguard exports, as data: name (without the prefix), type, help and labels. The
- * exporter builds its instruments from this list, the README's table is written from it, and the
+ * exporter builds its instruments from this list, the table in docs/operations.md is written from it, and the
  * consistency test checks the rules file and the dashboard against it.
  */
 
@@ -57,7 +57,7 @@ const JOB = ['queue', 'task', 'dependency'] as const;
 
 /**
  * The catalogue of stormguard's metrics, keyed by a short name. Read it to build documentation or checks of
- * your own (the README's table and the consistency test come from it).
+ * your own (the table in docs/operations.md and the consistency test come from it).
  *
  * @example
  * for (const m of Object.values(METRICS)) console.log(`stormguard_${m.name}`, m.type, m.labels.join(','));

@@ -72,7 +72,7 @@ export interface StormguardMetrics extends Disposable {
 }
 
 /**
- * Creates stormguard's Prometheus metrics (see the README's "Watching a fleet" for the list) and
+ * Creates stormguard's Prometheus metrics (see "Watching a fleet" in docs/operations.md for the list) and
  * returns observers that subscribe them to workers, budgets, breakers and dead-letter queues. The core
  * never imports prom-client: metrics only listen to events and read state when scraped.
  *

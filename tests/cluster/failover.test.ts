@@ -1,7 +1,7 @@
 /**
  * A master of a Redis Cluster is killed (SIGKILL) while three workers run: its replica is promoted, and
  * no dead-letter record or idempotency outcome stormguard acknowledged is lost; the budget degrades and
- * recovers on its own. Figures for the README come from `bench/failover`, which runs the same scenario.
+ * recovers on its own. Figures for docs/benchmarks.md come from `bench/failover`, which runs the same scenario.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TestRedisCluster } from '../helpers/redis-cluster.js';

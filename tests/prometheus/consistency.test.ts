@@ -3,7 +3,14 @@ import { Registry } from 'prom-client';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { createMetrics, METRICS } from '../../src/prometheus/index.js';
-import { DASHBOARD_FILE, loadRules, metricNamesIn, README_FILE, RULES_TEST_FILE } from './rules-files.js';
+import {
+  DASHBOARD_FILE,
+  loadRules,
+  metricNamesIn,
+  OPERATIONS_FILE,
+  RULES_TEST_FILE,
+  RUNBOOK_FILE,
+} from './rules-files.js';
 
 interface Target {
   expr: string;
@@ -24,7 +31,8 @@ interface Dashboard {
 const DATASOURCE = ['$', '{datasource}'].join('');
 const rules = loadRules();
 const dashboard = JSON.parse(readFileSync(DASHBOARD_FILE, 'utf8')) as Dashboard;
-const readme = readFileSync(README_FILE, 'utf8');
+const runbook = readFileSync(RUNBOOK_FILE, 'utf8');
+const operations = readFileSync(OPERATIONS_FILE, 'utf8');
 
 /** Every series name the exporter can produce (histograms as Prometheus stores them), and the recording rules. */
 async function knownNames(): Promise<Set<string>> {
@@ -107,7 +115,7 @@ describe('rules and dashboard against the registry', () => {
 
 describe('alerts', () => {
   const alerts = rules.filter((r) => r.alert);
-  const headings = new Set([...readme.matchAll(/^#{2,6} (.+)$/gm)].map((m) => slug(m[1] as string)));
+  const headings = new Set([...runbook.matchAll(/^#{2,6} (.+)$/gm)].map((m) => slug(m[1] as string)));
   const tests = parse(readFileSync(RULES_TEST_FILE, 'utf8')) as {
     tests: { alert_rule_test?: { alertname: string; exp_alerts: unknown[] }[] }[];
   };
@@ -128,14 +136,14 @@ describe('alerts', () => {
   });
 
   it.each(alerts.map((a) => [a.alert as string, a]))(
-    '%s has a severity, a summary, a description and a runbook entry in the README',
+    '%s has a severity, a summary, a description and a runbook entry in docs/runbook.md',
     (_, alert) => {
       expect(['critical', 'warning']).toContain(alert.labels?.severity);
       expect(alert.annotations?.summary).toMatch(/\S/);
       expect(alert.annotations?.description?.length).toBeGreaterThan(60);
-      const anchor = /^README\.md#(.+)$/.exec(alert.annotations?.runbook_url ?? '')?.[1];
-      expect(anchor, 'runbook_url points into README.md').toBeDefined();
-      expect(headings, `README heading for #${anchor}`).toContain(anchor);
+      const anchor = /^docs\/runbook\.md#(.+)$/.exec(alert.annotations?.runbook_url ?? '')?.[1];
+      expect(anchor, 'runbook_url points into docs/runbook.md').toBeDefined();
+      expect(headings, `docs/runbook.md heading for #${anchor}`).toContain(anchor);
     },
   );
 
@@ -152,11 +160,11 @@ describe('alerts', () => {
   });
 });
 
-describe('README', () => {
+describe('docs/operations.md', () => {
   it('lists every metric the exporter registers', () => {
-    const start = readme.indexOf('\n## Watching a fleet');
-    const end = readme.indexOf('\n## ', start + 1);
-    const section = readme.slice(start, end === -1 ? undefined : end);
+    const start = operations.indexOf('\n## Metrics');
+    const end = operations.indexOf('\n## ', start + 1);
+    const section = operations.slice(start, end === -1 ? undefined : end);
     expect(section.length).toBeGreaterThan(1000);
     for (const def of Object.values(METRICS)) expect(section, def.name).toContain(`stormguard_${def.name}`);
   });

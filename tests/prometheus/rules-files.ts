@@ -11,7 +11,8 @@ export const RULES_TEST_FILE = fileURLToPath(
 export const DASHBOARD_FILE = fileURLToPath(
   new URL('../../src/prometheus/dashboards/stormguard.json', import.meta.url),
 );
-export const README_FILE = fileURLToPath(new URL('../../README.md', import.meta.url));
+export const RUNBOOK_FILE = fileURLToPath(new URL('../../docs/runbook.md', import.meta.url));
+export const OPERATIONS_FILE = fileURLToPath(new URL('../../docs/operations.md', import.meta.url));
 
 export interface Rule {
   record?: string;
