@@ -48,3 +48,4 @@ export {
   type MemoryDeadLetterStoreOptions,
 } from './runtime/memory-dead-letter-store.js';
 export { type SettleAction, type SettleJob, type Settlement, settle } from './runtime/settle.js';
+export * from './status/index.js';

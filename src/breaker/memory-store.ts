@@ -10,9 +10,11 @@ import type { ResolvedBreakerOptions } from './options.js';
 import type {
   BreakerAdmission,
   BreakerBatch,
+  BreakerListing,
   BreakerRecordResult,
   BreakerSnapshot,
   BreakerStore,
+  ListedBreaker,
 } from './types.js';
 
 /**
@@ -41,8 +43,11 @@ const SWEEP_MIN_SIZE = 1_024;
  * const clock = new FakeClock();
  * const breaker = new CircuitBreaker({ store: new MemoryBreakerStore({ clock }) });
  */
-export class MemoryBreakerStore implements BreakerStore {
-  readonly #records = new Map<string, { record: BreakerRecord; expiresAtMs: number }>();
+export class MemoryBreakerStore implements BreakerStore, BreakerListing {
+  readonly #records = new Map<
+    string,
+    { record: BreakerRecord; expiresAtMs: number; options: ResolvedBreakerOptions }
+  >();
   #sweepAtSize = SWEEP_MIN_SIZE;
   readonly #clock: Clock;
   readonly #degraded: boolean;
@@ -93,6 +98,22 @@ export class MemoryBreakerStore implements BreakerStore {
     );
   }
 
+  /**
+   * Every dependency with live state, sorted, each read with the options its breaker last wrote.
+   *
+   * @example
+   * for (const b of await store.list()) console.log(b.dependency, b.state);
+   */
+  async list(): Promise<ListedBreaker[]> {
+    const nowMs = this.#clock.now();
+    return this.dependencies().flatMap((dependency) => {
+      const entry = this.#records.get(dependency);
+      if (!entry) return [];
+      const view = stepBreaker(entry.record, 'peek', nowMs, entry.options).view;
+      return [{ ...this.#snapshot(dependency, view), options: entry.options }];
+    });
+  }
+
   /** The dependencies this store holds live state for, sorted. */
   dependencies(): string[] {
     this.#sweep(this.#clock.now());
@@ -113,7 +134,7 @@ export class MemoryBreakerStore implements BreakerStore {
     if (writes) {
       if (!this.#records.has(dependency) && this.#records.size >= this.#sweepAtSize) this.#sweep(nowMs);
       const expiresAtMs = nowMs + 2 * (options.windowMs + options.coolDownMs);
-      this.#records.set(dependency, { record: step.record, expiresAtMs });
+      this.#records.set(dependency, { record: step.record, expiresAtMs, options });
     }
     return step;
   }

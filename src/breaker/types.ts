@@ -71,6 +71,54 @@ export interface BreakerSnapshot {
   nowMs: number;
   /** True when the shared store was unreachable and a local fallback answered. */
   degraded: boolean;
+  /**
+   * Set while an operator holds the breaker in a state by hand (`stormguard breaker force-open`): the
+   * machine then neither opens, half-opens nor closes it until the override is lifted with a reset.
+   */
+  override?: BreakerOverride;
+}
+
+/**
+ * An operator's hold on a breaker: forced open (no call goes through, no probe is admitted, it never
+ * half-opens on its own) or forced closed (every call goes through; failures are counted but never open
+ * it). Plain JSON, stored with the breaker's state, so every worker honours it.
+ *
+ * @example
+ * // { state: 'open', reason: 'search cluster reindexing', by: 'alice', atMs: 1764682200000 }
+ */
+export interface BreakerOverride {
+  state: 'open' | 'closed';
+  /** Why, in the operator's words; required. */
+  reason: string;
+  /** Who: the identity of the request that set it, or `anonymous`. */
+  by: string;
+  /** Store time when it was set (epoch ms). */
+  atMs: number;
+}
+
+/**
+ * A breaker snapshot as a store lists it: with the options its breaker last wrote (absent when no
+ * worker has written any yet).
+ *
+ * @example
+ * const open = (await store.list()).filter((b) => b.state === 'open');
+ */
+export interface ListedBreaker extends BreakerSnapshot {
+  options?: ResolvedBreakerOptions;
+}
+
+/**
+ * A breaker store that can list every breaker it holds: what the fleet-status read model reads. The
+ * memory, Redis and PostgreSQL stores are. `list` rejects when the store cannot be reached: a status
+ * report never invents a fallback.
+ *
+ * @example
+ * const listable: BreakerListing = new MemoryBreakerStore();
+ * for (const b of await listable.list()) console.log(b.dependency, b.state);
+ */
+export interface BreakerListing {
+  /** Every dependency with live breaker state, sorted by name. */
+  list(): Promise<ListedBreaker[]>;
 }
 
 /**

@@ -13,7 +13,6 @@ export {
 export { MemoryBudgetStore } from './memory-store.js';
 export type { BudgetFallback, RetryBudgetOptions } from './options.js';
 export { RetryBudget } from './retry-budget.js';
-export { type BudgetStatus, budgetStatus } from './status.js';
 export type {
   BudgetMode,
   BudgetStore,

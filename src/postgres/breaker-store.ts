@@ -5,7 +5,7 @@ import {
   SharedBreakerStore,
   type SharedBreakerStoreSettings,
 } from '../breaker/shared-store.js';
-import type { BreakerSnapshot } from '../breaker/types.js';
+import type { BreakerListing, ListedBreaker } from '../breaker/types.js';
 import type { Clock } from '../common/clock.js';
 import { PostgresDatabase, type PostgresStoreOptions } from './database.js';
 
@@ -30,9 +30,7 @@ export interface PostgresBreakerStoreOptions extends PostgresStoreOptions, Share
  * @example
  * const open = (await store.list()).filter((b) => b.state === 'open');
  */
-export interface ListedPostgresBreaker extends BreakerSnapshot {
-  options?: ResolvedBreakerOptions;
-}
+export type ListedPostgresBreaker = ListedBreaker;
 
 interface StepResult extends BreakerServerStep {
   options: ResolvedBreakerOptions | null;
@@ -60,7 +58,7 @@ interface StepResult extends BreakerServerStep {
  * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL });
  * const breaker = new CircuitBreaker({ store: new PostgresBreakerStore({ connection: pool }) });
  */
-export class PostgresBreakerStore extends SharedBreakerStore {
+export class PostgresBreakerStore extends SharedBreakerStore implements BreakerListing {
   readonly #db: PostgresDatabase;
   readonly #timeOverride: Clock | undefined;
 

@@ -1,6 +1,7 @@
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { parseExposition, sampleValue } from '../../tests/prometheus/exposition.js';
+import type { ListedBreaker } from '../breaker/types.js';
 import { FakeClock } from '../common/clock.js';
 import { createMetrics } from './create-metrics.js';
 import type { BreakerStateName } from './sources.js';
@@ -15,7 +16,7 @@ describe('readOnlyBreaker', () => {
     const store = {
       list: async () => {
         calls.list++;
-        return [...shared].map(([dependency, state]) => ({ dependency, state }));
+        return [...shared].map(([dependency, state]) => listed(dependency, state));
       },
       read: async (dependency: string) => {
         calls.read++;
@@ -44,3 +45,20 @@ describe('readOnlyBreaker', () => {
     expect(await open('mail')).toBeUndefined();
   });
 });
+
+/** A listed breaker with nothing in its window. */
+function listed(dependency: string, state: BreakerStateName): ListedBreaker {
+  return {
+    dependency,
+    state,
+    failures: 0,
+    successes: 0,
+    volume: 0,
+    consecutiveFailures: 0,
+    probesAdmitted: 0,
+    probeSuccesses: 0,
+    probesInFlight: 0,
+    nowMs: 0,
+    degraded: false,
+  };
+}

@@ -1,10 +1,11 @@
 import { type ResolvedBreakerOptions, resolveBreakerOptions } from '../breaker/options.js';
+import type { BreakerListing, ListedBreaker } from '../breaker/types.js';
 import type { BudgetStore } from '../budget/store.js';
 import type { BudgetEvents } from '../budget/types.js';
-import { PPM } from '../budget/window.js';
 import { type Clock, systemClock } from '../common/clock.js';
 import { EventBus } from '../common/events.js';
-import { isCorruptBudgetStateError } from '../errors/corrupt-budget-state-error.js';
+import { budgetStatusOf } from '../status/budget.js';
+import { breakersOf, budgetsOf, readFleetStatus } from '../status/read-fleet-status.js';
 import type { BreakerStateEvents, BreakerStateName, ObservableBreaker, ObservableBudget } from './sources.js';
 
 /**
@@ -18,42 +19,30 @@ import type { BreakerStateEvents, BreakerStateName, ObservableBreaker, Observabl
 export function readOnlyBudget(store: Pick<BudgetStore, 'read' | 'dependencies'>): ObservableBudget {
   return {
     events: new EventBus<BudgetEvents>(),
-    dependencies: () => store.dependencies(),
+    // The fleet-status read model's listing and per-dependency read: the CLI and the console show the same.
+    dependencies: async () =>
+      budgetsOf(await readFleetStatus({ budget: store }, { throwOnError: true })).map((b) => b.dependency),
     state: async (dependency) => {
+      const row = await budgetStatusOf(store, dependency);
       // One unreadable dependency leaves the others' metrics alone.
-      const read = await Promise.resolve()
-        .then(() => store.read(dependency))
-        .catch((error: unknown) => {
-          if (isCorruptBudgetStateError(error)) return undefined;
-          throw error;
-        });
-      if (!read) return undefined;
+      if (!row || row.unreadable !== undefined) return undefined;
       return {
         dependency,
-        allowance: read.allowance,
-        spent: read.spent,
-        denied: read.denied,
-        successes: read.successes,
-        windowMs: read.window.windowMs,
+        allowance: row.allowance,
+        spent: row.spent,
+        denied: row.denied,
+        successes: row.successes,
+        windowMs: row.windowMs,
         degraded: false,
-        ratio: read.window.ratioPpm / PPM,
-        minAllowance: read.window.minAllowance,
+        ratio: row.ratio,
+        minAllowance: row.minAllowance,
       };
     },
   };
 }
 
-/** A breaker as a store lists it (`RedisBreakerStore.list()`). */
-interface ListedBreakerLike {
-  dependency: string;
-  state: BreakerStateName;
-  degraded?: boolean;
-  options?: ResolvedBreakerOptions;
-}
-
-/** What {@link readOnlyBreaker} needs: `RedisBreakerStore` is one. */
-export interface ListableBreakerStore {
-  list(): Promise<readonly ListedBreakerLike[]>;
+/** What {@link readOnlyBreaker} needs: every breaker store (`RedisBreakerStore`, …) is one. */
+export interface ListableBreakerStore extends BreakerListing {
   read(
     dependency: string,
     options: ResolvedBreakerOptions,
@@ -77,14 +66,14 @@ export function readOnlyBreaker(
   const known = new Map<string, ResolvedBreakerOptions | undefined>();
   let listedAtMs = Number.NEGATIVE_INFINITY;
   // The listing of the current scrape, when it ran one: its states are fresh, no need to read again.
-  let fresh: Map<string, ListedBreakerLike> | undefined;
+  let fresh: Map<string, ListedBreaker> | undefined;
   return {
     events: new EventBus<BreakerStateEvents>(),
     dependencies: async () => {
       fresh = undefined;
       if (clock.now() - listedAtMs < listIntervalMs) return [...known.keys()];
       listedAtMs = clock.now();
-      const listed = await store.list();
+      const listed = breakersOf(await readFleetStatus({ breaker: store }, { throwOnError: true }));
       fresh = new Map(listed.map((b) => [b.dependency, b]));
       for (const b of listed) known.set(b.dependency, b.options);
       return [...known.keys()];

@@ -5,7 +5,7 @@ import {
   SharedBreakerStore,
   type SharedBreakerStoreSettings,
 } from '../breaker/shared-store.js';
-import type { BreakerSnapshot, BreakerTransition } from '../breaker/types.js';
+import type { BreakerListing, BreakerSnapshot, BreakerTransition, ListedBreaker } from '../breaker/types.js';
 import type { Clock } from '../common/clock.js';
 import { dependencyOfKey, dependencyTag } from '../common/keys.js';
 import { assertPrefix, DEFAULT_PREFIX, dependencyKeyPattern } from './budget-keys.js';
@@ -43,15 +43,8 @@ export interface RedisBreakerStoreOptions extends SharedBreakerStoreSettings {
   timeOverride?: Clock;
 }
 
-/**
- * A breaker snapshot as the CLI lists it: with the options the breaker last wrote.
- *
- * @example
- * const open = (await store.list()).filter((b) => b.state === 'open');
- */
-export interface ListedBreaker extends BreakerSnapshot {
-  options?: ResolvedBreakerOptions;
-}
+// Listed breakers are every store's type; re-exported here, where it was first defined.
+export type { ListedBreaker } from '../breaker/types.js';
 
 interface ScriptResult {
   allowed: boolean;
@@ -79,7 +72,7 @@ interface ScriptResult {
  * const store = new RedisBreakerStore({ redis: new Redis(process.env.REDIS_URL), prefix: 'shop' });
  * const breaker = new CircuitBreaker({ store, consecutiveFailures: 5 });
  */
-export class RedisBreakerStore extends SharedBreakerStore {
+export class RedisBreakerStore extends SharedBreakerStore implements BreakerListing {
   readonly #redis: RedisClient;
   readonly #script: (keys: readonly string[], args: readonly (string | number)[]) => Promise<unknown>;
   readonly #prefix: string;

@@ -1,11 +1,11 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
-import { budgetStatus } from '../../src/budget/status.js';
 import { describeBudgetStore } from '../../src/budget/store.case.js';
 import { isInvalidInputError } from '../../src/errors/invalid-input-error.js';
 import { budgetKey } from '../../src/redis/budget-keys.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
+import { budgetStatus } from '../../src/status/budget.js';
 import { TestRedis } from '../helpers/redis-server.js';
 
 let server: TestRedis;

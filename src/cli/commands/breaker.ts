@@ -1,8 +1,9 @@
 import type { Command } from 'commander';
+import type { BreakerListing, ListedBreaker } from '../../breaker/types.js';
 import { systemClock } from '../../common/clock.js';
 import { formatDuration } from '../../common/duration.js';
-import type { ListedBreaker } from '../../redis/breaker-store.js';
 import { assertPrefix } from '../../redis/budget-keys.js';
+import { breakersOf, readFleetStatus } from '../../status/read-fleet-status.js';
 import { readSchema, withPostgres } from '../connect-postgres.js';
 import { withRedis } from '../connect-redis.js';
 import { type CliIO, printJson } from '../io.js';
@@ -52,14 +53,21 @@ export function register(program: Command, io: CliIO): void {
 async function listBreakers(backend: FleetBackend, prefix: string): Promise<ListedBreaker[]> {
   if (backend.kind === 'redis') {
     const { RedisBreakerStore } = await import('../../redis/breaker-store.js');
-    return withRedis(backend.url, (redis) => new RedisBreakerStore({ redis, prefix }).list());
+    return withRedis(backend.url, (redis) => readBreakers(new RedisBreakerStore({ redis, prefix })));
   }
   const { PostgresBreakerStore } = await import('../../postgres/breaker-store.js');
   return withPostgres(backend.url, (pool) =>
     readSchema(backend, () =>
-      new PostgresBreakerStore({ connection: pool, schema: backend.schema, prefix, migrate: false }).list(),
+      readBreakers(
+        new PostgresBreakerStore({ connection: pool, schema: backend.schema, prefix, migrate: false }),
+      ),
     ),
   );
+}
+
+/** The breakers, as the fleet-status read model reads them; a store that cannot be read rejects. */
+async function readBreakers(store: BreakerListing): Promise<ListedBreaker[]> {
+  return breakersOf(await readFleetStatus({ breaker: store }, { throwOnError: true }));
 }
 
 /** The human `breaker status` table. */

@@ -1,10 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
-import { type BudgetStatus, budgetStatus } from '../../budget/status.js';
 import type { BudgetStore } from '../../budget/store.js';
 import { formatDuration, parseDuration } from '../../common/duration.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
 import { assertPrefix } from '../../redis/budget-keys.js';
+import type { BudgetStatus } from '../../status/budget.js';
+import { budgetsOf, readFleetStatus } from '../../status/read-fleet-status.js';
 import { explainSchemaError, withPostgres } from '../connect-postgres.js';
 import { withRedis } from '../connect-redis.js';
 import { interruption } from '../interruption.js';
@@ -49,7 +50,7 @@ export function register(program: Command, io: CliIO): void {
       assertPrefix(flags.prefix);
       const backend = fleetBackend(flags, command);
       const rows = await withBudgetStore(backend, flags.prefix, false, (store, explain) =>
-        budgetStatus(store).catch((error: unknown) => {
+        readBudgets(store).catch((error: unknown) => {
           throw explain(error);
         }),
       );
@@ -75,7 +76,7 @@ export function register(program: Command, io: CliIO): void {
         const stop = interruption(io);
         try {
           for (let frame = 0; frame < count && !stop.signal.aborted; frame++) {
-            const read = await budgetStatus(store).then(
+            const read = await readBudgets(store).then(
               (rows) => ({ rows }),
               (error: unknown) => {
                 const shown = explain(error);
@@ -136,6 +137,11 @@ async function withBudgetStore<T>(
       (error) => explainSchemaError(backend, error),
     ),
   );
+}
+
+/** The budgets, as the fleet-status read model reads them; a store that cannot be read rejects. */
+async function readBudgets(store: BudgetStore): Promise<BudgetStatus[]> {
+  return budgetsOf(await readFleetStatus({ budget: store }, { throwOnError: true }));
 }
 
 function parseCount(text: string): number {

@@ -1,0 +1,149 @@
+import type { ListedBreaker } from '../breaker/types.js';
+import { systemClock } from '../common/clock.js';
+import { firstLineOf } from '../common/error-text.js';
+import { attentionOf, needsAttention } from './attention.js';
+import { type BudgetStatus, budgetStatus } from './budget.js';
+import { readDeadLetters } from './dead-letters.js';
+import type {
+  DependencyDeadLetters,
+  DependencyStatus,
+  FleetStatus,
+  FleetStatusOptions,
+  FleetStatusSources,
+  ParkedJobsStatus,
+  PausedWorkerStatus,
+  QueueStatus,
+  StatusSourceError,
+} from './types.js';
+
+const DEFAULT_BREAKDOWN_LIMIT = 10_000;
+
+/**
+ * Reads the fleet's state from its stores, once: every dependency's budget and breaker, every
+ * dead-letter queue's counts and each dependency's share of them, paused workers and parked jobs, and
+ * which dependencies need attention. Only reads. One source that fails leaves its part absent and is
+ * reported in `errors` (or rethrown with `throwOnError`); the others are read as usual.
+ *
+ * The work is a handful of index reads per dependency and queue, never a walk over records (except the
+ * bounded breakdown of `breakdownLimit`), so it does not grow with the size of a dead-letter queue.
+ *
+ * @example
+ * import { readFleetStatus } from 'stormguard';
+ * import { RedisBreakerStore, RedisBudgetStore, RedisDeadLetterStore } from 'stormguard/redis';
+ *
+ * const status = await readFleetStatus({
+ *   budget: new RedisBudgetStore({ redis }),
+ *   breaker: new RedisBreakerStore({ redis }),
+ *   deadLetters: new RedisDeadLetterStore({ redis }),
+ * });
+ * for (const name of status.needsAttention) console.log(name);
+ */
+export async function readFleetStatus(
+  sources: FleetStatusSources,
+  options: FleetStatusOptions = {},
+): Promise<FleetStatus> {
+  const clock = options.clock ?? systemClock;
+  const errors: StatusSourceError[] = [];
+  const attempt = async <T>(source: StatusSourceError['source'], read: () => Promise<T>) => {
+    try {
+      return await read();
+    } catch (error) {
+      if (options.throwOnError) throw error;
+      errors.push({ source, message: firstLineOf(error) });
+      return undefined;
+    }
+  };
+
+  const budgets = sources.budget ? await attempt('budget', () => budgetStatus(sources.budget!)) : undefined;
+  const breakers = sources.breaker ? await attempt('breaker', () => sources.breaker!.list()) : undefined;
+  const flow = sources.flow;
+  const paused = flow?.pausedWorkers
+    ? await attempt('flow', async () => [...(await flow.pausedWorkers!())])
+    : undefined;
+  const parked = flow?.parkedJobs
+    ? await attempt('flow', async () => [...(await flow.parkedJobs!())])
+    : undefined;
+
+  const names = new Set<string>(options.dependencies ?? []);
+  for (const row of budgets ?? []) names.add(row.dependency);
+  for (const row of breakers ?? []) names.add(row.dependency);
+  for (const row of paused ?? []) names.add(row.dependency);
+  for (const row of parked ?? []) names.add(row.dependency);
+  const dependencyNames = [...names].sort(byCodeUnits);
+
+  let queues: QueueStatus[] = [];
+  let deadLetters: Map<string, DependencyDeadLetters> | undefined;
+  if (sources.deadLetters) {
+    const read = await attempt('dead-letters', () =>
+      readDeadLetters(
+        sources.deadLetters!,
+        options.queues,
+        dependencyNames,
+        options.breakdownLimit ?? DEFAULT_BREAKDOWN_LIMIT,
+      ),
+    );
+    if (read) {
+      queues = read.queues;
+      deadLetters = read.byDependency;
+    }
+  }
+
+  const budgetOf = new Map<string, BudgetStatus>((budgets ?? []).map((b) => [b.dependency, b]));
+  const breakerOf = new Map<string, ListedBreaker>((breakers ?? []).map((b) => [b.dependency, b]));
+  const dependencies = dependencyNames.map((dependency): DependencyStatus => {
+    const parts: Omit<DependencyStatus, 'attention'> = { dependency };
+    const budget = budgetOf.get(dependency);
+    if (budget) parts.budget = budget;
+    const breaker = breakerOf.get(dependency);
+    if (breaker) parts.breaker = breaker;
+    const dl = deadLetters?.get(dependency);
+    if (dl) parts.deadLetters = dl;
+    if (paused) parts.pausedWorkers = paused.filter((p) => p.dependency === dependency).length;
+    if (parked) parts.parkedJobs = sumFor(parked, dependency);
+    return { ...parts, attention: attentionOf(parts) };
+  });
+
+  const status: FleetStatus = {
+    atMs: breakers?.[0]?.nowMs ?? clock.now(),
+    dependencies,
+    needsAttention: needsAttention(dependencies),
+    queues,
+    errors,
+  };
+  if (paused) status.pausedWorkers = paused satisfies PausedWorkerStatus[];
+  if (parked) status.parkedJobs = parked satisfies ParkedJobsStatus[];
+  return status;
+}
+
+function sumFor(parked: readonly ParkedJobsStatus[], dependency: string): number {
+  let n = 0;
+  for (const p of parked) if (p.dependency === dependency) n += p.count;
+  return n;
+}
+
+/** Sorted as every store sorts: by UTF-16 code units, never by a locale. */
+function byCodeUnits(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/**
+ * The budgets of a {@link FleetStatus}, one per dependency that has one, sorted by name: what
+ * `stormguard budget status` prints.
+ *
+ * @example
+ * const rows = budgetsOf(await readFleetStatus({ budget: store }));
+ */
+export function budgetsOf(status: FleetStatus): BudgetStatus[] {
+  return status.dependencies.flatMap((d) => (d.budget ? [d.budget] : []));
+}
+
+/**
+ * The breakers of a {@link FleetStatus}, one per dependency that has one, sorted by name: what
+ * `stormguard breaker status` prints.
+ *
+ * @example
+ * const open = breakersOf(await readFleetStatus({ breaker: store })).filter((b) => b.state === 'open');
+ */
+export function breakersOf(status: FleetStatus): ListedBreaker[] {
+  return status.dependencies.flatMap((d) => (d.breaker ? [d.breaker] : []));
+}

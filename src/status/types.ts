@@ -1,0 +1,218 @@
+import type { BreakerListing, ListedBreaker } from '../breaker/types.js';
+import type { Clock } from '../common/clock.js';
+import type { DeadLetterReason } from '../policy/types.js';
+import type { DeadLetterQueueSummary, DeadLetterStore, MaybePromise } from '../runtime/contracts.js';
+import type { BudgetStatus, BudgetStatusSource } from './budget.js';
+
+/**
+ * The fleet's state, read once from its stores: what `stormguard budget status|watch`, `breaker status`,
+ * the Prometheus exporter and the console show. Plain JSON (no class, no Map), so it goes as it is over
+ * Server-Sent Events or `--json`.
+ *
+ * @example
+ * const status = await readFleetStatus({ budget, breaker, deadLetters });
+ * for (const name of status.needsAttention) console.log(name, status.dependencies.find((d) => d.dependency === name)?.attention);
+ */
+export interface FleetStatus {
+  /** When it was read (epoch ms): the breaker store's clock when it answered, else the `clock` option's. */
+  atMs: number;
+  /** Every dependency any source knows of (and those of the `dependencies` option), sorted by name. */
+  dependencies: DependencyStatus[];
+  /** Names of the dependencies whose `attention` is not empty, the most pressing first (then by name). */
+  needsAttention: string[];
+  /** Every dead-letter queue read (all registered ones unless the `queues` option names them), sorted. */
+  queues: QueueStatus[];
+  /** Workers that stopped taking jobs for a dependency (flow control); absent without a flow source. */
+  pausedWorkers?: PausedWorkerStatus[];
+  /** Jobs held without calling their dependency (flow control); absent without a flow source. */
+  parkedJobs?: ParkedJobsStatus[];
+  /** Sources that could not be read; their parts of the status are missing, the rest is whole. */
+  errors: StatusSourceError[];
+}
+
+/**
+ * One dependency in the {@link FleetStatus}: its budget, its breaker, its dead letters, and why it needs
+ * attention. A part whose source holds nothing for the dependency (or was not given) is absent.
+ *
+ * @example
+ * // { dependency: 'search', budget: { allowance: 10, spent: 10, headroom: 0, ... },
+ * //   breaker: { state: 'open', halfOpenAtMs: 1764682230000, ... },
+ * //   deadLetters: { total: 3, byReason: { 'breaker-open': 3 }, byQueue: { index: 3 } },
+ * //   attention: ['breaker-open', 'budget-exhausted', 'dead-letters'] }
+ */
+export interface DependencyStatus {
+  dependency: string;
+  budget?: BudgetStatus;
+  /**
+   * Its breaker as the store lists it: `state`, `override` when an operator holds it, and while open
+   * `halfOpenAtMs`, the next probe time (absent while forced open: only a reset lifts it).
+   */
+  breaker?: ListedBreaker;
+  /** Its dead letters over the queues read; zeros when there are none, absent without a dead-letter source. */
+  deadLetters?: DependencyDeadLetters;
+  /** Workers paused for it (flow control); absent without a flow source. */
+  pausedWorkers?: number;
+  /** Jobs parked for it (flow control); absent without a flow source. */
+  parkedJobs?: number;
+  /** Why an operator should look at it, most pressing first; empty when all is well. */
+  attention: AttentionReason[];
+}
+
+/**
+ * Why a dependency is listed in {@link FleetStatus.needsAttention}, most pressing first:
+ * - `breaker-forced-open`: an operator holds its breaker open; `breaker-open`, `breaker-half-open`.
+ * - `budget-exhausted`: no retry left in the window (headroom 0); `budget-denying`: denials in the window.
+ * - `budget-unreadable`: its stored budget state cannot be read.
+ * - `degraded`: a figure comes from a local fallback, not the shared store.
+ * - `workers-paused`, `jobs-parked`: flow control holds work back for it.
+ * - `breaker-forced-closed`: an operator holds its breaker closed (it will not protect the dependency).
+ * - `dead-letters`: it has dead letters.
+ *
+ * @example
+ * if (dependency.attention.includes('breaker-open')) page(dependency.dependency);
+ */
+export type AttentionReason =
+  | 'breaker-forced-open'
+  | 'breaker-open'
+  | 'breaker-half-open'
+  | 'budget-exhausted'
+  | 'budget-denying'
+  | 'budget-unreadable'
+  | 'degraded'
+  | 'workers-paused'
+  | 'jobs-parked'
+  | 'breaker-forced-closed'
+  | 'dead-letters';
+
+/**
+ * A dependency's dead letters over the queues read.
+ *
+ * @example
+ * // { total: 3, byReason: { 'max-attempts': 2, permanent: 1 }, byQueue: { index: 3 } }
+ */
+export interface DependencyDeadLetters {
+  total: number;
+  /**
+   * Counts by reason, only those above 0. Absent when working it out would walk more index entries than
+   * the `breakdownLimit` option allows (a reason's count in a queue where the dependency is not alone).
+   */
+  byReason?: Partial<Record<DeadLetterReason, number>>;
+  /** Counts by queue, only those above 0. */
+  byQueue: Record<string, number>;
+}
+
+/**
+ * One dead-letter queue: its registration and counts (each one index count in every store).
+ *
+ * @example
+ * // { queue: 'index', count: 12, evicted: 0, registeredAt: 1764600000000, retention: {},
+ * //   byReason: { 'max-attempts': 12 }, byDependency: { search: 12 } }
+ */
+export interface QueueStatus extends DeadLetterQueueSummary {
+  /** Counts by reason, only those above 0. */
+  byReason: Partial<Record<DeadLetterReason, number>>;
+  /** Counts by the dependencies the status lists, only those above 0. */
+  byDependency: Record<string, number>;
+}
+
+/**
+ * A worker that flow control has stopped from taking a dependency's jobs.
+ *
+ * @example
+ * // { queue: 'index', dependency: 'search', worker: 'host-1:4242', sinceMs: 1764682200000, untilMs: 1764682230000 }
+ */
+export interface PausedWorkerStatus {
+  queue: string;
+  dependency: string;
+  /** The worker's name, when it has one. */
+  worker?: string;
+  /** Since when (epoch ms). */
+  sinceMs?: number;
+  /** Until when, at the latest (the breaker's next probe time), when known. */
+  untilMs?: number;
+}
+
+/**
+ * Jobs of a queue parked because their dependency is down.
+ *
+ * @example
+ * // { queue: 'mixed', dependency: 'search', count: 120, oldestMs: 1764682200000 }
+ */
+export interface ParkedJobsStatus {
+  queue: string;
+  dependency: string;
+  count: number;
+  /** When the oldest was parked (epoch ms), when known. */
+  oldestMs?: number;
+}
+
+/**
+ * A source that could not be read during one {@link readFleetStatus}.
+ *
+ * @example
+ * // { source: 'breaker', message: 'connect ECONNREFUSED 127.0.0.1:6379' }
+ */
+export interface StatusSourceError {
+  source: 'budget' | 'breaker' | 'dead-letters' | 'flow';
+  message: string;
+}
+
+/**
+ * What the dead-letter part of the read model needs: every dead-letter store is one.
+ *
+ * @example
+ * const source: DeadLetterStatusSource = new MemoryDeadLetterStore();
+ */
+export type DeadLetterStatusSource = Pick<DeadLetterStore, 'queues' | 'queue' | 'count'>;
+
+/**
+ * What the flow-control part of the read model reads: paused workers and parked jobs, fleet-wide. Each
+ * method is optional; a missing one leaves its part of the status absent.
+ *
+ * @example
+ * const flow: FlowStatusSource = { parkedJobs: async () => [{ queue: 'mixed', dependency: 'search', count: 3 }] };
+ */
+export interface FlowStatusSource {
+  pausedWorkers?(): MaybePromise<readonly PausedWorkerStatus[]>;
+  parkedJobs?(): MaybePromise<readonly ParkedJobsStatus[]>;
+}
+
+/**
+ * The stores {@link readFleetStatus} reads; each is optional, and a missing one leaves its part absent.
+ * The memory, Redis (and Cluster) and PostgreSQL stores of each kind are sources as they are.
+ *
+ * @example
+ * const sources: FleetStatusSources = {
+ *   budget: new RedisBudgetStore({ redis }),
+ *   breaker: new RedisBreakerStore({ redis }),
+ *   deadLetters: new RedisDeadLetterStore({ redis }),
+ * };
+ */
+export interface FleetStatusSources {
+  budget?: BudgetStatusSource;
+  breaker?: BreakerListing;
+  deadLetters?: DeadLetterStatusSource;
+  flow?: FlowStatusSource;
+}
+
+/**
+ * Options of {@link readFleetStatus}.
+ *
+ * @example
+ * await readFleetStatus(sources, { queues: ['index'], dependencies: ['search', 'mail'] });
+ */
+export interface FleetStatusOptions {
+  /** The dead-letter queues to read. Default: every registered queue. */
+  queues?: readonly string[];
+  /** Dependencies listed even when no source holds anything for them yet. Default none. */
+  dependencies?: readonly string[];
+  /**
+   * The most index entries one read walks to break a dependency's dead letters down by reason (a count
+   * on two indexes walks the smaller). Past it, `byReason` is left out. Default 10 000.
+   */
+  breakdownLimit?: number;
+  /** Rethrow the first source error instead of reporting it in `errors` (the CLI does). Default false. */
+  throwOnError?: boolean;
+  /** The clock of `atMs` when no breaker answered. Default: the system clock. */
+  clock?: Clock;
+}
