@@ -252,7 +252,7 @@ export async function runEngine(
     slot: number,
     job: number,
     t: number,
-    snapshot: { state: string; halfOpenAtMs?: number },
+    snapshot: { state: string; halfOpenAtMs?: number; nowMs?: number },
   ): Promise<void> => {
     const jobClass = classes[jobs.jobClass[job] as number] as EngineJobClass;
     const d = jobClass.dependency;
@@ -260,11 +260,19 @@ export async function runEngine(
     jobs.attempts[job] = (jobs.attempts[job] as number) + 1;
     jobs.charged[job] = (jobs.charged[job] as number) + 1;
     const name = dependencyNames[d] as string;
-    const error = new BrokenCircuitError(
-      name,
-      snapshot.halfOpenAtMs,
-      snapshot.state === 'half-open' ? 'half-open' : 'open',
-    );
+    // As `CircuitBreaker.execute` throws it for a worker: a half-open refusal (every probe slot taken)
+    // carries no half-open time, which is already past; an open one carries the wait on the breaker's clock.
+    const error =
+      snapshot.state === 'half-open'
+        ? new BrokenCircuitError(name, undefined, 'half-open')
+        : new BrokenCircuitError(
+            name,
+            snapshot.halfOpenAtMs,
+            'open',
+            snapshot.halfOpenAtMs === undefined || snapshot.nowMs === undefined
+              ? undefined
+              : Math.max(0, snapshot.halfOpenAtMs - snapshot.nowMs),
+          );
     return decide(contextFor(job, jobClass, slot, t, error)).then((decision) => {
       apply(decision, job, d, t);
       nextJob(slot, t);

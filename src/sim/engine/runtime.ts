@@ -14,7 +14,7 @@ export interface SimBreaker extends BreakerGate {
   acquire(dependency: string): Promise<{
     allowed: boolean;
     ticket?: string;
-    snapshot: { state: string; halfOpenAtMs?: number };
+    snapshot: { state: string; halfOpenAtMs?: number; nowMs?: number };
   }>;
   /** `admission` carries the probe ticket of a half-open probe: only those outcomes move the breaker. */
   recordSuccess(dependency: string, admission?: { ticket?: string }): Promise<unknown>;
