@@ -8,7 +8,17 @@ export interface RequestCounts {
   first: number;
   /** Every attempt after a job's first. */
   retries: number;
+  /** Retries that reached it while it was down or degraded (counted by the second). */
+  retriesWhileDown: number;
+  /**
+   * The most calls (first attempts and retries) it received in one second during the
+   * {@link RECOVERY_WINDOW_MS} after each outage ended (0 if it never had one): the backlog's rush.
+   */
+  recoveryPeakPerSecond: number;
 }
+
+/** How long after a dependency recovers `recoveryPeakPerSecond` looks: two minutes. */
+export const RECOVERY_WINDOW_MS = 120_000;
 
 /** One dependency's time series under one strategy, one value per second (index = second of the run). */
 export interface DependencyTimeline {
@@ -20,8 +30,10 @@ export interface DependencyTimeline {
   granted: number[];
   /** Retries postponed without charging an attempt (budget deferral, open breaker). */
   deferred: number[];
-  /** Attempts an open (or fully probed half-open) breaker refused: nothing was sent. */
+  /** Attempts refused after the job was fetched, before anything was sent (breaker, or budget for a retry without a grant). */
   refused: number[];
+  /** Queue operations the strategy caused: job fetches and re-delays. */
+  queueOps: number[];
   /** Sum of the strategy's budgets' allowance in their window (per-worker budgets add up); empty without a budget. */
   allowance: number[];
   /** Retries the budgets have granted in their window. */
@@ -43,6 +55,12 @@ export interface StrategyResult {
   kind: StrategyKind;
   jobs: number;
   completed: number;
+  /**
+   * Jobs that completed with no one replaying a dead letter. The simulator never replays, so this is
+   * `completed`; it is reported so the figure reads the same as a fleet's, where a dead letter only
+   * completes when a person (or an automatic replay) sends it back.
+   */
+  completedWithoutReplay: number;
   /** Dead letters by reason (`max-attempts`, `budget-exhausted`, …), reasons in alphabetical order. */
   deadLettered: Record<string, number>;
   /** Jobs neither finished nor pending at the end: always 0 unless the engine has a bug. */
@@ -52,6 +70,14 @@ export interface StrategyResult {
   /** Where those jobs were: waiting for a worker, running, or delayed until a retry. */
   pending: PendingJobs;
   requests: Record<string, RequestCounts>;
+  /** Attempts refused after the job was fetched and before anything was sent: by a breaker, or by a budget a retry without a grant asked. */
+  refused: number;
+  /**
+   * Queue operations the strategy caused: every job fetch (a slot taking a job, whatever happens next) and
+   * every re-delay (a retry or a deferral moved back to the delayed set). Completions are not counted:
+   * every strategy pays one per job.
+   */
+  queueOps: number;
   /** The most retries any dependency received in one second while it was down or degraded (0 if never). */
   peakRetriesPerSecond: number;
   /** Virtual time from the start until the last job completed or was dead-lettered. */
@@ -92,11 +118,14 @@ export interface SimulationSummary {
     name: string;
     jobs: number;
     completed: number;
+    completedWithoutReplay: number;
     deadLettered: Record<string, number>;
     lost: number;
     /** Jobs still pending at the horizon: 0 when the run drained. */
     unfinished: number;
     requests: Record<string, RequestCounts>;
+    refused: number;
+    queueOps: number;
     peakRetriesPerSecond: number;
     /** When the last job finished; with `unfinished` > 0 the run never drained and this is no drain time. */
     drainMs: number;
@@ -117,10 +146,13 @@ export function summarize(result: SimulationResult): SimulationSummary {
       name: s.name,
       jobs: s.jobs,
       completed: s.completed,
+      completedWithoutReplay: s.completedWithoutReplay,
       deadLettered: s.deadLettered,
       lost: s.lost,
       unfinished: s.unfinished,
       requests: s.requests,
+      refused: s.refused,
+      queueOps: s.queueOps,
       peakRetriesPerSecond: s.peakRetriesPerSecond,
       drainMs: s.drainMs,
     })),
@@ -144,10 +176,21 @@ export function strategyResult(
   const requests: Record<string, RequestCounts> = {};
   const timeline: Record<string, DependencyTimeline> = {};
   let peak = 0;
+  let refused = 0;
+  let queueOps = 0;
   output.dependencies.forEach((d, i) => {
-    requests[d.name] = { first: d.first.total(), retries: d.retries.total() };
-    timeline[d.name] = toTimeline(d, seconds);
-    peak = Math.max(peak, peakWhileUnhealthy(timeline[d.name]!.retries, unhealthy[i] ?? []));
+    const series = toTimeline(d, seconds);
+    const periods = unhealthy[i] ?? [];
+    timeline[d.name] = series;
+    requests[d.name] = {
+      first: d.first.total(),
+      retries: d.retries.total(),
+      retriesWhileDown: sumWhileUnhealthy(series.retries, periods),
+      recoveryPeakPerSecond: recoveryPeak(series, periods),
+    };
+    peak = Math.max(peak, peakWhileUnhealthy(series.retries, periods));
+    refused += d.refused.total();
+    queueOps += d.queueOps.total();
   });
   return {
     name: strategy.name,
@@ -155,11 +198,14 @@ export function strategyResult(
     kind: strategy.kind,
     jobs: output.jobs,
     completed: output.completed,
+    completedWithoutReplay: output.completed,
     deadLettered,
     lost: output.lost,
     unfinished: output.unfinished,
     pending: output.pending,
     requests,
+    refused,
+    queueOps,
     peakRetriesPerSecond: peak,
     drainMs: Math.round(output.drainMs),
     timeline,
@@ -181,18 +227,51 @@ function toTimeline(d: DependencySeries, seconds: number): DependencyTimeline {
     granted: d.granted.toArray(seconds),
     deferred: d.deferred.toArray(seconds),
     refused: d.refused.toArray(seconds),
+    queueOps: d.queueOps.toArray(seconds),
     allowance: d.allowance.length > 0 ? d.allowance.toArray(seconds) : [],
     spent: d.spent.length > 0 ? d.spent.toArray(seconds) : [],
     denied: d.denied.length > 0 ? d.denied.toArray(seconds) : [],
   };
 }
 
+/** The seconds that overlap a down or degraded period, each once (adjacent periods share no second twice). */
+function unhealthySeconds(length: number, unhealthy: readonly UnhealthyPeriod[]): Set<number> {
+  const seconds = new Set<number>();
+  for (const period of unhealthy) {
+    const last = Math.min(length - 1, Math.ceil(period.untilMs / 1_000) - 1);
+    for (let s = Math.floor(period.fromMs / 1_000); s <= last; s++) seconds.add(s);
+  }
+  return seconds;
+}
+
 /** The busiest second of retries that overlaps a down or degraded period. */
 function peakWhileUnhealthy(retries: readonly number[], unhealthy: readonly UnhealthyPeriod[]): number {
   let peak = 0;
-  for (const period of unhealthy) {
-    const last = Math.min(retries.length - 1, Math.ceil(period.untilMs / 1_000) - 1);
-    for (let s = Math.floor(period.fromMs / 1_000); s <= last; s++) peak = Math.max(peak, retries[s] ?? 0);
-  }
+  for (const s of unhealthySeconds(retries.length, unhealthy)) peak = Math.max(peak, retries[s] ?? 0);
+  return peak;
+}
+
+/** Retries in the seconds that overlap a down or degraded period. */
+function sumWhileUnhealthy(retries: readonly number[], unhealthy: readonly UnhealthyPeriod[]): number {
+  let sum = 0;
+  for (const s of unhealthySeconds(retries.length, unhealthy)) sum += retries[s] ?? 0;
+  return sum;
+}
+
+/**
+ * The busiest second of calls in the {@link RECOVERY_WINDOW_MS} after each outage ends: an outage is a run
+ * of unhealthy periods with no healthy time between them (down, then degraded, recovers once).
+ */
+function recoveryPeak(series: DependencyTimeline, unhealthy: readonly UnhealthyPeriod[]): number {
+  const sorted = [...unhealthy].sort((a, b) => a.fromMs - b.fromMs);
+  let peak = 0;
+  sorted.forEach((period, i) => {
+    const next = sorted[i + 1];
+    if (next !== undefined && next.fromMs <= period.untilMs) return;
+    const from = Math.ceil(period.untilMs / 1_000);
+    const until = Math.min(series.first.length, from + RECOVERY_WINDOW_MS / 1_000);
+    for (let s = from; s < until; s++)
+      peak = Math.max(peak, (series.first[s] ?? 0) + (series.retries[s] ?? 0));
+  });
   return peak;
 }

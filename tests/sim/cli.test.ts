@@ -60,7 +60,12 @@ describe('stormguard simulate (built binary)', () => {
       expect(Object.keys(s)).toEqual(STRATEGY_JSON_FIELDS);
       expect(s.lost).toBe(0);
       expect(Object.keys(s.requests)).toEqual(['search']);
-      expect(Object.keys(s.requests.search)).toEqual(['first', 'retries']);
+      expect(Object.keys(s.requests.search)).toEqual([
+        'first',
+        'retries',
+        'retriesWhileDown',
+        'recoveryPeakPerSecond',
+      ]);
     }
     const html = readFileSync(report, 'utf8');
     expect(html).toContain('<script id="report-data" type="application/json">');

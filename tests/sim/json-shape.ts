@@ -3,10 +3,13 @@ export const STRATEGY_JSON_FIELDS = [
   'name',
   'jobs',
   'completed',
+  'completedWithoutReplay',
   'deadLettered',
   'lost',
   'unfinished',
   'requests',
+  'refused',
+  'queueOps',
   'peakRetriesPerSecond',
   'drainMs',
 ];

@@ -190,6 +190,52 @@ describe('determinism and the example scenario', () => {
     expect(breaker.drainMs).toBeLessThan(21 * 60_000);
   });
 
+  it('each strategy reports what it cost: refusals, queue operations, retries while down, the rush after recovery', () => {
+    const mail = first.dependencies.find((d) => d.name === 'mail')!;
+    const unhealthy = new Set<number>();
+    for (const p of mail.unhealthy)
+      for (let i = Math.floor(p.fromMs / 1_000); i < Math.ceil(p.untilMs / 1_000); i++) unhealthy.add(i);
+    const recoveredAt = Math.ceil(Math.max(...mail.unhealthy.map((p) => p.untilMs)) / 1_000);
+    for (const s of first.strategies) {
+      const t = s.timeline.mail!;
+      expect(s.requests.mail!.retriesWhileDown, s.name).toBe(
+        sum(t.retries.filter((_, i) => unhealthy.has(i))),
+      );
+      const calls = t.first.map((n, i) => n + t.retries[i]!).slice(recoveredAt, recoveredAt + 120);
+      expect(s.requests.mail!.recoveryPeakPerSecond, s.name).toBe(Math.max(...calls));
+      expect(s.requests.crm).toMatchObject({ retriesWhileDown: 0, recoveryPeakPerSecond: 0 });
+      const timelines = Object.values(s.timeline);
+      expect(s.refused, s.name).toBe(sum(timelines.flatMap((d) => d.refused)));
+      expect(s.queueOps, s.name).toBe(sum(timelines.flatMap((d) => d.queueOps)));
+      // Every job is fetched at least once, and every retry or deferral is moved back once.
+      expect(s.queueOps, s.name).toBeGreaterThanOrEqual(
+        s.jobs + sum(timelines.flatMap((d) => [...d.granted, ...d.deferred])),
+      );
+      expect(s.completedWithoutReplay).toBe(s.completed);
+    }
+    expect(byName(first, 'ceiling-only').refused).toBe(0);
+    // An open breaker turns calls into refusals: fetched, refused, moved back.
+    expect(byName(first, 'budget-and-breaker').refused).toBeGreaterThan(1_000);
+  });
+
+  it('a deferred retry asks the budget again before it calls: deferring sends no more retries while mail is down than dead-lettering does', () => {
+    const down = first.dependencies
+      .find((d) => d.name === 'mail')!
+      .unhealthy.filter((p) => p.state === 'down');
+    const whileDown = (s: StrategyResult) =>
+      sum(down.flatMap((p) => s.timeline.mail!.retries.slice(p.fromMs / 1_000, p.untilMs / 1_000)));
+    const deadLettering = byName(first, 'fleet-budget');
+    const deferring = byName(first, 'deferring-budget');
+    // Both are held to the same allowance; each budget window may grant one more than it allows (the
+    // budget's stated tolerance), and the deferred jobs waiting for a grant take every one there is.
+    const windows = sum(down.map((p) => Math.ceil((p.untilMs - p.fromMs) / example.budget.windowMs)));
+    expect(whileDown(deferring)).toBeLessThanOrEqual(whileDown(deadLettering) + windows);
+    // Without asking again, every deferred job came back and called: far more than the allowance.
+    expect(whileDown(deferring)).toBeLessThan(whileDown(byName(first, 'ceiling-only')) / 20);
+    // Asking again is what a deferred job does at each return while the budget stays exhausted.
+    expect(deferring.refused).toBeGreaterThan(sum(deferring.timeline.mail!.deferred) / 2);
+  });
+
   it('stops when its signal is aborted (the CLI passes Ctrl-C)', async () => {
     const controller = new AbortController();
     let reports = 0;

@@ -40,8 +40,13 @@ export interface DependencySeries {
   granted: BinnedSeries;
   /** Retries postponed without charging an attempt (budget deferral, open breaker). */
   deferred: BinnedSeries;
-  /** Attempts the breaker refused (nothing sent). */
+  /**
+   * Attempts refused after the job was fetched, before anything was sent: by the breaker, or by the budget
+   * when a retry that holds no grant asks for one.
+   */
   refused: BinnedSeries;
+  /** Queue operations the strategy caused: job fetches and re-delays (a retry or a deferral moved back). */
+  queueOps: BinnedSeries;
   /** Sum of the strategy's budgets' allowance and spend for the dependency, sampled once per bin. */
   allowance: BinnedSeries;
   spent: BinnedSeries;
@@ -153,6 +158,7 @@ export async function runEngine(
     granted: new BinnedSeries(BIN_MS),
     deferred: new BinnedSeries(BIN_MS),
     refused: new BinnedSeries(BIN_MS),
+    queueOps: new BinnedSeries(BIN_MS),
     allowance: new BinnedSeries(BIN_MS, 'gauge'),
     spent: new BinnedSeries(BIN_MS, 'gauge'),
     denied: new BinnedSeries(BIN_MS, 'gauge'),
@@ -209,17 +215,37 @@ export async function runEngine(
   };
 
   /**
-   * A slot takes a job. Under a breaker the call must be admitted first: the admission is asked now (the
-   * memory store updates synchronously, in event order) and its answer handled before the next event.
+   * A slot takes a job (one fetch from the queue). A retry that holds no grant from its budget (it was
+   * deferred, or held back by an open breaker) asks the budget first, as a worker does before it calls
+   * anything. Under a breaker the call must then be admitted. Both are asked now (the memory stores update
+   * synchronously, in event order) and their answers handled before the next event.
    */
   const start = (slot: number, job: number, t: number): void => {
     slotJob[slot] = job;
+    const d = (classes[jobs.jobClass[job] as number] as EngineJobClass).dependency;
+    (series[d] as DependencySeries).queueOps.add(t);
+    const budget = runtime.budgetOf[slot % workerCount];
+    if (budget && jobs.sent[job] === 1 && jobs.granted[job] === 0) {
+      admissions.push(
+        Promise.resolve(budget.trySpend(dependencyNames[d] as string)).then((verdict) => {
+          if (!verdict.granted) return deniedBeforeCall(slot, job, t, verdict.windowMs);
+          jobs.granted[job] = 1;
+          admit(slot, job, d, t);
+          return undefined;
+        }),
+      );
+      return;
+    }
+    admit(slot, job, d, t);
+  };
+
+  /** Asks the breaker (when the strategy has one) whether the job's call may go downstream now. */
+  const admit = (slot: number, job: number, d: number, t: number): void => {
     const breaker = runtime.breaker;
     if (!breaker) {
       call(slot, job, t);
       return;
     }
-    const d = (classes[jobs.jobClass[job] as number] as EngineJobClass).dependency;
     admissions.push(
       breaker.acquire(dependencyNames[d] as string).then((admission) => {
         if (admission.ticket === undefined) delete slotTicket[slot]?.ticket;
@@ -240,7 +266,10 @@ export async function runEngine(
     if (jobs.sent[job] === 0) {
       jobs.sent[job] = 1;
       s.first.add(t);
-    } else s.retries.add(t);
+    } else {
+      s.retries.add(t);
+      jobs.granted[job] = 0;
+    }
     jobs.attempts[job] = (jobs.attempts[job] as number) + 1;
     jobs.charged[job] = (jobs.charged[job] as number) + 1;
     slotOutcome[slot] = outcome;
@@ -274,6 +303,37 @@ export async function runEngine(
               : Math.max(0, snapshot.halfOpenAtMs - snapshot.nowMs),
           );
     return decide(contextFor(job, jobClass, slot, t, error)).then((decision) => {
+      apply(decision, job, d, t);
+      nextJob(slot, t);
+    });
+  };
+
+  /**
+   * A retry that held no grant asked its budget and was denied: nothing is sent. The job is settled as a
+   * budget denial of its last failure (deferred again with `onExhausted: 'defer'`, dead-lettered
+   * `budget-exhausted` otherwise, or past its max age), through `decide` with a budget that answers what
+   * this one just did, so the denial is counted once.
+   */
+  const deniedBeforeCall = (slot: number, job: number, t: number, windowMs: number): Promise<void> => {
+    const jobClass = classes[jobs.jobClass[job] as number] as EngineJobClass;
+    const d = jobClass.dependency;
+    (series[d] as DependencySeries).refused.add(t);
+    jobs.attempts[job] = (jobs.attempts[job] as number) + 1;
+    jobs.charged[job] = (jobs.charged[job] as number) + 1;
+    const budget = runtime.budgetOf[slot % workerCount] as StrategyRuntime['budgets'][number];
+    const context = contextFor(
+      job,
+      jobClass,
+      slot,
+      t,
+      (models[d] as DependencyModel).errors[CallOutcome.Flaky],
+    );
+    context.budget = {
+      onExhausted: budget.onExhausted ?? 'dead-letter',
+      trySpend: () => ({ granted: false, windowMs }),
+    };
+    delete context.breaker;
+    return decide(context).then((decision) => {
       apply(decision, job, d, t);
       nextJob(slot, t);
     });
@@ -344,7 +404,11 @@ export async function runEngine(
     }
     jobs.charged[job] = state.attempts;
     jobs.previousDelay[job] = state.previousDelayMs ?? Number.NaN;
+    // A retry scheduled by backoff passed the budget's step in `decide`: it holds a grant (a breaker's
+    // delay or a deferral adds none, and a refused job keeps the one it had).
+    if (action.cause === 'backoff' || action.cause === 'retry-after') jobs.granted[job] = 1;
     const s = series[d] as DependencySeries;
+    s.queueOps.add(t);
     if (action.type === 'retry') s.granted.add(t);
     else s.deferred.add(t);
     run.delayed++;

@@ -15,6 +15,11 @@ export class JobTable {
   charged: Uint16Array;
   /** 1 once the job has sent a request (a breaker may refuse its first attempts). */
   sent: Uint8Array;
+  /**
+   * 1 while the job holds a retry its budget granted and has not yet sent. A job rescheduled any other way
+   * (a budget deferral, an open breaker) holds none, so it asks the budget before its retry calls anything.
+   */
+  granted: Uint8Array;
   /** The last retry's delay, for decorrelated jitter; NaN before the first retry. */
   previousDelay: Float64Array;
 
@@ -26,6 +31,7 @@ export class JobTable {
     this.charged = new Uint16Array(initialCapacity);
     this.previousDelay = new Float64Array(initialCapacity);
     this.sent = new Uint8Array(initialCapacity);
+    this.granted = new Uint8Array(initialCapacity);
   }
 
   /** Adds a job and returns its number. */
@@ -51,6 +57,7 @@ export class JobTable {
     this.charged = widen(this.charged, (n) => new Uint16Array(n));
     this.previousDelay = widen(this.previousDelay, (n) => new Float64Array(n));
     this.sent = widen(this.sent, (n) => new Uint8Array(n));
+    this.granted = widen(this.granted, (n) => new Uint8Array(n));
     this.#capacity = capacity;
   }
 }

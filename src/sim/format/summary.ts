@@ -3,8 +3,10 @@ import { formatCount, formatDuration, formatOffset } from './numbers.js';
 
 /**
  * The simulation as a table for a terminal: one column per strategy; rows for each dependency's first
- * attempts and retries, the peak retry rate while a dependency was down, completions, dead letters by
- * reason, time to drain and jobs lost. Plain text, no colour.
+ * attempts and retries (and, for one that had an outage, the retries it received while down or degraded
+ * and its busiest second in the two minutes after it recovered), the peak retry rate while a dependency
+ * was down, attempts refused before calling, the queue operations the strategy caused, completions (with
+ * and without a replay), dead letters by reason, time to drain and jobs lost. Plain text, no colour.
  *
  * @example
  * process.stdout.write(formatSummary(await simulate(defaultScenario())));
@@ -26,17 +28,22 @@ export function formatSummary(result: SimulationResult): string {
   const reasons = [...new Set(strategies.flatMap((s) => Object.keys(s.deadLettered)))].sort();
   const rows: [string, (s: StrategyResult) => string][] = [];
   for (const d of result.dependencies) {
-    rows.push([`${d.name}: first attempts`, (s) => formatCount(s.requests[d.name]?.first ?? 0)]);
-    rows.push([`${d.name}: retries`, (s) => formatCount(s.requests[d.name]?.retries ?? 0)]);
-  }
-  if (strategies.some((s) => s.kind === 'budget-and-breaker'))
-    for (const d of result.dependencies)
+    const counts = (s: StrategyResult) => s.requests[d.name];
+    rows.push([`${d.name}: first attempts`, (s) => formatCount(counts(s)?.first ?? 0)]);
+    rows.push([`${d.name}: retries`, (s) => formatCount(counts(s)?.retries ?? 0)]);
+    if (d.unhealthy.length > 0) {
+      rows.push([`  while down or degraded`, (s) => formatCount(counts(s)?.retriesWhileDown ?? 0)]);
       rows.push([
-        `${d.name}: refused by the breaker`,
-        (s) => formatCount(sum(s.timeline[d.name]?.refused ?? [])),
+        `${d.name}: peak calls/s, 2 min after recovery`,
+        (s) => formatCount(counts(s)?.recoveryPeakPerSecond ?? 0),
       ]);
+    }
+  }
   rows.push(['peak retries/s while down', (s) => formatCount(s.peakRetriesPerSecond)]);
+  rows.push(['refused before calling', (s) => formatCount(s.refused)]);
+  rows.push(['queue operations', (s) => formatCount(s.queueOps)]);
   rows.push(['completed', (s) => formatCount(s.completed)]);
+  rows.push(['  without a replay', (s) => formatCount(s.completedWithoutReplay)]);
   rows.push(['dead-lettered', (s) => formatCount(sum(Object.values(s.deadLettered)))]);
   for (const reason of reasons) rows.push([`  ${reason}`, (s) => formatCount(s.deadLettered[reason] ?? 0)]);
   rows.push(['time to drain', (s) => (s.unfinished > 0 ? 'not drained' : formatDuration(s.drainMs))]);
