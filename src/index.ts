@@ -33,6 +33,7 @@ export type {
 } from './runtime/contracts.js';
 export { DEAD_LETTER_REASONS, isMalformedDeadLetter } from './runtime/dead-letter-record.js';
 export type { JobEvents, JobLabels } from './runtime/events.js';
+export * from './runtime/flow-control/index.js';
 export { type JobHandle, mayHaveAttemptState } from './runtime/job-handle.js';
 export {
   type JobEventSink,

@@ -78,6 +78,44 @@ export function decideSync(ctx: SyncDecideContext): Decision {
   return 'action' in early ? early : withDelay(ctx, early);
 }
 
+/**
+ * Why a job that holds no grant was refused before it ran (flow control's admission): the breaker is open,
+ * or the budget denied the retry it asked for.
+ *
+ * @example
+ * const refusal: AdmissionRefusal = { by: 'budget', windowMs: 60_000, onExhausted: 'defer' };
+ */
+export type AdmissionRefusal =
+  | { by: 'breaker'; verdict: Pick<BreakerVerdict, 'halfOpenAtMs' | 'halfOpenInMs'> }
+  | { by: 'budget'; windowMs: number; onExhausted?: 'dead-letter' | 'defer' | undefined };
+
+/**
+ * What happens to a job that was refused admission before it ran: the same breaker and budget steps as
+ * {@link decide} (steps 3 and 4), applied to a run that never reached the dependency. Nothing ran, so no
+ * attempt is charged: an open breaker delays the job to its half-open time, a denied budget defers it
+ * again (or dead-letters it `budget-exhausted`), and either dead-letters it when the wait would pass the
+ * job's max age. `ctx.attemptsMade` is the attempt the job is waiting to make (its charged attempts + 1).
+ * Pure: time and randomness come from `ctx`.
+ *
+ * @example
+ * const decision = decideRefusedAdmission(
+ *   { policy, error, attemptsMade: 2, createdAtMs: 0, nowMs: 10_000, random, dependency: 'search' },
+ *   { by: 'budget', windowMs: 60_000, onExhausted: 'defer' },
+ * );
+ * // { action: 'retry', chargesAttempt: false, cause: 'budget-deferred', delayMs: 60_000..90_000, … }
+ */
+export function decideRefusedAdmission(ctx: SyncDecideContext, refusal: AdmissionRefusal): Decision {
+  const deadlineMs =
+    ctx.policy.maxAgeMs === undefined ? Number.POSITIVE_INFINITY : ctx.createdAtMs + ctx.policy.maxAgeMs;
+  const r: Retryable = {
+    classification: { retryable: true, reason: refusal.by === 'breaker' ? 'breaker-open' : 'budget-denied' },
+    retry: ctx.attemptsMade,
+    deadlineMs,
+  };
+  if (refusal.by === 'breaker') return breakerOpen(ctx, r, refusal.verdict, false);
+  return budgetDenied(ctx, r, refusal.windowMs, refusal.onExhausted);
+}
+
 function beforeGates(ctx: SyncDecideContext): Decision | Retryable {
   const { policy, attemptsMade, nowMs } = ctx;
   if (!Number.isInteger(attemptsMade) || attemptsMade < 1)

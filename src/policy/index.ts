@@ -10,7 +10,13 @@ export {
   resolvePolicyEntry,
 } from './config/policy-config.js';
 export { readConfigFile } from './config/read-config-file.js';
-export { decide, decideSync, type SyncDecideContext } from './decide.js';
+export {
+  type AdmissionRefusal,
+  decide,
+  decideRefusedAdmission,
+  decideSync,
+  type SyncDecideContext,
+} from './decide.js';
 export { type BackoffInput, type DurationInput, definePolicy, type PolicyInput } from './define-policy.js';
 export { applyJitter, type JitterInput, jitterBounds } from './jitter.js';
 export { type LintFinding, type LintReport, type LintSeverity, lintConfig } from './lint/lint-config.js';

@@ -46,6 +46,13 @@ export interface AttemptState {
   /** When the job first failed (epoch ms). */
   firstFailedAt?: number;
   /**
+   * True when `decide` granted the next run (a charged retry): it runs without asking the budget again.
+   * Absent after a deferral: the next run asks the breaker and the budget first (flow control's admission).
+   */
+  granted?: true;
+  /** The queue's count of stalled-job recoveries when this state was written, when above 0. */
+  stalls?: number;
+  /**
    * Set when the job was dead-lettered, in the same atomic write that files the record: a job that comes
    * back after its worker crashed is never run again, only failed.
    */

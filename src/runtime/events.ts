@@ -32,6 +32,11 @@ export interface JobEvents {
     chargesAttempt: boolean;
     errorClass: string;
   };
+  /**
+   * A run was refused before it called anything: the job held no grant and the breaker (open) or the
+   * budget (denied) refused it. It is deferred or dead-lettered (a 'retry' or 'dead-letter' event follows).
+   */
+  refused: JobLabels & { by: 'breaker' | 'budget' };
   /** A job was dead-lettered. */
   'dead-letter': JobLabels & { reason: DeadLetterReason };
   /** A job ended completed. */

@@ -97,6 +97,7 @@ describe('JobRuntime', () => {
       starts: 1,
       previousDelayMs: 100,
       firstFailedAt: 1_000,
+      granted: true,
     });
     expect(await jobs.run(handle({ starts: 2 }), async () => 'ok')).toEqual({
       type: 'completed',

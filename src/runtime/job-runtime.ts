@@ -11,6 +11,7 @@ import type { BudgetGate, Classification, DeadLetterReason, Decision, RetryPolic
 import { type CallContext, JobCallContext } from './call-context.js';
 import type { AttemptState, AttemptStateStore, DeadLetterStore } from './contracts.js';
 import type { JobEvents, JobLabels } from './events.js';
+import { admit, needsAdmission } from './flow-control/admission.js';
 import { type JobHandle, mayHaveAttemptState } from './job-handle.js';
 import { type SettleJob, settle } from './settle.js';
 
@@ -200,8 +201,6 @@ export class JobRuntime {
         }
       : this.#recordSuccess;
     const ctx = new JobCallContext(dependency, attempt, key, onSuccess, settings.breaker, this.#isFailure);
-    if (events.has('attempt')) events.emit('attempt', { ...labels(dependency), attempt });
-
     if (job.stalls > settings.maxStalls) {
       const { error, decision } = stalledOut(
         job.stalls,
@@ -210,6 +209,17 @@ export class JobRuntime {
       );
       return this.#settle(job, error, ctx, state, stored !== undefined, decision);
     }
+
+    if ((settings.budget || settings.breaker) && needsAdmission(stored, job.stalls)) {
+      const refused = await this.#admit(job, state, dependency);
+      if (refused === 'bookkeeping') return { type: 'delayed' };
+      if (refused !== undefined) {
+        if (events.has('refused')) events.emit('refused', { ...labels(dependency), by: refused.by });
+        return this.#settle(job, refused.error, ctx, state, stored !== undefined, refused.decision);
+      }
+    }
+
+    if (events.has('attempt')) events.emit('attempt', { ...labels(dependency), attempt });
 
     let value: Result;
     try {
@@ -279,6 +289,7 @@ export class JobRuntime {
         dependency,
         lastError: describeError(error),
         replays: job.replays ?? 0,
+        stalls: job.stalls,
       };
       if (ctx.idempotencyKey !== undefined) facts.idempotencyKey = ctx.idempotencyKey;
       if (job.replayedFrom !== undefined) facts.replayedFrom = job.replayedFrom;
@@ -324,6 +335,44 @@ export class JobRuntime {
     } catch (bookkeepingError) {
       return this.#retryBookkeeping(job, bookkeepingError);
     }
+  }
+
+  /**
+   * Asks the breaker and the budget before a run that holds no grant. `undefined`: run (the budget charged
+   * the retry now). Otherwise the refusal's decision, with the error its record would carry. A gate that
+   * throws is a bookkeeping failure: the job is delayed and asks again.
+   */
+  async #admit(
+    job: JobHandle,
+    state: AttemptState,
+    dependency: string,
+  ): Promise<{ by: 'breaker' | 'budget'; decision: Decision; error: Error } | undefined | 'bookkeeping'> {
+    const { settings } = this;
+    let decision: Decision | undefined;
+    try {
+      decision = await admit({
+        policy: settings.policy,
+        attemptsMade: state.attempts + 1,
+        createdAtMs: job.ref.createdAt,
+        nowMs: settings.clock.now(),
+        random: settings.random,
+        dependency,
+        ...(state.previousDelayMs === undefined ? {} : { previousDelayMs: state.previousDelayMs }),
+        hasDeadLetterTarget: settings.deadLetters !== undefined,
+        breaker: settings.breaker,
+        budget: settings.budget,
+      });
+    } catch (error) {
+      await this.#retryBookkeeping(job, error);
+      return 'bookkeeping';
+    }
+    if (decision === undefined) return undefined;
+    const by = decision.classification.reason === 'breaker-open' ? 'breaker' : 'budget';
+    const message =
+      by === 'breaker'
+        ? `the ${dependency} breaker is open: the run was refused before it called anything`
+        : `the ${dependency} retry budget denied the run before it called anything`;
+    return { by, decision, error: Object.assign(new Error(message), { name: 'AdmissionRefusedError' }) };
   }
 
   #decide(

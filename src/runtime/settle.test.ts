@@ -28,7 +28,14 @@ describe('settle', () => {
     expect(
       settle({ attempts: 0, deferrals: 0 }, retry(200, true, 'backoff'), 10_000, { ...job, starts: 1 }),
     ).toEqual({
-      state: { attempts: 1, deferrals: 0, starts: 1, previousDelayMs: 200, firstFailedAt: 10_000 },
+      state: {
+        attempts: 1,
+        deferrals: 0,
+        starts: 1,
+        previousDelayMs: 200,
+        firstFailedAt: 10_000,
+        granted: true,
+      },
       action: { type: 'retry', delayMs: 200, dueAtMs: 10_200, retry: 2, cause: 'backoff' },
     });
   });
@@ -42,7 +49,14 @@ describe('settle', () => {
       firstFailedAt: 5_000,
     };
     expect(settle(state, retry(800, true, 'retry-after'), 20_000, job)).toEqual({
-      state: { attempts: 3, deferrals: 1, starts: 3, previousDelayMs: 800, firstFailedAt: 5_000 },
+      state: {
+        attempts: 3,
+        deferrals: 1,
+        starts: 3,
+        previousDelayMs: 800,
+        firstFailedAt: 5_000,
+        granted: true,
+      },
       action: { type: 'retry', delayMs: 800, dueAtMs: 20_800, retry: 2, cause: 'retry-after' },
     });
   });

@@ -27,6 +27,8 @@ export interface SettleJob {
   replays: number;
   /** The dead-letter record this job was replayed from. */
   replayedFrom?: string;
+  /** Stalled-job recoveries the queue counted for the job (BullMQ's `stalledCounter`). Default 0. */
+  stalls?: number;
 }
 
 /**
@@ -76,7 +78,8 @@ export interface Settlement {
  * facts, the next attempt state and exactly one action. Pure: no I/O, no clock, no randomness (the decision
  * already holds the drawn delay), so every queue adapter and the simulator settle the same way.
  *
- * The failed attempt counts as attempt `state.attempts + 1`. A retry charges it; a deferral gives it back
+ * The failed attempt counts as attempt `state.attempts + 1`. A retry charges it and marks the next run
+ * `granted` (decide asked the budget for it: it runs without asking again); a deferral gives it back
  * (`deferrals` counts it instead) and keeps the previous delay, so decorrelated jitter continues from the
  * last real retry. A terminal decision charges it too: the record says how many attempts were made.
  * `starts` becomes the queue's start count, so every start is accounted for; `firstFailedAt` is kept from
@@ -90,7 +93,7 @@ export interface Settlement {
  *   10_000,
  *   job,
  * );
- * // state: { attempts: 1, deferrals: 0, starts: 1, previousDelayMs: 200, firstFailedAt: 10_000 }
+ * // state: { attempts: 1, deferrals: 0, starts: 1, previousDelayMs: 200, firstFailedAt: 10_000, granted: true }
  * // action: { type: 'retry', delayMs: 200, dueAtMs: 10_200, retry: 1, cause: 'backoff' }
  */
 export function settle(state: AttemptState, decision: Decision, nowMs: number, job: SettleJob): Settlement {
@@ -102,15 +105,31 @@ export function settle(state: AttemptState, decision: Decision, nowMs: number, j
     const dueAtMs = nowMs + delayMs;
     if (decision.chargesAttempt)
       return {
-        state: nextState(attemptsMade, state.deferrals, job.starts, delayMs, firstFailedAt),
+        state: nextState(attemptsMade, state.deferrals, job.starts, delayMs, firstFailedAt, job.stalls, true),
         action: { type: 'retry', delayMs, dueAtMs, retry, cause },
       };
     return {
-      state: nextState(state.attempts, state.deferrals + 1, job.starts, state.previousDelayMs, firstFailedAt),
+      state: nextState(
+        state.attempts,
+        state.deferrals + 1,
+        job.starts,
+        state.previousDelayMs,
+        firstFailedAt,
+        job.stalls,
+        false,
+      ),
       action: { type: 'defer', delayMs, dueAtMs, retry, cause },
     };
   }
-  const final = nextState(attemptsMade, state.deferrals, job.starts, state.previousDelayMs, firstFailedAt);
+  const final = nextState(
+    attemptsMade,
+    state.deferrals,
+    job.starts,
+    state.previousDelayMs,
+    firstFailedAt,
+    job.stalls,
+    false,
+  );
   const { reason, detail, classification } = decision;
   const { lastError } = job;
   if (decision.action === 'fail')
@@ -154,8 +173,14 @@ function nextState(
   starts: number,
   previousDelayMs: number | undefined,
   firstFailedAt: number,
+  stalls: number | undefined,
+  granted: boolean,
 ): AttemptState {
-  return previousDelayMs === undefined
-    ? { attempts, deferrals, starts, firstFailedAt }
-    : { attempts, deferrals, starts, previousDelayMs, firstFailedAt };
+  const state: AttemptState =
+    previousDelayMs === undefined
+      ? { attempts, deferrals, starts, firstFailedAt }
+      : { attempts, deferrals, starts, previousDelayMs, firstFailedAt };
+  if (granted) state.granted = true;
+  if (stalls !== undefined && stalls > 0) state.stalls = stalls;
+  return state;
 }
