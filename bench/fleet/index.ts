@@ -7,7 +7,7 @@
  * over the masters) and commands per job (INFO commandstats, inside Lua scripts included) of each, and
  * stormguard's extra commands per job. On the cluster BullMQ's prefix is `{app}`: one queue, one slot.
  *
- *   npx tsx bench/fleet/index.ts [--jobs 4000] [--rounds 3] [--processes 1,2,4,8] [--concurrency 10]
+ *   npx tsx bench/fleet/index.ts [--jobs 10000] [--rounds 3] [--processes 1,2,4,8] [--concurrency 10]
  *     [--target redis|cluster|both] [--quick] [--json]
  *
  * `--quick`: 1 000 jobs, one round (about a minute).
@@ -226,7 +226,7 @@ function args() {
       json: { type: 'boolean', default: false },
     },
   });
-  const jobs = Number(values.jobs ?? (values.quick ? 1_000 : 4_000));
+  const jobs = Number(values.jobs ?? (values.quick ? 1_000 : 10_000));
   const rounds = Number(values.rounds ?? (values.quick ? 1 : 3));
   const concurrency = Number(values.concurrency);
   const processes = values.processes.split(',').map(Number);
