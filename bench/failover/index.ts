@@ -1,5 +1,5 @@
 /**
- * A Redis Cluster master killed (SIGKILL) under three running workers: what stormguard lost, how long the
+ * A Redis Cluster master killed (SIGKILL) under three running worker processes: what stormguard lost, how long the
  * budget ran degraded, and BullMQ's own loss window. Each scenario runs on a fresh three-master cluster
  * with a replica per master, on loopback:
  *
@@ -48,6 +48,7 @@ if (json) {
         'replica back s',
         'degraded s',
         'granted degraded',
+        'jobs affected',
         'store refusals',
         'dead letters lost',
         'outcomes lost',
@@ -60,6 +61,7 @@ if (json) {
         s(f.replicaBackMs),
         s(f.degradedMs),
         String(f.grantedWhileDegraded),
+        String(f.jobsAffected),
         String(f.bookkeepingRetries),
         `${f.deadLettersLost} of ${f.deadLettersExpected}`,
         `${f.outcomesLost} of ${f.onceJobs}`,

@@ -5,7 +5,8 @@
  * processes, interleaved round by round in alternating order. Prints per cell: jobs/s of each and their
  * ratio (goal: stormguard ≥ 0.9× bare), Redis CPU µs per job (INFO cpu, used_cpu_sys + used_cpu_user, summed
  * over the masters) and commands per job (INFO commandstats, inside Lua scripts included) of each, and
- * stormguard's extra commands per job. On the cluster BullMQ's prefix is `{app}`: one queue, one slot.
+ * stormguard's extra commands per job, and the worker processes' own CPU µs per job (the overhead, which
+ * other load on the machine disturbs far less than throughput). On the cluster BullMQ's prefix is `{app}`: one queue, one slot.
  *
  *   npx tsx bench/fleet/index.ts [--jobs 10000] [--rounds 3] [--processes 1,2,4,8] [--concurrency 10]
  *     [--target redis|cluster|both] [--quick] [--json]
@@ -14,7 +15,7 @@
  */
 import { parseArgs } from 'node:util';
 import { Queue } from 'bullmq';
-import { BenchProcess, nowMs } from '../child-process.js';
+import { IpcProcess, nowMs } from '../../tests/helpers/ipc-process.js';
 import { formatTable, median } from '../common.js';
 import {
   commandTotal,
@@ -35,6 +36,8 @@ interface Measurement {
   jobsPerSecond: number;
   redisCpuMicrosPerJob: number;
   commandsPerJob: number;
+  /** CPU time the worker processes spent per job (user + system): the overhead, steadier under load. */
+  workerCpuMicrosPerJob: number;
   commands: Record<string, number>;
 }
 
@@ -50,6 +53,8 @@ interface Row {
   bareCommandsPerJob: number;
   stormguardCommandsPerJob: number;
   extraCommandsPerJob: number;
+  bareWorkerCpuMicrosPerJob: number;
+  stormguardWorkerCpuMicrosPerJob: number;
   /** stormguard's extra commands by name, per job (median round). */
   extraByCommand: Record<string, number>;
 }
@@ -59,7 +64,7 @@ let runCount = 0;
 
 async function measure(
   target: RedisTarget,
-  fleet: BenchProcess[],
+  fleet: IpcProcess[],
   side: Side,
   jobMs: number,
   jobs: number,
@@ -107,17 +112,18 @@ async function measure(
     jobsPerSecond: jobs / ((endedAt - startedAt) / 1_000),
     redisCpuMicrosPerJob: (used.cpuSeconds * 1e6) / jobs,
     commandsPerJob: commandTotal(used) / jobs,
+    workerCpuMicrosPerJob: stopped.reduce((sum, s) => sum + (s.cpuMicros as number), 0) / jobs,
     commands: used.commands,
   };
 }
 
-async function cell(target: RedisTarget, fleet: BenchProcess[], jobMs: number): Promise<Row> {
+async function cell(target: RedisTarget, fleet: IpcProcess[], jobMs: number): Promise<Row> {
   const results: Record<Side, Measurement[]> = { bare: [], stormguard: [] };
   for (let round = 0; round < options.rounds; round++) {
     const order = round % 2 === 0 ? SIDES : [...SIDES].reverse();
     for (const side of order) results[side].push(await measure(target, fleet, side, jobMs, options.jobs));
   }
-  const figure = (side: Side, key: 'jobsPerSecond' | 'redisCpuMicrosPerJob' | 'commandsPerJob') =>
+  const figure = (side: Side, key: Exclude<keyof Measurement, 'commands'>) =>
     median(results[side].map((r) => r[key]));
   const extra: Record<string, number> = {};
   const names = new Set(results.stormguard.flatMap((r) => Object.keys(r.commands)));
@@ -145,6 +151,8 @@ async function cell(target: RedisTarget, fleet: BenchProcess[], jobMs: number): 
     bareCommandsPerJob: Number(bareCommands.toFixed(2)),
     stormguardCommandsPerJob: Number(sgCommands.toFixed(2)),
     extraCommandsPerJob: Number((sgCommands - bareCommands).toFixed(3)),
+    bareWorkerCpuMicrosPerJob: Math.round(figure('bare', 'workerCpuMicrosPerJob')),
+    stormguardWorkerCpuMicrosPerJob: Math.round(figure('stormguard', 'workerCpuMicrosPerJob')),
     extraByCommand: extra,
   };
 }
@@ -159,7 +167,7 @@ for (const name of options.targets) {
   servers.push(target.server);
   const all = Array.from(
     { length: Math.max(...options.processes) },
-    () => new BenchProcess(new URL('./worker-process.ts', import.meta.url), [JSON.stringify(target.address)]),
+    () => new IpcProcess(new URL('./worker-process.ts', import.meta.url), [JSON.stringify(target.address)]),
   );
   try {
     await Promise.all(all.map((p) => p.next('up')));
@@ -196,6 +204,8 @@ if (options.json) {
     'bare cmds/job',
     'stormguard cmds/job',
     'extra cmds/job',
+    'bare worker CPU µs/job',
+    'stormguard worker CPU µs/job',
   ];
   const table = rows.map((r) => [
     r.target,
@@ -209,6 +219,8 @@ if (options.json) {
     r.bareCommandsPerJob.toFixed(2),
     r.stormguardCommandsPerJob.toFixed(2),
     r.extraCommandsPerJob.toFixed(3),
+    String(r.bareWorkerCpuMicrosPerJob),
+    String(r.stormguardWorkerCpuMicrosPerJob),
   ]);
   process.stdout.write(`${formatTable([header, ...table], 3)}\n`);
 }

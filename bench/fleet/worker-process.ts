@@ -3,7 +3,7 @@
  * sends: `start` builds a worker (bare BullMQ or stormguard's createWorker) without running it and answers
  * `ready`; `go` runs it and reports `progress` (jobs completed) every 50 ms; `stop` closes it (stormguard's
  * budget flushes its batched successes then, and those commands count) and answers `stopped` with the time
- * of the last completion. The stormguard side keeps one budget and one dead-letter store for the life of the
+ * of the last completion and the CPU time this process spent from `go` to then. The stormguard side keeps one budget and one dead-letter store for the life of the
  * process, as a deployed worker does.
  *
  *   node --import tsx bench/fleet/worker-process.ts '<target address JSON>'
@@ -15,7 +15,7 @@ import { createWorker } from '../../src/bullmq/worker.js';
 import { presets } from '../../src/policy/presets.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
-import { nowMs, reply, serve } from '../child-process.js';
+import { nowMs, reply, serve } from '../../tests/helpers/ipc-process.js';
 import { connect, type TargetAddress } from '../redis-target.js';
 
 /** What the parent asks one run to be. */
@@ -39,6 +39,7 @@ let connection: ReturnType<typeof connect> | undefined;
 let completed = 0;
 let lastCompletedAt = 0;
 let progress: NodeJS.Timeout | undefined;
+let cpuAtGo: NodeJS.CpuUsage | undefined;
 
 serve(async (message) => {
   switch (message.type) {
@@ -84,6 +85,7 @@ serve(async (message) => {
       return;
     }
     case 'go': {
+      cpuAtGo = process.cpuUsage();
       let reported = -1;
       progress = setInterval(() => {
         if (completed !== reported) reply({ type: 'progress', completed });
@@ -100,7 +102,8 @@ serve(async (message) => {
       await worker?.close();
       connection?.disconnect();
       worker = undefined;
-      reply({ type: 'stopped', completed, lastCompletedAt });
+      const cpu = process.cpuUsage(cpuAtGo);
+      reply({ type: 'stopped', completed, lastCompletedAt, cpuMicros: cpu.user + cpu.system });
       return;
     }
     case 'exit': {

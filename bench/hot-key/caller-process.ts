@@ -9,7 +9,7 @@
  */
 import { RetryBudget } from '../../src/budget/retry-budget.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
-import { nowMs, reply, serve } from '../child-process.js';
+import { nowMs, reply, serve } from '../../tests/helpers/ipc-process.js';
 import { connect, type TargetAddress } from '../redis-target.js';
 
 /** What the parent asks one run to be. */

@@ -16,7 +16,7 @@
  * `--quick`: 2 s runs, one round.
  */
 import { parseArgs } from 'node:util';
-import { BenchProcess, nowMs } from '../child-process.js';
+import { IpcProcess, nowMs } from '../../tests/helpers/ipc-process.js';
 import { formatTable, median } from '../common.js';
 import { difference, startTarget } from '../redis-target.js';
 import type { HotKeyRun } from './caller-process.js';
@@ -38,7 +38,7 @@ const options = args();
 const target = await startTarget('redis');
 const fleet = Array.from(
   { length: options.processes },
-  () => new BenchProcess(new URL('./caller-process.ts', import.meta.url), [JSON.stringify(target.address)]),
+  () => new IpcProcess(new URL('./caller-process.ts', import.meta.url), [JSON.stringify(target.address)]),
 );
 let runs = 0;
 

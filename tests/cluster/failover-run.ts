@@ -1,25 +1,21 @@
 /**
  * A master failover under a running fleet, as the failover test and `bench/failover` run it (free of
- * vitest). Three workers (each with its own connections) process a mixed stream of jobs on a Redis
- * Cluster with a replica per master; mid-stream the master holding the queue's dead letters and the
- * dependency's budget is killed (SIGKILL), its replica is promoted, and the killed node comes back as a
- * replica. The run reports what stormguard's guarantees are about: dead letters and idempotency outcomes
- * lost or doubled, and how long the budget ran degraded.
+ * vitest). Three worker processes (tests/cluster/failover-worker.ts, each its own Node process with its own
+ * connections, budget and stores) process a mixed stream of jobs on a Redis Cluster with a replica per
+ * master; mid-stream the master holding the queue's dead letters and the dependency's budget is killed
+ * (SIGKILL), its replica is promoted, and the killed node comes back as a replica. The run reports what
+ * stormguard's guarantees are about: dead letters and idempotency outcomes lost or doubled, and how long
+ * the budgets ran degraded, from what each process tells over IPC.
  */
 import { Queue } from 'bullmq';
 import type { Cluster } from 'ioredis';
-import { RetryBudget } from '../../src/budget/retry-budget.js';
-import { idempotencyGuard } from '../../src/bullmq/idempotency-guard.js';
-import { createWorker, type StormguardWorker } from '../../src/bullmq/worker.js';
 import { dependencyTag, queueTag } from '../../src/common/keys.js';
-import { PermanentError } from '../../src/errors/permanent-error.js';
-import { TransientError } from '../../src/errors/transient-error.js';
-import { definePolicy } from '../../src/policy/define-policy.js';
-import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
 import { RedisIdempotencyStore } from '../../src/redis/idempotency-store.js';
+import { IpcProcess } from '../helpers/ipc-process.js';
 import type { TestRedisCluster } from '../helpers/redis-cluster.js';
 import { waitFor } from '../helpers/redis-server.js';
+import type { FailoverWorkerConfig } from './failover-worker.js';
 
 /** What one failover run measured. */
 export interface FailoverFigures {
@@ -59,6 +55,11 @@ export interface FailoverFigures {
    * never saw, and jobs that ran to completion once and then again (their completion was lost).
    */
   bullmq: { addsLost: number; completionsLost: number };
+  /**
+   * Jobs the failover touched: those that ran more often than their kind needs (an attempt cut off, a
+   * bookkeeping write refused and the job run again) or were dead-lettered when they should not have been.
+   */
+  jobsAffected: number;
   /** Total wall time of the run, ms. */
   totalMs: number;
 }
@@ -77,7 +78,11 @@ export interface FailoverOptions {
 
 const PREFIX = 'fo';
 const QUEUE = 'failover';
-const KINDS = ['ok', 'permanent', 'flaky', 'once'] as const;
+/** The job kinds of the stream, by name: how each behaves is in the worker process. */
+export const KINDS = ['ok', 'permanent', 'flaky', 'once'] as const;
+type Kind = (typeof KINDS)[number];
+/** Processor runs each kind needs when nothing goes wrong: a flaky job fails its first attempt. */
+const RUNS_NEEDED: Record<Kind, number> = { ok: 1, permanent: 1, flaky: 2, once: 1 };
 
 /** The first name `candidate(i)` whose key sits (or does not sit, with `onIt` false) on `port`. */
 async function pick(
@@ -114,13 +119,6 @@ export async function runFailover(
     name: `{bull${i}}`,
     key: `{bull${i}}:${QUEUE}:wait`,
   }));
-  const policy = definePolicy({
-    name: 'failover',
-    maxAttempts: 4,
-    backoff: { type: 'fixed', delayMs: 50 },
-    jitter: 'none',
-  });
-
   const clients: Cluster[] = [];
   const client = (bullmq: boolean) => {
     const made = cluster.client(bullmq ? { redisOptions: { maxRetriesPerRequest: null } } : {});
@@ -130,7 +128,8 @@ export async function runFailover(
   };
   const sideEffects = new Map<string, number>();
   const completedOnce = new Set<string>();
-  const tries = new Map<string, number>();
+  const runs = new Map<string, number>();
+  const kinds = new Map<string, Kind>();
   const completions = new Map<string, number>();
   const acknowledged: string[] = [];
   const degradedWorkers = new Set<number>();
@@ -138,72 +137,40 @@ export async function runFailover(
   let deniedWhileDegraded = 0;
   let bookkeepingRetries = 0;
   const downFor: number[] = [];
-  const budgets: RetryBudget[] = [];
-  const workers: StormguardWorker[] = [];
   const outcomeClient = client(false);
   const outcomeStore = new RedisIdempotencyStore(outcomeClient, { prefix: PREFIX });
   const queue = new Queue(QUEUE, { connection: client(true), prefix: bullPrefix });
+  const config: FailoverWorkerConfig = {
+    startupNodes: cluster.startupNodes,
+    prefix: PREFIX,
+    bullPrefix,
+    queue: QUEUE,
+    dependency,
+    durableWrites: options.durableWrites ?? true,
+  };
+  const count = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1);
+  const fleet = Array.from({ length: workerCount }, (_, w) => {
+    const worker = new IpcProcess(new URL('./failover-worker.ts', import.meta.url), [JSON.stringify(config)]);
+    worker.on('run', (m) => {
+      count(runs, m.jobId as string);
+      kinds.set(m.jobId as string, m.kind as Kind);
+    });
+    worker.on('side-effect', (m) => count(sideEffects, m.key as string));
+    worker.on('once-done', (m) => completedOnce.add(m.key as string));
+    worker.on('completed', (m) => count(completions, m.jobId as string));
+    worker.on('granted-degraded', () => grantedWhileDegraded++);
+    worker.on('denied-degraded', () => deniedWhileDegraded++);
+    worker.on('degraded', () => degradedWorkers.add(w));
+    worker.on('recovered', (m) => downFor.push(m.downForMs as number));
+    worker.on('bookkeeping-error', () => bookkeepingRetries++);
+    return worker;
+  });
+  const degraded = async () =>
+    (await Promise.all(fleet.map((w) => w.request({ type: 'status' }, 'status', 10_000)))).some(
+      (status) => status.degraded === true,
+    );
   try {
-    for (let w = 0; w < workerCount; w++) {
-      const stores = client(false);
-      const durableWrites = options.durableWrites ?? true;
-      const budget = new RetryBudget({
-        store: new RedisBudgetStore({ redis: stores, prefix: PREFIX }),
-        minAllowance: 1_000,
-        probeIntervalMs: 200,
-        log: false,
-      });
-      budget.events.on('granted', (result) => {
-        if (result.degraded) grantedWhileDegraded++;
-      });
-      budget.events.on('denied', (result) => {
-        if (result.degraded) deniedWhileDegraded++;
-      });
-      budget.events.on('degraded', () => degradedWorkers.add(w));
-      budget.events.on('recovered', ({ downForMs }) => downFor.push(downForMs));
-      budgets.push(budget);
-      const guard = idempotencyGuard({
-        store: new RedisIdempotencyStore(stores, { prefix: PREFIX, durableWrites }),
-        inFlightTtlMs: 5_000,
-        ttlMs: 3_600_000,
-      });
-      const worker = createWorker(
-        QUEUE,
-        async (job) => {
-          const kind = job.name as (typeof KINDS)[number];
-          if (kind === 'permanent') throw new PermanentError('the document is malformed');
-          const n = (tries.get(job.id!) ?? 0) + 1;
-          tries.set(job.id!, n);
-          if (kind === 'flaky' && n === 1) throw new TransientError('search timed out');
-          if (kind === 'once') {
-            const key = `order-${job.id}`;
-            await guard.once(key, () => {
-              sideEffects.set(key, (sideEffects.get(key) ?? 0) + 1);
-              return 'sent';
-            });
-            completedOnce.add(key);
-          }
-          return 'ok';
-        },
-        {
-          connection: client(true),
-          policy,
-          deadLetters: new RedisDeadLetterStore({ redis: stores, prefix: PREFIX, durableWrites }),
-          budget,
-          dependencies: Object.fromEntries(KINDS.map((kind) => [kind, dependency])),
-          concurrency: 8,
-          workerOptions: { prefix: bullPrefix },
-          onWarning: () => undefined,
-        },
-      );
-      worker.on('error', () => {
-        bookkeepingRetries++;
-      });
-      worker.on('completed', (job) => {
-        completions.set(job.id!, (completions.get(job.id!) ?? 0) + 1);
-      });
-      workers.push(worker);
-    }
+    await Promise.all(fleet.map((worker) => worker.next('up', 60_000)));
     const deadLetters = new RedisDeadLetterStore({ redis: client(false), prefix: PREFIX });
 
     // A steady stream: a batch every 20 ms, so jobs are being added, run, retried and filed at the kill.
@@ -239,7 +206,8 @@ export async function runFailover(
     const expected = acknowledged.length - addsLost;
     // Jobs whose filing was refused mid-failover come back after the runtime's bookkeeping delay.
     await waitFor(async () => (await ended()) >= expected, 60_000, 'every job to end');
-    await waitFor(() => budgets.every((budget) => !budget.degraded), 10_000, 'every budget to recover');
+    await waitFor(async () => !(await degraded()), 10_000, 'every budget to recover');
+    const recovered = !(await degraded());
 
     const records = new Map<string, number>();
     const reasons: Record<string, number> = {};
@@ -277,16 +245,17 @@ export async function runFailover(
       workersDegraded: degradedWorkers.size,
       grantedWhileDegraded,
       deniedWhileDegraded,
-      recovered: budgets.every((budget) => !budget.degraded),
+      recovered,
       bookkeepingRetries,
       deadLetterReasons: reasons,
       unexpectedDeadLetters: unexpected,
       bullmq: { addsLost, completionsLost: [...completions.values()].filter((n) => n > 1).length },
+      jobsAffected:
+        [...runs].filter(([id, n]) => n > RUNS_NEEDED[kinds.get(id) ?? 'ok']).length + unexpected.length,
       totalMs: Date.now() - started,
     };
   } finally {
-    await Promise.all(workers.map((worker) => worker.close()));
-    await Promise.all(budgets.map((budget) => budget.close()));
+    await Promise.all(fleet.map((worker) => worker.close()));
     await queue.close();
     for (const made of clients) made.disconnect();
   }

@@ -1,5 +1,5 @@
 /**
- * A master of a Redis Cluster is killed (SIGKILL) while three workers run: its replica is promoted, and
+ * A master of a Redis Cluster is killed (SIGKILL) while three worker processes run: its replica is promoted, and
  * no dead-letter record or idempotency outcome stormguard acknowledged is lost; the budget degrades and
  * recovers on its own. Figures for docs/benchmarks.md come from `bench/failover`, which runs the same scenario.
  */

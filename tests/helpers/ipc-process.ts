@@ -1,7 +1,8 @@
 /**
- * Benchmark processes: a TypeScript script run under tsx in its own Node process, spoken to over Node's IPC
- * channel. A fleet benchmark starts its processes once and sends them one run after another, so process
- * start-up and JIT warm-up stay out of the figures.
+ * Fleet processes for tests and benchmarks: a TypeScript script run under tsx in its own Node process,
+ * spoken to over Node's IPC channel. A fleet benchmark starts its processes once and sends them one run
+ * after another, so process start-up and JIT warm-up stay out of the figures; the failover run starts
+ * three worker processes and hears what each saw.
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { once } from 'node:events';
@@ -13,8 +14,8 @@ export interface Message {
   [key: string]: unknown;
 }
 
-/** One running benchmark process. */
-export class BenchProcess {
+/** One running process. */
+export class IpcProcess {
   readonly #child: ChildProcess;
   readonly #waiting = new Map<string, ((message: Message) => void)[]>();
   readonly #listeners = new Map<string, (message: Message) => void>();
@@ -36,7 +37,7 @@ export class BenchProcess {
       if (next) next(message);
     });
     this.#child.once('exit', (code, signal) => {
-      this.#exited = new Error(`benchmark process exited (${code ?? signal}): ${this.#stderr.trim()}`);
+      this.#exited = new Error(`process exited (${code ?? signal}): ${this.#stderr.trim()}`);
       for (const queue of this.#waiting.values()) queue.length = 0;
     });
   }
@@ -60,8 +61,7 @@ export class BenchProcess {
     if (this.#exited) return Promise.reject(this.#exited);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(
-        () =>
-          reject(new Error(`no "${type}" from benchmark process in ${timeoutMs}ms: ${this.#stderr.trim()}`)),
+        () => reject(new Error(`no "${type}" from process in ${timeoutMs}ms: ${this.#stderr.trim()}`)),
         timeoutMs,
       );
       const onExit = () => {
@@ -105,7 +105,7 @@ export class BenchProcess {
   }
 }
 
-/** In a benchmark process: calls `handler` for each message from the parent; an error ends the process. */
+/** In a process: calls `handler` for each message from the parent; an error ends the process. */
 export function serve(handler: (message: Message) => Promise<void> | void): void {
   process.on('message', (message: Message) => {
     Promise.resolve()
@@ -117,7 +117,7 @@ export function serve(handler: (message: Message) => Promise<void> | void): void
   });
 }
 
-/** In a benchmark process: sends `message` to the parent. */
+/** In a process: sends `message` to the parent. */
 export function reply(message: Message): void {
   process.send?.(message);
 }
