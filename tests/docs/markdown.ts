@@ -88,9 +88,9 @@ export function renderToc(markdown: string): string {
 
 /** The page with its table of contents rewritten; a page without the markers is returned unchanged. */
 export function withToc(markdown: string): string {
-  const start = markdown.indexOf(TOC_START);
+  const start = markdown.search(/^<!-- toc -->$/m);
   if (start === -1) return markdown;
-  const end = markdown.indexOf(TOC_END, start);
-  const after = end === -1 ? start + TOC_START.length : end + TOC_END.length;
+  const end = markdown.indexOf(`\n${TOC_END}`, start) + 1;
+  const after = end === 0 ? start + TOC_START.length : end + TOC_END.length;
   return `${markdown.slice(0, start)}${TOC_START}\n\n${renderToc(markdown)}\n\n${TOC_END}${markdown.slice(after)}`;
 }
