@@ -34,6 +34,14 @@ export type {
 export { DEAD_LETTER_REASONS, isMalformedDeadLetter } from './runtime/dead-letter-record.js';
 export type { JobEvents, JobLabels } from './runtime/events.js';
 export * from './runtime/flow-control/index.js';
+export {
+  type AttemptOutcome,
+  type AttemptStart,
+  type AttemptTrace,
+  type JobInstrumentation,
+  keepTraceLinks,
+  MAX_TRACE_LINKS,
+} from './runtime/instrumentation.js';
 export { type JobHandle, mayHaveAttemptState } from './runtime/job-handle.js';
 export {
   type JobEventSink,

@@ -46,6 +46,10 @@ class BullmqJobHandle implements JobHandle {
     return replayOrigin(this.job).replays;
   }
 
+  get replayedTraceLinks(): readonly string[] | undefined {
+    return replayOrigin(this.job).traceLinks;
+  }
+
   moveToDelayed(dueAtMs: number): Promise<void> {
     return this.job.moveToDelayed(dueAtMs, this.token);
   }

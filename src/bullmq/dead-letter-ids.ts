@@ -29,6 +29,8 @@ export interface ReplayOrigin {
   recordId?: string;
   /** When the replay claimed that record (store time): with `recordId`, what tells this replay's job apart. */
   claimedAt?: number;
+  /** The trace contexts of the record's attempts (its `traceLinks`): the replayed job's trace links to them. */
+  traceLinks?: string[];
 }
 
 /** BullMQ refuses `:` in custom ids; a record may carry any id (a hand-made or migrated one). */
@@ -74,6 +76,9 @@ export function replayOrigin(job: { id?: string | undefined; opts?: object | und
   const read: ReplayOrigin = { originalJobId: origin.originalJobId, replays: origin.replays };
   if (typeof origin.recordId === 'string') read.recordId = origin.recordId;
   if (typeof origin.claimedAt === 'number') read.claimedAt = origin.claimedAt;
+  const { traceLinks } = origin as { traceLinks?: unknown };
+  if (Array.isArray(traceLinks) && traceLinks.every((link) => typeof link === 'string'))
+    read.traceLinks = traceLinks;
   return read;
 }
 
@@ -117,7 +122,13 @@ const NOT_REPLAYED = new Set([
  * //   stormguardReplay: { originalJobId: '42', replays: 1, recordId: '17', claimedAt: 5 } }
  */
 export function replayJobOptions(
-  record: { id: string; jobId: string; opts: Record<string, unknown>; replays: number },
+  record: {
+    id: string;
+    jobId: string;
+    opts: Record<string, unknown>;
+    replays: number;
+    traceLinks?: string[];
+  },
   replay: { jobId: string; claimedAt: number },
   dedupTtlMs: number,
 ): Record<string, unknown> {
@@ -131,6 +142,7 @@ export function replayJobOptions(
     replays: record.replays + 1,
     recordId: record.id,
     claimedAt: replay.claimedAt,
+    ...(record.traceLinks && record.traceLinks.length > 0 ? { traceLinks: record.traceLinks } : {}),
   } satisfies ReplayOrigin;
   return options;
 }

@@ -3,6 +3,7 @@ import type { Clock } from '../common/clock.js';
 import type { RandomSource } from '../common/random.js';
 import type { RetryPolicy } from '../policy/types.js';
 import type { AttemptStateStore, DeadLetterStore } from '../runtime/contracts.js';
+import type { JobInstrumentation } from '../runtime/instrumentation.js';
 import type { RuntimeBreaker, RuntimeBudget, RuntimeGuard } from '../runtime/job-runtime.js';
 
 /**
@@ -122,4 +123,9 @@ export interface StormguardWorkerOptions<Data = unknown, Result = unknown, Name 
    * `attempts` different from the policy's `maxAttempts`), once per job name. Default: `process.emitWarning`.
    */
   onWarning?: (message: string) => void;
+  /**
+   * Follows every attempt for a tracer: `openTelemetryTracing()` from `stormguard/opentelemetry` gives a
+   * span per attempt's decision and per `ctx.call`. Default: none (nothing is traced, nothing is paid).
+   */
+  instrumentation?: JobInstrumentation;
 }

@@ -147,6 +147,7 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
       internalError: (error) => this.#report(error),
       maxStalls,
       isPassThrough: (error) => isNamed(error, BULLMQ_CONTROL_ERRORS),
+      instrumentation: options.instrumentation,
     });
     const warn = options.onWarning ?? ((message) => process.emitWarning(message, 'StormguardWarning'));
     const warnedNames = new Set<string>();

@@ -1,6 +1,7 @@
 import type { CircuitBreaker } from '../breaker/circuit-breaker.js';
 import { dependencyNameProblem } from '../budget/dependency-name.js';
 import { PermanentError } from '../errors/permanent-error.js';
+import type { AttemptTrace } from './instrumentation.js';
 
 /**
  * What a stormguard processor receives besides the job: `call` attributes each downstream call to the
@@ -58,6 +59,8 @@ export class JobCallContext implements CallContext {
     private readonly onSuccess: (dependency: string) => void,
     private readonly breaker?: CallBreaker,
     private readonly isFailure?: (error: unknown) => boolean,
+    /** The attempt's trace, when an instrumentation follows it: each call gets a span of its own. */
+    private readonly trace?: AttemptTrace,
   ) {}
 
   async call<T>(dependency: string, fn: () => T | Promise<T>): Promise<T> {
@@ -71,9 +74,9 @@ export class JobCallContext implements CallContext {
     }
     this.calls++;
     try {
-      const value = this.breaker
-        ? await this.breaker.execute(dependency, fn, this.isFailure ? { isFailure: this.isFailure } : {})
-        : await fn();
+      const value = this.trace
+        ? await this.trace.call(dependency, async () => this.#execute(dependency, fn))
+        : await this.#execute(dependency, fn);
       this.onSuccess(dependency);
       return value;
     } catch (error) {
@@ -81,6 +84,13 @@ export class JobCallContext implements CallContext {
       this.#failedCalls.set(error, dependency);
       throw error;
     }
+  }
+
+  /** The call itself: through the breaker when the worker has one. */
+  #execute<T>(dependency: string, fn: () => T | Promise<T>): T | Promise<T> {
+    return this.breaker
+      ? this.breaker.execute(dependency, fn, this.isFailure ? { isFailure: this.isFailure } : {})
+      : fn();
   }
 
   /**

@@ -57,6 +57,11 @@ export interface AttemptState {
    * back after its worker crashed is never run again, only failed.
    */
   deadLettered?: DeadLetteredState;
+  /**
+   * The trace contexts of the job's earlier attempts (W3C `traceparent` strings), kept for a tracer so
+   * later attempts link to them; absent unless one is attached. The runtime never reads them otherwise.
+   */
+  traceLinks?: string[];
 }
 
 /**
@@ -104,6 +109,8 @@ export interface DeadLetterRecord extends JobRef {
   replays: number;
   /** The record this job was replayed from, when it was (its lineage). */
   replayedFrom?: string;
+  /** The trace contexts of the job's attempts (see {@link AttemptState.traceLinks}): a replay links to them. */
+  traceLinks?: string[];
 }
 
 /**

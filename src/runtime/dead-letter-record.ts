@@ -51,6 +51,7 @@ const RecordSchema = z.object({
   deadLetteredAt: time,
   replays: count,
   replayedFrom: z.string().optional(),
+  traceLinks: z.array(z.string()).optional(),
 });
 
 /**

@@ -29,6 +29,8 @@ export interface JobHandle {
   replays?: number;
   /** The dead-letter record this job was replayed from. */
   replayedFrom?: string;
+  /** The trace contexts of the attempts of the job this one was replayed from (its record's `traceLinks`). */
+  replayedTraceLinks?: readonly string[];
   /** Reschedules the job to run again at `dueAtMs` (epoch ms) without the queue counting a failure. */
   moveToDelayed(dueAtMs: number): Promise<void>;
 }

@@ -7,11 +7,26 @@ import type { RandomSource } from '../common/random.js';
 import { PermanentError } from '../errors/permanent-error.js';
 import { classify } from '../policy/classify/classify.js';
 import { decide } from '../policy/decide.js';
-import type { BudgetGate, Classification, DeadLetterReason, Decision, RetryPolicy } from '../policy/types.js';
+import type {
+  BreakerGate,
+  BreakerVerdict,
+  BudgetGate,
+  BudgetVerdict,
+  Classification,
+  DeadLetterReason,
+  Decision,
+  RetryPolicy,
+} from '../policy/types.js';
 import { type CallContext, JobCallContext } from './call-context.js';
 import type { AttemptState, AttemptStateStore, DeadLetterStore } from './contracts.js';
 import type { JobEvents, JobLabels } from './events.js';
 import { admit, needsAdmission } from './flow-control/admission.js';
+import {
+  type AttemptOutcome,
+  type AttemptTrace,
+  type JobInstrumentation,
+  keepTraceLinks,
+} from './instrumentation.js';
 import { type JobHandle, mayHaveAttemptState } from './job-handle.js';
 import { type SettleJob, settle } from './settle.js';
 
@@ -91,6 +106,8 @@ export interface JobRuntimeSettings {
   isPassThrough?: (error: unknown) => boolean;
   /** How long an attempt state outlives the moment it is needed. Default 7 days. */
   attemptStateTtlMs?: number;
+  /** Follows each attempt for a tracer (`stormguard/opentelemetry`); none by default. */
+  instrumentation?: JobInstrumentation | undefined;
 }
 
 /**
@@ -137,6 +154,8 @@ export class JobRuntime {
   readonly #isFailure: (error: unknown) => boolean;
   readonly #recordSuccess: (dependency: string) => void;
   readonly #ttlMs: number;
+  /** Traced attempts whose bookkeeping a store refused: their trace ends saying so. */
+  readonly #refusedBookkeeping = new WeakMap<AttemptTrace, { error: unknown }>();
 
   constructor(private readonly settings: JobRuntimeSettings) {
     const { policy, clock, budget } = settings;
@@ -191,6 +210,29 @@ export class JobRuntime {
     const { settings } = this;
     const dependency = this.dependencyFor(job.name);
     const attempt = state.attempts + 1;
+    const trace = settings.instrumentation && this.#startTrace(job, dependency, attempt, state);
+    if (!trace) return this.#attempt(job, work, keyOf, stored, state, dependency, attempt, undefined);
+    let outcome: RunOutcome<Result> | undefined;
+    try {
+      outcome = await this.#attempt(job, work, keyOf, stored, state, dependency, attempt, trace);
+      return outcome;
+    } finally {
+      this.#endTrace(trace, outcome);
+    }
+  }
+
+  /** One attempt of a job whose attempt state is read and not dead-lettered. */
+  async #attempt<Result>(
+    job: JobHandle,
+    work: (ctx: CallContext) => Promise<Result>,
+    keyOf: (() => string | undefined) | undefined,
+    stored: AttemptState | undefined,
+    state: AttemptState,
+    dependency: string,
+    attempt: number,
+    trace: AttemptTrace | undefined,
+  ): Promise<RunOutcome<Result>> {
+    const { settings } = this;
     const { key, error: keyError } = keyOfJob(keyOf);
     const { events } = settings;
     const labels = (dep: string): JobLabels => ({ queue: settings.queue, task: job.name, dependency: dep });
@@ -200,22 +242,30 @@ export class JobRuntime {
           events.emit('success', labels(dep));
         }
       : this.#recordSuccess;
-    const ctx = new JobCallContext(dependency, attempt, key, onSuccess, settings.breaker, this.#isFailure);
+    const ctx = new JobCallContext(
+      dependency,
+      attempt,
+      key,
+      onSuccess,
+      settings.breaker,
+      this.#isFailure,
+      trace,
+    );
     if (job.stalls > settings.maxStalls) {
       const { error, decision } = stalledOut(
         job.stalls,
         settings.maxStalls,
         settings.deadLetters !== undefined,
       );
-      return this.#settle(job, error, ctx, state, stored !== undefined, decision);
+      return this.#settle(job, error, ctx, state, stored !== undefined, decision, trace);
     }
 
     if ((settings.budget || settings.breaker) && needsAdmission(stored, job.stalls)) {
-      const refused = await this.#admit(job, state, dependency);
+      const refused = await this.#admit(job, state, dependency, trace);
       if (refused === 'bookkeeping') return { type: 'delayed' };
       if (refused !== undefined) {
         if (events.has('refused')) events.emit('refused', { ...labels(dependency), by: refused.by });
-        return this.#settle(job, refused.error, ctx, state, stored !== undefined, refused.decision);
+        return this.#settle(job, refused.error, ctx, state, stored !== undefined, refused.decision, trace);
       }
     }
 
@@ -225,10 +275,11 @@ export class JobRuntime {
     try {
       if (keyError !== undefined) throw keyError;
       const guard = settings.guard;
-      value = key !== undefined && guard ? await guard.once(key, () => work(ctx)) : await work(ctx);
+      const run = () => (key !== undefined && guard ? guard.once(key, () => work(ctx)) : work(ctx));
+      value = trace ? await trace.run(run) : await run();
     } catch (error) {
       if (settings.isPassThrough?.(error)) return { type: 'pass-through', error };
-      return this.#settle(job, error, ctx, state, stored !== undefined);
+      return this.#settle(job, error, ctx, state, stored !== undefined, undefined, trace);
     }
     if (ctx.calls === 0) onSuccess(dependency);
     if (stored !== undefined) await this.#clear(job);
@@ -274,12 +325,14 @@ export class JobRuntime {
     state: AttemptState,
     hadState: boolean,
     decided?: Decision,
+    trace?: AttemptTrace,
   ): Promise<RunOutcome<Result>> {
     const { settings } = this;
     try {
       const dependency = ctx.dependencyOf(error) ?? ctx.dependency;
       const nowMs = settings.clock.now();
-      const decision = decided ?? (await this.#decide(job, error, ctx, state, dependency, nowMs));
+      const decision = decided ?? (await this.#decide(job, error, ctx, state, dependency, nowMs, trace));
+      if (trace) this.#traced(() => trace.decided(decision, dependency, error));
       const facts: SettleJob = {
         ref: job.ref,
         name: job.name,
@@ -294,6 +347,12 @@ export class JobRuntime {
       if (ctx.idempotencyKey !== undefined) facts.idempotencyKey = ctx.idempotencyKey;
       if (job.replayedFrom !== undefined) facts.replayedFrom = job.replayedFrom;
       const { state: next, action } = settle(state, decision, nowMs, facts);
+      // Trace contexts ride along with the job (state, then record) so later attempts and a replay link back.
+      const traceLinks = keepTraceLinks(state.traceLinks, trace?.carrier);
+      if (traceLinks) {
+        next.traceLinks = traceLinks;
+        if (action.type === 'dead-letter') action.record.traceLinks = traceLinks;
+      }
       const labels: JobLabels = { queue: settings.queue, task: job.name, dependency };
 
       if (action.type === 'retry' || action.type === 'defer') {
@@ -333,6 +392,7 @@ export class JobRuntime {
             : `${action.record.reason}: ${action.record.detail}; last error: ${facts.lastError.message}`,
       };
     } catch (bookkeepingError) {
+      if (trace) this.#refusedBookkeeping.set(trace, { error: bookkeepingError });
       return this.#retryBookkeeping(job, bookkeepingError);
     }
   }
@@ -346,6 +406,7 @@ export class JobRuntime {
     job: JobHandle,
     state: AttemptState,
     dependency: string,
+    trace: AttemptTrace | undefined,
   ): Promise<{ by: 'breaker' | 'budget'; decision: Decision; error: Error } | undefined | 'bookkeeping'> {
     const { settings } = this;
     let decision: Decision | undefined;
@@ -359,10 +420,11 @@ export class JobRuntime {
         dependency,
         ...(state.previousDelayMs === undefined ? {} : { previousDelayMs: state.previousDelayMs }),
         hasDeadLetterTarget: settings.deadLetters !== undefined,
-        breaker: settings.breaker,
-        budget: settings.budget,
+        breaker: settings.breaker && trace ? this.#tracedBreaker(settings.breaker, trace) : settings.breaker,
+        budget: settings.budget && trace ? this.#tracedBudget(settings.budget, trace) : settings.budget,
       });
     } catch (error) {
+      if (trace) this.#refusedBookkeeping.set(trace, { error });
       await this.#retryBookkeeping(job, error);
       return 'bookkeeping';
     }
@@ -382,8 +444,12 @@ export class JobRuntime {
     state: AttemptState,
     dependency: string,
     nowMs: number,
+    trace: AttemptTrace | undefined,
   ): Promise<Decision> {
     const { settings } = this;
+    const budget = settings.budget && trace ? this.#tracedBudget(settings.budget, trace) : settings.budget;
+    const breaker =
+      settings.breaker && trace ? this.#tracedBreaker(settings.breaker, trace) : settings.breaker;
     return decide({
       policy: settings.policy,
       // A processor's own UnrecoverableError means "never retry this": stormguard reads it as permanent.
@@ -398,9 +464,87 @@ export class JobRuntime {
       ...(state.previousDelayMs === undefined ? {} : { previousDelayMs: state.previousDelayMs }),
       hasIdempotencyKey: ctx.idempotencyKey !== undefined,
       hasDeadLetterTarget: settings.deadLetters !== undefined,
-      ...(settings.budget ? { budget: settings.budget } : {}),
-      ...(settings.breaker ? { breaker: settings.breaker } : {}),
+      ...(budget ? { budget } : {}),
+      ...(breaker ? { breaker } : {}),
     });
+  }
+
+  #startTrace(
+    job: JobHandle,
+    dependency: string,
+    attempt: number,
+    state: AttemptState,
+  ): AttemptTrace | undefined {
+    const { settings } = this;
+    try {
+      return settings.instrumentation?.startAttempt({
+        queue: settings.queue,
+        task: job.name,
+        jobId: job.ref.jobId,
+        dependency,
+        attempt,
+        replays: job.replays ?? 0,
+        earlierAttempts: state.traceLinks ?? [],
+        replayedFrom: job.replayedTraceLinks ?? [],
+      });
+    } catch (error) {
+      settings.internalError(error);
+      return undefined;
+    }
+  }
+
+  #endTrace(trace: AttemptTrace, outcome: RunOutcome<unknown> | undefined): void {
+    const ended: AttemptOutcome =
+      outcome === undefined
+        ? { type: 'failed' }
+        : outcome.type === 'dead-lettered'
+          ? { type: 'dead-lettered', recordId: outcome.recordId }
+          : { type: outcome.type };
+    const refused = this.#refusedBookkeeping.get(trace);
+    this.#traced(() => trace.end(refused ? { type: 'bookkeeping', error: refused.error } : ended));
+  }
+
+  /** A tracer's hook that throws is reported; the attempt goes on as if untraced. */
+  #traced(hook: () => void): void {
+    try {
+      hook();
+    } catch (error) {
+      this.settings.internalError(error);
+    }
+  }
+
+  /** The budget as `decide` asks it, telling the trace what it answered (allowance, spent, denied…). */
+  #tracedBudget(budget: RuntimeBudget, trace: AttemptTrace): BudgetGate {
+    const told = (dependency: string, verdict: BudgetVerdict) => {
+      this.#traced(() => trace.budgetAnswered(dependency, verdict));
+      return verdict;
+    };
+    return {
+      get onExhausted() {
+        return budget.onExhausted;
+      },
+      trySpend: (dependency) => {
+        const verdict = budget.trySpend(dependency);
+        return verdict instanceof Promise
+          ? verdict.then((v) => told(dependency, v))
+          : told(dependency, verdict);
+      },
+    };
+  }
+
+  #tracedBreaker(breaker: RuntimeBreaker, trace: AttemptTrace): BreakerGate {
+    const told = (dependency: string, verdict: BreakerVerdict) => {
+      this.#traced(() => trace.breakerAnswered(dependency, verdict));
+      return verdict;
+    };
+    return {
+      check: (dependency) => {
+        const verdict = breaker.check(dependency);
+        return verdict instanceof Promise
+          ? verdict.then((v) => told(dependency, v))
+          : told(dependency, verdict);
+      },
+    };
   }
 
   /**
