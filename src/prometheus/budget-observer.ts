@@ -59,7 +59,7 @@ export function observeBudgetState(
     }),
     budget.events.on('degraded', (e) => {
       if (e.dependency) remember(e.dependency);
-      m.budgetStoreOutages.inc();
+      m.budgetStoreOutages.inc({});
     }),
   ];
 
@@ -75,7 +75,7 @@ export function observeBudgetState(
           for (const dependency of dependencies) remember(dependency);
         },
         (error: unknown) => {
-          m.budgetStateErrors.inc();
+          m.budgetStateErrors.inc({});
           ctx.onError(error);
         },
       )
@@ -100,7 +100,7 @@ export function observeBudgetState(
     if (minAllowance !== undefined) m.budgetMinAllowance.set(labels, minAllowance);
   };
   const unreadable = (dependency: string, error: unknown) => {
-    m.budgetStateErrors.inc();
+    m.budgetStateErrors.inc({});
     m.budgetDegraded.set({ dependency: bounds.open('dependency', dependency) }, 1);
     ctx.onError(error);
   };

@@ -1,6 +1,7 @@
 /**
- * Every metric stormguard exports, as data: name (without the prefix), type, help and labels. The
- * exporter builds its instruments from this list, the table in docs/operations.md is written from it, and the
+ * Every metric stormguard exports, as data: name (without the prefix), type, help, labels and the
+ * OpenTelemetry name and unit. The Prometheus exporter and the OpenTelemetry meter build their instruments
+ * from this one list, the table in docs/operations.md is written from it, and the
  * consistency test checks the rules file and the dashboard against it.
  */
 
@@ -51,6 +52,12 @@ export interface MetricDefinition {
    * store, a queue, or the outcome of those reads).
    */
   readonly source: 'events' | 'scrape';
+  /**
+   * The same metric through an OpenTelemetry meter: its name by OpenTelemetry's rules (dot-separated
+   * namespaces, no unit or `_total` in the name) and its UCUM unit. Exported to Prometheus by an OpenTelemetry
+   * collector, it gets the Prometheus name back ({@link prometheusNameOf}).
+   */
+  readonly otel: { readonly name: string; readonly unit: string };
 }
 
 const JOB = ['queue', 'task', 'dependency'] as const;
@@ -65,6 +72,7 @@ const JOB = ['queue', 'task', 'dependency'] as const;
 export const METRICS = {
   attempts: {
     name: 'attempts_total',
+    otel: { name: 'stormguard.attempts', unit: '{attempt}' },
     type: 'counter',
     help: "Attempts started (one execution of a job); dependency is the job's own (its mapping, or its name).",
     labels: JOB,
@@ -72,6 +80,7 @@ export const METRICS = {
   },
   successes: {
     name: 'successes_total',
+    otel: { name: 'stormguard.successes', unit: '{call}' },
     type: 'counter',
     help: 'Successful downstream calls (or whole jobs without ctx.call), per dependency.',
     labels: JOB,
@@ -79,6 +88,7 @@ export const METRICS = {
   },
   retries: {
     name: 'retries_total',
+    otel: { name: 'stormguard.retries', unit: '{retry}' },
     type: 'counter',
     help: 'Retries scheduled that use up an attempt. Budget denials and deferrals are never counted here.',
     labels: JOB,
@@ -86,6 +96,7 @@ export const METRICS = {
   },
   deferrals: {
     name: 'deferrals_total',
+    otel: { name: 'stormguard.deferrals', unit: '{deferral}' },
     type: 'counter',
     help: 'Jobs rescheduled without using an attempt (open breaker, budget deferral), by cause.',
     labels: [...JOB, 'cause'],
@@ -93,6 +104,7 @@ export const METRICS = {
   },
   retryDelay: {
     name: 'retry_delay_seconds',
+    otel: { name: 'stormguard.retry.delay', unit: 's' },
     type: 'histogram',
     help: 'Delay before each scheduled retry, in seconds.',
     labels: JOB,
@@ -100,6 +112,7 @@ export const METRICS = {
   },
   deadLetters: {
     name: 'dead_letters_total',
+    otel: { name: 'stormguard.dead_letters', unit: '{job}' },
     type: 'counter',
     help: 'Jobs moved to the dead-letter queue, by reason.',
     labels: [...JOB, 'reason'],
@@ -107,6 +120,7 @@ export const METRICS = {
   },
   completed: {
     name: 'jobs_completed_total',
+    otel: { name: 'stormguard.jobs.completed', unit: '{job}' },
     type: 'counter',
     help: 'Jobs that ended completed.',
     labels: JOB,
@@ -114,6 +128,7 @@ export const METRICS = {
   },
   jobAttempts: {
     name: 'job_attempts',
+    otel: { name: 'stormguard.job.attempts', unit: '{attempt}' },
     type: 'histogram',
     help: 'Attempts a completed job needed (1 = no retry): retries that hide a struggling dependency show here.',
     labels: JOB,
@@ -121,6 +136,7 @@ export const METRICS = {
   },
   replays: {
     name: 'replays_total',
+    otel: { name: 'stormguard.replays', unit: '{job}' },
     type: 'counter',
     help: 'Dead-lettered jobs put back on their queue, by the reason they were dead-lettered.',
     labels: ['queue', 'task', 'reason'],
@@ -128,6 +144,7 @@ export const METRICS = {
   },
   budgetGrants: {
     name: 'budget_grants_total',
+    otel: { name: 'stormguard.budget.grants', unit: '{retry}' },
     type: 'counter',
     help: 'Retries the retry budget granted in this process.',
     labels: ['dependency'],
@@ -135,6 +152,7 @@ export const METRICS = {
   },
   budgetDenials: {
     name: 'budget_denials_total',
+    otel: { name: 'stormguard.budget.denials', unit: '{retry}' },
     type: 'counter',
     help: 'Retries the retry budget refused in this process (mode="shadow": refusals it would have made).',
     labels: ['dependency', 'mode'],
@@ -142,6 +160,7 @@ export const METRICS = {
   },
   budgetStoreOutages: {
     name: 'budget_store_outages_total',
+    otel: { name: 'stormguard.budget.store_outages', unit: '{outage}' },
     type: 'counter',
     help: 'Times the budget store became unreachable and the budget fell back to its degraded mode.',
     labels: [],
@@ -149,6 +168,7 @@ export const METRICS = {
   },
   budgetStateErrors: {
     name: 'budget_state_errors_total',
+    otel: { name: 'stormguard.budget.state_errors', unit: '{error}' },
     type: 'counter',
     help: 'Scrape-time reads of the budget state that failed or timed out.',
     labels: [],
@@ -156,6 +176,7 @@ export const METRICS = {
   },
   budgetAllowance: {
     name: 'budget_allowance',
+    otel: { name: 'stormguard.budget.allowance', unit: '{retry}' },
     type: 'gauge',
     help: "Retries the dependency's budget allows in the current window, fleet-wide.",
     labels: ['dependency'],
@@ -163,6 +184,7 @@ export const METRICS = {
   },
   budgetSpent: {
     name: 'budget_spent',
+    otel: { name: 'stormguard.budget.spent', unit: '{retry}' },
     type: 'gauge',
     help: 'Retries granted in the current window, fleet-wide.',
     labels: ['dependency'],
@@ -170,6 +192,7 @@ export const METRICS = {
   },
   budgetDenied: {
     name: 'budget_denied',
+    otel: { name: 'stormguard.budget.denied', unit: '{retry}' },
     type: 'gauge',
     help: 'Retries refused in the current window, fleet-wide (never counted as spent).',
     labels: ['dependency'],
@@ -177,6 +200,7 @@ export const METRICS = {
   },
   budgetSuccesses: {
     name: 'budget_successes',
+    otel: { name: 'stormguard.budget.successes', unit: '{call}' },
     type: 'gauge',
     help: 'Successes recorded in the current window, fleet-wide.',
     labels: ['dependency'],
@@ -184,6 +208,7 @@ export const METRICS = {
   },
   budgetWindow: {
     name: 'budget_window_seconds',
+    otel: { name: 'stormguard.budget.window', unit: 's' },
     type: 'gauge',
     help: "Length of the budget's sliding window, in seconds.",
     labels: ['dependency'],
@@ -191,6 +216,7 @@ export const METRICS = {
   },
   budgetRatio: {
     name: 'budget_ratio',
+    otel: { name: 'stormguard.budget.ratio', unit: '1' },
     type: 'gauge',
     help: "The budget's configured ratio: retries may be at most this share of successes.",
     labels: ['dependency'],
@@ -198,6 +224,7 @@ export const METRICS = {
   },
   budgetMinAllowance: {
     name: 'budget_min_allowance',
+    otel: { name: 'stormguard.budget.min_allowance', unit: '{retry}' },
     type: 'gauge',
     help: 'Retries the budget allows per window whatever the successes (the floor).',
     labels: ['dependency'],
@@ -205,6 +232,7 @@ export const METRICS = {
   },
   budgetDegraded: {
     name: 'budget_degraded',
+    otel: { name: 'stormguard.budget.degraded', unit: '1' },
     type: 'gauge',
     help: '1 while the budget store is unreachable (a local fallback answers) or its state cannot be read.',
     labels: ['dependency'],
@@ -212,6 +240,7 @@ export const METRICS = {
   },
   breakerState: {
     name: 'breaker_state',
+    otel: { name: 'stormguard.breaker.state', unit: '1' },
     type: 'gauge',
     help: "1 for the breaker's current state (closed, open, half-open), 0 for the others; fleet-wide.",
     labels: ['dependency', 'state'],
@@ -219,6 +248,7 @@ export const METRICS = {
   },
   breakerRejections: {
     name: 'breaker_rejections_total',
+    otel: { name: 'stormguard.breaker.rejections', unit: '{call}' },
     type: 'counter',
     help: 'Calls the breaker refused in this process (open, or half-open with every probe slot taken).',
     labels: ['dependency', 'state'],
@@ -226,6 +256,7 @@ export const METRICS = {
   },
   breakerTransitions: {
     name: 'breaker_transitions_total',
+    otel: { name: 'stormguard.breaker.transitions', unit: '{transition}' },
     type: 'counter',
     help: 'Breaker state changes seen by this process.',
     labels: ['dependency', 'from', 'to'],
@@ -233,6 +264,7 @@ export const METRICS = {
   },
   deadLetterDepth: {
     name: 'dead_letter_queue_depth',
+    otel: { name: 'stormguard.dead_letter_queue.depth', unit: '{job}' },
     type: 'gauge',
     help: 'Jobs waiting in the dead-letter queue of a source queue.',
     labels: ['queue'],
@@ -251,4 +283,17 @@ export type MetricKey = keyof typeof METRICS;
  */
 export function metricNames(prefix = DEFAULT_PREFIX): string[] {
   return Object.values(METRICS).map((m) => `${prefix}${m.name}`);
+}
+
+/**
+ * The Prometheus name an OpenTelemetry metric gets from OpenTelemetry's Prometheus translation: dots become
+ * underscores, the unit `s` adds `_seconds`, a counter adds `_total` (annotation units such as `{retry}` and
+ * the unit `1` add nothing). For every catalogue entry it is `stormguard_<name>`: the two exports cannot drift.
+ *
+ * @example
+ * prometheusNameOf(METRICS.retryDelay); // 'stormguard_retry_delay_seconds'
+ */
+export function prometheusNameOf(def: Pick<MetricDefinition, 'type' | 'otel'>): string {
+  const unit = def.otel.unit === 's' ? '_seconds' : '';
+  return `${def.otel.name.replace(/\./g, '_')}${unit}${def.type === 'counter' ? '_total' : ''}`;
 }

@@ -1,5 +1,3 @@
-import type { Gauge } from 'prom-client';
-
 /** Something read at scrape time; `refresh` sets its gauges and never rejects. */
 export interface ScrapeSource {
   refresh(): Promise<void>;
@@ -14,7 +12,7 @@ export class ScrapeCoordinator {
   readonly #sources = new Set<ScrapeSource>();
   #inFlight: Promise<void> | undefined;
 
-  constructor(private readonly gauges: () => readonly Gauge<string>[]) {}
+  constructor(private readonly gauges: () => readonly { reset(): void }[]) {}
 
   add(source: ScrapeSource): () => void {
     this.#sources.add(source);
