@@ -40,14 +40,22 @@ async function runInFixture(fixture: FixtureProject, script: string, args: strin
   }
 }
 
+/** An optional peer, or any OpenTelemetry package: what the core must never import. */
+const isOptional = (name: string) =>
+  (PEERS as readonly string[]).includes(name) || name.startsWith('@opentelemetry/');
+
 describe('the pure core', () => {
-  it('imports no BullMQ, Redis client, PostgreSQL client or prom-client, in its code or its types', () => {
+  it('imports no BullMQ, Redis client, PostgreSQL client, prom-client or OpenTelemetry, in its code or its types', () => {
     for (const entry of ['dist/index.js', 'dist/index.d.ts']) {
       const imported = packagesImportedFrom(join(ROOT, entry));
-      expect(
-        [...imported].filter((name) => (PEERS as readonly string[]).includes(name)),
-        entry,
-      ).toEqual([]);
+      expect([...imported].filter(isOptional), entry).toEqual([]);
+    }
+  });
+
+  it('stormguard/opentelemetry imports @opentelemetry/api and no other optional peer', () => {
+    for (const entry of ['dist/opentelemetry/index.js', 'dist/opentelemetry/index.d.ts']) {
+      const imported = packagesImportedFrom(join(ROOT, entry));
+      expect([...imported].filter(isOptional), entry).toEqual(['@opentelemetry/api']);
     }
   });
 
