@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isInvalidInputError } from '../errors/invalid-input-error.js';
+import type { ValidationError } from '../errors/validation-error.js';
 import { planForWindow } from './plan-window.js';
 
 describe('planForWindow', () => {
@@ -84,5 +85,21 @@ describe('planForWindow', () => {
     }
     expect(isInvalidInputError(error)).toBe(true);
     expect((error as Error).message).toMatch(message);
+  });
+
+  it.each<[string, unknown]>([
+    ['a zero window', 0],
+    ['a negative window', -5],
+    ['an unparseable window', '15 minutes'],
+  ])('names the window field when it rejects %s', (_, window) => {
+    let error: unknown;
+    try {
+      planForWindow(window as string);
+    } catch (e) {
+      error = e;
+    }
+    expect((error as ValidationError).issues.map((i) => i.path)).toEqual(['window']);
+    expect((error as Error).message).toMatch(/^invalid recovery window: window: /);
+    expect((error as Error).message).not.toContain('(root)');
   });
 });

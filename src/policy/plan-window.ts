@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { formatDuration } from '../common/duration.js';
 import { parseWith } from '../common/validation.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
@@ -74,9 +75,12 @@ export function planForWindow(
   backoffInput: Backoff | BackoffInput = DEFAULT_PLAN_BACKOFF,
   options: PlanOptions = {},
 ): WindowPlan {
-  const windowMs = parseWith(
-    durationSchema().refine((ms) => ms > 0, 'must be > 0 (the recovery window to cover)'),
-    window,
+  // Parsed as a field so an error names it (`window: 0 is invalid: …`), as every other option's does.
+  const { window: windowMs } = parseWith(
+    z.object({
+      window: durationSchema().refine((ms) => ms > 0, 'must be > 0 (the recovery window to cover)'),
+    }),
+    { window },
     'recovery window',
   );
   const given = parseWith(backoffSchema, backoffInput, 'backoff') as Backoff;
