@@ -23,6 +23,7 @@ export {
   type RedisDeadLetterStoreOptions,
 } from './dead-letter-store.js';
 export type { DurableWrites, DurableWritesOption } from './durable-writes.js';
+export { RedisFlowStore, type RedisFlowStoreOptions } from './flow-store.js';
 export {
   type IdempotencyClaim,
   type IdempotencyStore,

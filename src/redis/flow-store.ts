@@ -1,0 +1,172 @@
+import type { Clock } from '../common/clock.js';
+import { dependencyTag, encodeKeyPart, globalKey } from '../common/keys.js';
+import type { PaceVerdict } from '../runtime/flow-control/pacing.js';
+import type { SlowStartRamp } from '../runtime/flow-control/slow-start.js';
+import type { FlowSnapshot, FlowStore } from '../runtime/flow-control/store.js';
+import { assertPrefix, DEFAULT_PREFIX } from './budget-keys.js';
+import { defineScript, type RedisClient } from './scripts.js';
+
+/**
+ * Options of {@link RedisFlowStore}.
+ *
+ * @example
+ * const options: RedisFlowStoreOptions = { redis: new Redis(url), prefix: 'shop' };
+ */
+export interface RedisFlowStoreOptions {
+  /** Your ioredis client (a `Redis` or a `Cluster`); the store never closes it. */
+  redis: RedisClient;
+  /** Key prefix, any 1-64 characters (encoded into keys). Default `stormguard`. */
+  prefix?: string;
+  /** How long a dependency's flow state outlives its last write, in ms. Default 24 hours. */
+  stateTtlMs?: number;
+  /** TEST ONLY: take time from this clock instead of the Redis server's `TIME`. */
+  clock?: Clock;
+}
+
+const DEFAULT_STATE_TTL_MS = 24 * 3_600_000;
+
+/**
+ * The fleet-wide {@link FlowStore} on Redis (ioredis). A dependency's state is one hash,
+ * `{<prefix>:d:<dependency>}:flow`, beside its budget and breaker in one Redis Cluster slot, with its park
+ * lists (`…:park:<queue>`) and released marks (`…:released:<queue>`); every operation is one script or
+ * one command, one round trip, with time from the Redis server. The kill switch is one fleet-wide key,
+ * `{<prefix>:g}:flow-off`. Everything expires on its own.
+ *
+ * @example
+ * import { Redis } from 'ioredis';
+ * import { RedisFlowStore } from 'stormguard/redis';
+ * const flowStore = new RedisFlowStore({ redis: new Redis(process.env.REDIS_URL) });
+ */
+export class RedisFlowStore implements FlowStore {
+  readonly prefix: string;
+  readonly #redis: RedisClient;
+  readonly #clock: Clock | undefined;
+  readonly #ttlMs: number;
+  readonly #mark;
+  readonly #admit;
+  readonly #park;
+  readonly #release;
+
+  constructor(options: RedisFlowStoreOptions) {
+    const prefix = options.prefix ?? DEFAULT_PREFIX;
+    assertPrefix(prefix);
+    this.prefix = prefix;
+    this.#redis = options.redis;
+    this.#clock = options.clock;
+    this.#ttlMs = options.stateTtlMs ?? DEFAULT_STATE_TTL_MS;
+    const redis = options.redis;
+    this.#mark = defineScript(redis, {
+      command: 'stormguardFlowMarkV1',
+      file: 'flow-mark-1.lua',
+      numberOfKeys: 1,
+    });
+    this.#admit = defineScript(redis, {
+      command: 'stormguardFlowAdmitV1',
+      file: 'flow-admit-1.lua',
+      numberOfKeys: 1,
+    });
+    this.#park = defineScript(redis, {
+      command: 'stormguardFlowParkV1',
+      file: 'flow-park-1.lua',
+      numberOfKeys: 1,
+    });
+    this.#release = defineScript(redis, {
+      command: 'stormguardFlowReleaseV1',
+      file: 'flow-release-3.lua',
+      numberOfKeys: 3,
+    });
+  }
+
+  /** The key of a dependency's flow state. */
+  keyOf(dependency: string): string {
+    return `${dependencyTag(this.prefix, dependency)}:flow`;
+  }
+
+  async read(dependency: string): Promise<FlowSnapshot> {
+    const [mark, off] = await Promise.all([this.#markAs(dependency, 'read'), this.#off()]);
+    return snapshotOf(mark, off);
+  }
+
+  async markDown(dependency: string): Promise<void> {
+    await this.#markAs(dependency, 'down');
+  }
+
+  async markUp(dependency: string): Promise<FlowSnapshot> {
+    const [mark, off] = await Promise.all([this.#markAs(dependency, 'up'), this.#off()]);
+    return snapshotOf(mark, off);
+  }
+
+  async admit(dependency: string, ramp: SlowStartRamp, maxWaitMs: number): Promise<PaceVerdict> {
+    const reply = (await this.#admit(
+      [this.keyOf(dependency)],
+      [...rampArgs(ramp), maxWaitMs, this.#ttlMs, this.#now()],
+    )) as [number, string, string];
+    return { granted: reply[0] === 1, waitMs: Number(reply[1]), tatMs: Number(reply[2]) };
+  }
+
+  async park(dependency: string, queue: string, jobId: string, ttlMs: number): Promise<number> {
+    return Number(
+      await this.#park([this.#parkKey(dependency, queue)], [jobId, Math.max(1, Math.ceil(ttlMs))]),
+    );
+  }
+
+  async release(
+    dependency: string,
+    queue: string,
+    ramp: SlowStartRamp,
+    max: number,
+    horizonMs: number,
+  ): Promise<string[]> {
+    const tag = dependencyTag(this.prefix, dependency);
+    const q = encodeKeyPart(queue);
+    return (await this.#release(
+      [`${tag}:flow`, `${tag}:park:${q}`, `${tag}:released:${q}`],
+      [...rampArgs(ramp), max, horizonMs, this.#ttlMs, this.#now()],
+    )) as string[];
+  }
+
+  async claimReleased(dependency: string, queue: string, jobId: string): Promise<boolean> {
+    const key = `${dependencyTag(this.prefix, dependency)}:released:${encodeKeyPart(queue)}`;
+    return (await this.#redis.srem(key, jobId)) === 1;
+  }
+
+  async parked(dependency: string, queue: string): Promise<number> {
+    return this.#redis.llen(this.#parkKey(dependency, queue));
+  }
+
+  async setOff(off: boolean): Promise<void> {
+    const key = globalKey(this.prefix, 'flow-off');
+    if (off) await this.#redis.set(key, '1');
+    else await this.#redis.del(key);
+  }
+
+  #parkKey(dependency: string, queue: string): string {
+    return `${dependencyTag(this.prefix, dependency)}:park:${encodeKeyPart(queue)}`;
+  }
+
+  async #markAs(dependency: string, op: 'down' | 'up' | 'read'): Promise<[number, string, number]> {
+    return (await this.#mark([this.keyOf(dependency)], [op, this.#ttlMs, this.#now()])) as [
+      number,
+      string,
+      number,
+    ];
+  }
+
+  async #off(): Promise<boolean> {
+    return (await this.#redis.get(globalKey(this.prefix, 'flow-off'))) === '1';
+  }
+
+  #now(): string {
+    return this.#clock ? String(this.#clock.now()) : '';
+  }
+}
+
+function rampArgs(ramp: SlowStartRamp): (string | number)[] {
+  return [ramp.slowStartMs, ramp.floorPerSecond, ramp.maxRatePerSecond ?? ''];
+}
+
+function snapshotOf([down, rec, now]: [number, string, number], off: boolean): FlowSnapshot {
+  const snapshot: FlowSnapshot = { down: down === 1, nowMs: Number(now), off };
+  if (rec !== '') snapshot.recoveredAtMs = Number(rec);
+  return snapshot;
+}
