@@ -3,6 +3,7 @@ import type { Clock } from '../common/clock.js';
 import type { RandomSource } from '../common/random.js';
 import type { RetryPolicy } from '../policy/types.js';
 import type { AttemptStateStore, DeadLetterStore } from '../runtime/contracts.js';
+import type { FlowControlOptions } from '../runtime/flow-control/options.js';
 import type { JobInstrumentation } from '../runtime/instrumentation.js';
 import type { RuntimeBreaker, RuntimeBudget, RuntimeGuard } from '../runtime/job-runtime.js';
 
@@ -86,6 +87,13 @@ export interface StormguardWorkerOptions<Data = unknown, Result = unknown, Name 
   budget?: WorkerBudget;
   /** The circuit breaker. Default: none. */
   breaker?: WorkerBreaker;
+  /**
+   * Flow control (needs `breaker`): while a dependency's breaker is open the worker stops taking its jobs
+   * (the whole queue paused when `queueDependency` names it, its jobs parked otherwise), and after the
+   * recovery the attempts it admits ramp up over `slowStartMs`, fleet-wide. See docs/flow-control.md.
+   * Default: off.
+   */
+  flowControl?: FlowControlOptions;
   /**
    * Job name → dependency, for failures thrown outside `ctx.call` and jobs that make no `ctx.call`.
    * A job name with no entry is its own dependency. Default: `{}`.

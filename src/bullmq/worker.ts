@@ -1,4 +1,4 @@
-import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
+import { DelayedError, Job, UnrecoverableError, Worker } from 'bullmq';
 import { dependencyNameProblem } from '../budget/dependency-name.js';
 import { systemClock } from '../common/clock.js';
 import { formatDuration } from '../common/duration.js';
@@ -8,6 +8,7 @@ import { InvalidInputError } from '../errors/invalid-input-error.js';
 import type { RetryPolicy } from '../policy/types.js';
 import type { CallContext } from '../runtime/call-context.js';
 import type { DeadLetterStore } from '../runtime/contracts.js';
+import { type FlowBreaker, FlowController, type PromoteResult } from '../runtime/flow-control/controller.js';
 import type { JobHandle } from '../runtime/job-handle.js';
 import { JobRuntime, type RunOutcome } from '../runtime/job-runtime.js';
 import { bullmqJobHandle } from './bullmq-job-handle.js';
@@ -90,6 +91,8 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
   readonly deadLetters: DeadLetterStore | undefined;
   readonly #budget: WorkerBudget | undefined;
   readonly #breaker: WorkerBreaker | undefined;
+  /** Flow control, when the options ask for it. */
+  readonly flow: FlowController | undefined;
   readonly #registered: Promise<void>;
   /** Closes what the worker opened itself: the client of its default dead-letter store. */
   readonly #closeOwn: () => Promise<void>;
@@ -132,6 +135,16 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
     this.deadLetters = options.deadLetters === false ? undefined : (options.deadLetters ?? fallback?.store);
     // A throwing listener (a broken metrics hook) is reported, and never fails a job.
     this.events = new EventBus<WorkerEvents>((error) => this.#report(error));
+    this.flow = options.flowControl
+      ? new FlowController(options.flowControl, {
+          queue: queueName,
+          breaker: options.breaker as unknown as FlowBreaker,
+          clock: options.clock ?? systemClock,
+          emit: (event, payload) => this.events.emit(event, payload as WorkerEvents[typeof event]),
+          internalError: (error) => this.#report(error),
+        })
+      : undefined;
+    this.flow?.watch(Object.values(options.dependencies ?? {}));
     const runtime = new JobRuntime({
       queue: queueName,
       policy,
@@ -148,6 +161,7 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
       maxStalls,
       isPassThrough: (error) => isNamed(error, BULLMQ_CONTROL_ERRORS),
       instrumentation: options.instrumentation,
+      flow: this.flow,
     });
     const warn = options.onWarning ?? ((message) => process.emitWarning(message, 'StormguardWarning'));
     const warnedNames = new Set<string>();
@@ -162,8 +176,15 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
         (ctx) => processor(job, ctx),
         keyFn && (() => keyFn(job)),
       );
+      if (outcome.type === 'paused') {
+        // BullMQ's own pause of a queue: no worker of the queue fetches a job until it ends; this one goes
+        // back to wait as it was.
+        await this.rateLimit(outcome.forMs);
+        throw Worker.RateLimitError();
+      }
       return settleInBullMQ(job as Job, outcome, queueName, ours);
     };
+    this.flow?.startReleasing((jobId) => this.#promote(jobId));
     this.on('failed', (job, error) => {
       // BullMQ fails some jobs without calling the processor: the parent of a failed failParentOnFailure
       // child (and a job past maxStartedAttempts). It has ended in BullMQ's failed set; its dead letter is
@@ -182,6 +203,19 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
       this.run().catch((error: unknown) => this.emit('error', asError(error)));
   }
 
+  /** Brings a released parked job back to wait (BullMQ's `promote`), if it is still delayed. */
+  async #promote(jobId: string): Promise<PromoteResult> {
+    const job = await Job.fromId(this as never, jobId);
+    if (!job) return 'gone';
+    try {
+      await job.promote();
+      return 'promoted';
+    } catch {
+      // Not delayed: still being parked (active), or back already and no longer ours to move.
+      return (await job.getState()) === 'active' ? 'busy' : 'gone';
+    }
+  }
+
   /** BullMQ's 'error' event when someone listens (emitting it unheard would throw), a process warning otherwise. */
   #report(error: unknown): void {
     if (this.listenerCount('error') > 0) this.emit('error', asError(error));
@@ -196,6 +230,7 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
   override close(force = false): Promise<void> {
     this.#closed ??= (async () => {
       try {
+        await this.flow?.stop();
         await super.close(force);
       } finally {
         // Successes already counted must reach the store even when BullMQ's close fails.
@@ -268,6 +303,8 @@ function settleInBullMQ<Result>(
       throw outcome.error;
     case 'failed':
       throw unrecoverable(outcome.message);
+    case 'paused':
+      throw new DelayedError();
     case 'dead-lettered':
       if (parentWouldWaitForever(job)) {
         const marker: DeadLetteredMarker = {
@@ -384,6 +421,13 @@ function checkOptions<D, R, N extends string>(
     throw new InvalidInputError(
       `createWorker: workerOptions.maxStalledCount must be an integer >= 0, got ${maxStalls}`,
     );
+  if (options.flowControl) {
+    const breaker = options.breaker as Partial<FlowBreaker> | undefined;
+    if (!breaker || typeof breaker.state !== 'function' || typeof breaker.optionsFor !== 'function')
+      throw new InvalidInputError(
+        'createWorker: flowControl needs a breaker (a CircuitBreaker on a shared store): flow control holds jobs while the breaker says their dependency is down',
+      );
+  }
   if (options.budget && typeof options.budget.recordSuccess !== 'function')
     throw new InvalidInputError(
       'createWorker: budget must be a RetryBudget (trySpend, recordSuccess, flush)',

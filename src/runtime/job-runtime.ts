@@ -4,6 +4,7 @@ import type { Clock } from '../common/clock.js';
 import { describeError } from '../common/error-text.js';
 import { dependencyNameProblem, MAX_DEPENDENCY_LENGTH } from '../common/names.js';
 import type { RandomSource } from '../common/random.js';
+import { isBrokenCircuitError } from '../errors/broken-circuit-error.js';
 import { PermanentError } from '../errors/permanent-error.js';
 import { classify } from '../policy/classify/classify.js';
 import { decide } from '../policy/decide.js';
@@ -21,6 +22,7 @@ import { type CallContext, JobCallContext } from './call-context.js';
 import type { AttemptState, AttemptStateStore, DeadLetterStore } from './contracts.js';
 import type { JobEvents, JobLabels } from './events.js';
 import { admit, needsAdmission } from './flow-control/admission.js';
+import type { FlowAction, FlowController } from './flow-control/controller.js';
 import {
   type AttemptOutcome,
   type AttemptTrace,
@@ -76,6 +78,17 @@ export interface RuntimeGuard {
 }
 
 /**
+ * Flow control as the runtime uses it: the gate before each run, holding a job whose call the breaker
+ * refused, and parking. `FlowController` is one.
+ *
+ * @example
+ * const flow: RuntimeFlow = new FlowController({ store }, { queue: 'index', breaker, clock, emit, internalError });
+ */
+export type RuntimeFlow = Pick<FlowController, 'beforeRun' | 'heldByBreaker' | 'park'> & {
+  readonly options: { readonly parkHorizonMs: number };
+};
+
+/**
  * What a {@link JobRuntime} needs; a queue adapter builds it from its user's options.
  *
  * @example
@@ -108,6 +121,8 @@ export interface JobRuntimeSettings {
   attemptStateTtlMs?: number;
   /** Follows each attempt for a tracer (`stormguard/opentelemetry`); none by default. */
   instrumentation?: JobInstrumentation | undefined;
+  /** Flow control: hold jobs whose dependency is down, pace its recovery. Default none. */
+  flow?: RuntimeFlow | undefined;
 }
 
 /**
@@ -118,6 +133,8 @@ export interface JobRuntimeSettings {
  * - `dead-lettered`: its record is filed (`recordId`); end the job so it never runs again.
  * - `failed`: a terminal decision with nowhere to file it; end the job as failed with `message`.
  * - `pass-through`: the processor threw an error the adapter asked to get back untouched.
+ * - `paused`: flow control holds the whole queue: stop taking its jobs for `forMs` and put this one back
+ *   unchanged (BullMQ: the worker's rate limit).
  *
  * @example
  * const outcome: RunOutcome<string> = await runtime.run(handle, async () => 'indexed');
@@ -128,7 +145,8 @@ export type RunOutcome<Result> =
   | { type: 'delayed' }
   | { type: 'dead-lettered'; recordId: string; reason: DeadLetterReason; message: string }
   | { type: 'failed'; message: string }
-  | { type: 'pass-through'; error: unknown };
+  | { type: 'pass-through'; error: unknown }
+  | { type: 'paused'; forMs: number };
 
 /** How long a job waits when its failure could not be recorded (a store refused the write). */
 const BOOKKEEPING_RETRY_MS = 5_000;
@@ -260,6 +278,12 @@ export class JobRuntime {
       return this.#settle(job, error, ctx, state, stored !== undefined, decision, trace);
     }
 
+    const flow = settings.flow;
+    if (flow) {
+      const held = await this.#gate<Result>(flow, job, dependency);
+      if (held) return held;
+    }
+
     if ((settings.budget || settings.breaker) && needsAdmission(stored, job.stalls)) {
       const refused = await this.#admit(job, state, dependency, trace);
       if (refused === 'bookkeeping') return { type: 'delayed' };
@@ -279,6 +303,12 @@ export class JobRuntime {
       value = trace ? await trace.run(run) : await run();
     } catch (error) {
       if (settings.isPassThrough?.(error)) return { type: 'pass-through', error };
+      // The breaker refused the job's own dependency (its probes are all in flight): hold the job as the
+      // gate would, instead of delaying it by the policy.
+      if (flow && isBrokenCircuitError(error) && error.dependency === dependency) {
+        const action = flow.heldByBreaker(dependency, error);
+        if (action && action.type !== 'run') return this.#hold(flow, job, dependency, action);
+      }
       return this.#settle(job, error, ctx, state, stored !== undefined, undefined, trace);
     }
     if (ctx.calls === 0) onSuccess(dependency);
@@ -397,6 +427,45 @@ export class JobRuntime {
     }
   }
 
+  /** Flow control's gate; a gate that fails is reported and the job runs (admission still applies). */
+  async #gate<Result>(
+    flow: RuntimeFlow,
+    job: JobHandle,
+    dependency: string,
+  ): Promise<RunOutcome<Result> | undefined> {
+    let action: FlowAction;
+    try {
+      action = await flow.beforeRun(dependency, { jobId: job.ref.jobId, starts: job.starts });
+    } catch (error) {
+      this.settings.internalError(error);
+      return undefined;
+    }
+    return action.type === 'run' ? undefined : this.#hold(flow, job, dependency, action);
+  }
+
+  /** Holds a job without running it and without touching its attempt state: nothing was attempted. */
+  async #hold<Result>(
+    flow: RuntimeFlow,
+    job: JobHandle,
+    dependency: string,
+    action: Exclude<FlowAction, { type: 'run' }>,
+  ): Promise<RunOutcome<Result>> {
+    if (action.type === 'pause') return { type: 'paused', forMs: action.forMs };
+    try {
+      const nowMs = this.settings.clock.now();
+      if (action.type === 'delay') {
+        await job.moveToDelayed(nowMs + action.forMs);
+        return { type: 'delayed' };
+      }
+      // Listed first, then delayed: a crash in between leaves a listed job that comes back on its own.
+      await flow.park(dependency, job.ref.jobId);
+      await job.moveToDelayed(nowMs + flow.options.parkHorizonMs);
+      return { type: 'delayed' };
+    } catch (error) {
+      return this.#retryBookkeeping(job, error);
+    }
+  }
+
   /**
    * Asks the breaker and the budget before a run that holds no grant. `undefined`: run (the budget charged
    * the retry now). Otherwise the refusal's decision, with the error its record would carry. A gate that
@@ -499,7 +568,8 @@ export class JobRuntime {
         ? { type: 'failed' }
         : outcome.type === 'dead-lettered'
           ? { type: 'dead-lettered', recordId: outcome.recordId }
-          : { type: outcome.type };
+          : // A paused queue puts the job back to run later: for its trace, a delay.
+            { type: outcome.type === 'paused' ? 'delayed' : outcome.type };
     const refused = this.#refusedBookkeeping.get(trace);
     this.#traced(() => trace.end(refused ? { type: 'bookkeeping', error: refused.error } : ended));
   }

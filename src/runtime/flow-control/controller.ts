@@ -1,0 +1,358 @@
+import type { BreakerSnapshot } from '../../breaker/types.js';
+import type { Clock } from '../../common/clock.js';
+import type { BrokenCircuitError } from '../../errors/broken-circuit-error.js';
+import { type FlowVerdict, flowVerdict, type HoldKind } from './gate.js';
+import {
+  type FlowControlOptions,
+  type ResolvedFlowControlOptions,
+  resolveFlowControlOptions,
+} from './options.js';
+import type { SlowStartRamp } from './slow-start.js';
+import type { FlowSnapshot } from './store.js';
+
+/**
+ * The breaker as flow control reads it: the fleet's snapshot of a dependency, and its probe count.
+ * `CircuitBreaker` is one.
+ *
+ * @example
+ * const breaker: FlowBreaker = new CircuitBreaker({ store: new RedisBreakerStore({ redis }) });
+ */
+export interface FlowBreaker {
+  state(dependency: string): Promise<BreakerSnapshot>;
+  optionsFor(dependency: string): { halfOpenProbes: number };
+}
+
+/**
+ * What to do with a job before it runs.
+ * - `run`: run it (a paced slot, if any, has been waited for).
+ * - `pause`: stop the queue's consumption for `forMs` and put the job back unchanged.
+ * - `park`: set the job aside (park list, delayed far ahead) until a release brings it back.
+ * - `delay`: its paced slot is more than `maxPaceWaitMs` away: delay it `forMs` without charging anything.
+ *
+ * @example
+ * const action: FlowAction = { type: 'park', forMs: 4_000 };
+ */
+export type FlowAction =
+  | { type: 'run' }
+  | { type: 'pause'; forMs: number }
+  | { type: 'park'; forMs: number }
+  | { type: 'delay'; forMs: number };
+
+/**
+ * What flow control tells about: a job held (paused or parked; with `shadow: true`, what it would have
+ * held), and parked jobs released. Worker events; metrics and logs subscribe.
+ *
+ * @example
+ * worker.events.on('flow-hold', (e) => log.info(`${e.dependency}: ${e.kind} for ${e.forMs} ms (${e.reason})`));
+ */
+export interface FlowEvents {
+  'flow-hold': {
+    queue: string;
+    dependency: string;
+    kind: HoldKind;
+    forMs: number;
+    reason: 'breaker-open' | 'probe-in-flight';
+    shadow: boolean;
+  };
+  'flow-release': { queue: string; dependency: string; count: number };
+}
+
+/**
+ * A dependency as one worker's flow control sees it, for gauges and the fleet status.
+ *
+ * @example
+ * const status: FlowDependencyStatus = { dependency: 'search', paused: true, pausedUntilMs: 1_700_000_004_000 };
+ */
+export interface FlowDependencyStatus {
+  dependency: string;
+  /** This worker holds the queue paused for the dependency now. */
+  paused: boolean;
+  pausedUntilMs?: number;
+}
+
+/**
+ * What a {@link FlowController} needs besides its options.
+ *
+ * @example
+ * const settings: FlowControllerSettings = { queue: 'index', breaker, clock: systemClock, emit: () => {}, internalError: console.error };
+ */
+export interface FlowControllerSettings {
+  queue: string;
+  breaker: FlowBreaker;
+  clock: Clock;
+  emit: <K extends keyof FlowEvents>(event: K, payload: FlowEvents[K]) => void;
+  internalError: (error: unknown) => void;
+  /** How a paced slot is waited for. Default: a timer. */
+  sleep?: (ms: number) => Promise<void>;
+}
+
+/** What promoting a released job came to: back in the queue, gone (completed, removed), or not delayed yet. */
+export type PromoteResult = 'promoted' | 'gone' | 'busy';
+
+interface Health {
+  breaker: BreakerSnapshot;
+  flow: FlowSnapshot;
+  /** Local clock when it was read. */
+  readAtMs: number;
+}
+
+const RUN: FlowAction = Object.freeze({ type: 'run' });
+const MIN_HOLD_MS = 50;
+/** Every this many release ticks, dependencies with nothing parked here are checked for parks by others. */
+const SCAN_EVERY_TICKS = 20;
+
+/**
+ * One worker's flow control, knowing no queue library: the gate before every run (hold while the
+ * dependency's breaker is open; pace while it recovers), parking, and the release loop that brings parked
+ * jobs back in order under slow start. The queue adapter turns its {@link FlowAction}s into its queue's
+ * terms and gives it a `promote` for releases.
+ *
+ * What it reads of a dependency (the breaker snapshot, the flow state, the kill switch) is reused for
+ * `stateCacheMs`; a worker that reads the breaker open marks the dependency down, one that reads it closed
+ * again marks it up, which starts the fleet's ramp.
+ *
+ * @example
+ * const flow = new FlowController({ store, queueDependency: 'search' }, { queue: 'index', breaker, clock, emit, internalError });
+ * const action = await flow.beforeRun('search', { jobId: '42', starts: 1 });
+ */
+export class FlowController {
+  readonly options: ResolvedFlowControlOptions;
+  readonly #settings: FlowControllerSettings;
+  readonly #health = new Map<string, Health>();
+  readonly #reading = new Map<string, Promise<Health>>();
+  readonly #pausedUntil = new Map<string, number>();
+  /** Dependencies whose jobs this worker runs: the release loop looks after their park lists. */
+  readonly #watched = new Set<string>();
+  /** Dependencies that may have parked jobs of this queue. */
+  readonly #maybeParked = new Set<string>();
+  readonly #sleep: (ms: number) => Promise<void>;
+  #timer: NodeJS.Timeout | undefined;
+  #ticking: Promise<void> | undefined;
+  #ticks = 0;
+
+  constructor(options: FlowControlOptions, settings: FlowControllerSettings) {
+    this.options = resolveFlowControlOptions(options);
+    this.#settings = settings;
+    this.#sleep =
+      settings.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, Math.ceil(ms)).unref()));
+    if (this.options.queueDependency !== undefined) this.#watched.add(this.options.queueDependency);
+  }
+
+  /** Adds dependencies whose park lists this worker looks after (the worker's `dependencies` values). */
+  watch(dependencies: Iterable<string>): void {
+    for (const dependency of dependencies) this.#watched.add(dependency);
+  }
+
+  /** How a held job of `dependency` is held: the queue's own dependency pauses, any other parks. */
+  holdKindOf(dependency: string): HoldKind {
+    return dependency === this.options.queueDependency ? 'pause' : 'park';
+  }
+
+  /**
+   * The gate before a run: hold the job while its dependency's breaker is open (or its probes are all
+   * in flight), then, while the dependency recovers (or under its `maxRatePerSecond`), take a paced slot,
+   * waiting for it when it is near. A job a release brought back runs at once: its release was its slot.
+   */
+  async beforeRun(dependency: string, job: { jobId: string; starts: number }): Promise<FlowAction> {
+    this.#watched.add(dependency);
+    const { options } = this;
+    if (!options.enabled) return RUN;
+    const health = await this.#read(dependency);
+    if (health.flow.off) return RUN;
+    const kind = this.holdKindOf(dependency);
+    const verdict = flowVerdict(
+      {
+        state: health.breaker.state,
+        halfOpenInMs: halfOpenInMs(health, this.#settings.clock.now()),
+        probesInFlight: health.breaker.probesInFlight,
+        halfOpenProbes: this.#settings.breaker.optionsFor(dependency).halfOpenProbes,
+      },
+      { kind, probeWaitMs: options.probeWaitMs, minHoldMs: MIN_HOLD_MS },
+    );
+    if (verdict.action === 'hold') return this.#hold(dependency, verdict);
+    if (options.mode === 'shadow' || !this.#paces(dependency, health)) return RUN;
+    const store = options.store;
+    if (job.starts > 1 && (await store.claimReleased(dependency, this.#settings.queue, job.jobId)))
+      return RUN;
+    const slot = await store.admit(dependency, this.#ramp(dependency), options.maxPaceWaitMs);
+    if (!slot.granted)
+      return { type: kind === 'pause' ? 'pause' : 'delay', forMs: Math.max(MIN_HOLD_MS, slot.waitMs) };
+    if (slot.waitMs > 0) await this.#sleep(slot.waitMs);
+    return RUN;
+  }
+
+  /**
+   * A job's call to its own dependency was refused by the breaker (half-open, every probe slot taken, or
+   * opened since the gate read it): how to hold the job instead of delaying it by its policy. `undefined`
+   * when flow control does not hold (off, or in shadow mode).
+   */
+  heldByBreaker(dependency: string, refusal: BrokenCircuitError): FlowAction | undefined {
+    const { options } = this;
+    if (!options.enabled || this.#health.get(dependency)?.flow.off) return undefined;
+    this.#health.delete(dependency); // the next gate reads afresh
+    const forMs = Math.max(MIN_HOLD_MS, refusal.halfOpenInMs ?? options.probeWaitMs);
+    return this.#hold(dependency, {
+      action: 'hold',
+      kind: this.holdKindOf(dependency),
+      forMs,
+      reason: refusal.state === 'open' ? 'breaker-open' : 'probe-in-flight',
+    });
+  }
+
+  /** Records a parked job in its dependency's park list; the caller then delays it `parkHorizonMs`. */
+  async park(dependency: string, jobId: string): Promise<void> {
+    this.#maybeParked.add(dependency);
+    // The list outlives the horizon: a job coming back on its own finds its entry gone or stale, never lost.
+    await this.options.store.park(dependency, this.#settings.queue, jobId, 2 * this.options.parkHorizonMs);
+  }
+
+  /** What this worker holds now, per dependency it has paused. */
+  status(): FlowDependencyStatus[] {
+    const now = this.#settings.clock.now();
+    return [...this.#pausedUntil].map(([dependency, until]) =>
+      until > now ? { dependency, paused: true, pausedUntilMs: until } : { dependency, paused: false },
+    );
+  }
+
+  /** Dependencies this worker looks after, sorted. */
+  dependencies(): string[] {
+    return [...this.#watched].sort();
+  }
+
+  /** Starts the release loop: every `releaseIntervalMs`, parked jobs of healthy dependencies come back. */
+  startReleasing(promote: (jobId: string) => Promise<PromoteResult>): void {
+    if (this.#timer) return;
+    this.#timer = setInterval(() => {
+      if (this.#ticking) return;
+      this.#ticking = this.releaseOnce(promote)
+        .then(() => {})
+        .catch((error: unknown) => this.#settings.internalError(error))
+        .finally(() => {
+          this.#ticking = undefined;
+        });
+    }, this.options.releaseIntervalMs);
+    this.#timer.unref();
+  }
+
+  /** Stops the release loop and waits for a release in progress. */
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    await this.#ticking;
+  }
+
+  /**
+   * One release pass: for each looked-after dependency that may have parked jobs and is not down, takes
+   * what the ramp allows (a half-open breaker: as many as it has free probe slots, so a queue whose jobs
+   * are all parked still probes) and promotes them, oldest first. With flow control off, everything parked
+   * comes back unpaced. Returns how many were promoted.
+   */
+  async releaseOnce(promote: (jobId: string) => Promise<PromoteResult>): Promise<number> {
+    const { options } = this;
+    const { queue } = this.#settings;
+    const scan = this.#ticks++ % SCAN_EVERY_TICKS === 0;
+    let promoted = 0;
+    for (const dependency of this.#watched) {
+      if (!this.#maybeParked.has(dependency)) {
+        if (!scan || (await options.store.parked(dependency, queue)) === 0) continue;
+        this.#maybeParked.add(dependency);
+      }
+      const health = await this.#read(dependency);
+      const off = !options.enabled || health.flow.off;
+      let max = options.releaseBatch;
+      if (!off && health.breaker.state === 'open') continue;
+      if (!off && health.breaker.state === 'half-open')
+        max = Math.max(
+          0,
+          this.#settings.breaker.optionsFor(dependency).halfOpenProbes - health.breaker.probesInFlight,
+        );
+      if (max === 0) continue;
+      const ramp = off ? UNPACED : this.#ramp(dependency);
+      const ids = await options.store.release(dependency, queue, ramp, max, options.releaseIntervalMs);
+      if (ids.length === 0) {
+        if ((await options.store.parked(dependency, queue)) === 0) this.#maybeParked.delete(dependency);
+        continue;
+      }
+      let count = 0;
+      for (const id of ids) {
+        const result = await promote(id);
+        if (result === 'promoted') count++;
+        // Parked but not moved to delayed yet (it is being parked right now): its turn comes again.
+        else if (result === 'busy') await this.park(dependency, id);
+      }
+      promoted += count;
+      if (count > 0) this.#settings.emit('flow-release', { queue, dependency, count });
+    }
+    return promoted;
+  }
+
+  #hold(dependency: string, verdict: Extract<FlowVerdict, { action: 'hold' }>): FlowAction {
+    const shadow = this.options.mode === 'shadow';
+    this.#settings.emit('flow-hold', {
+      queue: this.#settings.queue,
+      dependency,
+      kind: verdict.kind,
+      forMs: verdict.forMs,
+      reason: verdict.reason,
+      shadow,
+    });
+    if (shadow) return RUN;
+    if (verdict.kind === 'pause')
+      this.#pausedUntil.set(dependency, this.#settings.clock.now() + verdict.forMs);
+    return { type: verdict.kind, forMs: verdict.forMs };
+  }
+
+  /** True while attempts to the dependency are paced: its ramp runs, or it has a ceiling. */
+  #paces(dependency: string, health: Health): boolean {
+    if (this.options.maxRatePerSecond[dependency] !== undefined) return true;
+    const { recoveredAtMs } = health.flow;
+    if (recoveredAtMs === undefined) return false;
+    const storeNow = health.flow.nowMs + (this.#settings.clock.now() - health.readAtMs);
+    return storeNow - recoveredAtMs < this.options.slowStartMs;
+  }
+
+  #ramp(dependency: string): SlowStartRamp {
+    const { slowStartMs, floorPerSecond, maxRatePerSecond } = this.options;
+    return { slowStartMs, floorPerSecond, maxRatePerSecond: maxRatePerSecond[dependency] };
+  }
+
+  /** The dependency's health, reused for `stateCacheMs`; concurrent readers share one read. */
+  async #read(dependency: string): Promise<Health> {
+    const now = this.#settings.clock.now();
+    const known = this.#health.get(dependency);
+    if (known && now - known.readAtMs < this.options.stateCacheMs) return known;
+    let reading = this.#reading.get(dependency);
+    if (!reading) {
+      reading = this.#fetch(dependency).finally(() => this.#reading.delete(dependency));
+      this.#reading.set(dependency, reading);
+    }
+    return reading;
+  }
+
+  async #fetch(dependency: string): Promise<Health> {
+    const { store } = this.options;
+    const [breaker, read] = await Promise.all([
+      this.#settings.breaker.state(dependency),
+      store.read(dependency),
+    ]);
+    let flow = read;
+    if (breaker.state === 'open' && !flow.down) {
+      await store.markDown(dependency);
+      flow = { ...flow, down: true };
+    } else if (breaker.state === 'closed' && flow.down) {
+      flow = await store.markUp(dependency);
+    }
+    const health = { breaker, flow, readAtMs: this.#settings.clock.now() };
+    this.#health.set(dependency, health);
+    return health;
+  }
+}
+
+const UNPACED: SlowStartRamp = Object.freeze({ slowStartMs: 0, floorPerSecond: 1 });
+
+/** Time left until the open breaker half-opens, on its own clock, less the time since it was read. */
+function halfOpenInMs(health: Health, nowMs: number): number | undefined {
+  const { halfOpenAtMs, nowMs: breakerNow } = health.breaker;
+  if (halfOpenAtMs === undefined) return undefined;
+  return Math.max(0, halfOpenAtMs - breakerNow - (nowMs - health.readAtMs));
+}
