@@ -5,6 +5,9 @@
  * `stormguard/prometheus`, `stormguard/sim` and `stormguard/testing`.
  */
 
+export { MemoryAuditLog, type MemoryAuditLogOptions } from './audit/memory-audit-log.js';
+export type { AuditEntry, AuditLog, AuditPage, AuditPageRequest, AuditWrite } from './audit/types.js';
+export { DEFAULT_AUDIT_ENTRIES } from './audit/validate.js';
 export * from './breaker/index.js';
 export * from './budget/index.js';
 export type * from './budget/types.js';

@@ -1,7 +1,10 @@
 export { CircuitBreaker, type CircuitBreakerOptions, type ExecuteOptions } from './circuit-breaker.js';
 export {
+  BREAKER_OVERRIDE_OPS,
   type BreakerBucket,
   type BreakerOp,
+  type BreakerOverrideOp,
+  type BreakerOverrideRequest,
   type BreakerRecord,
   type BreakerStep,
   initialBreakerRecord,
@@ -15,4 +18,5 @@ export {
   type ResolvedBreakerOptions,
   resolveBreakerOptions,
 } from './options.js';
+export { type BreakerOverrideResult, overrideBreaker } from './override-breaker.js';
 export type * from './types.js';

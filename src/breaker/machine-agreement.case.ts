@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { expect } from 'vitest';
 import type { FakeClock } from '../common/clock.js';
+import type { BreakerOverrideOp } from './machine.js';
 import { MemoryBreakerStore } from './memory-store.js';
 import { resolveBreakerOptions } from './options.js';
 import type { BreakerBatch, BreakerStore } from './types.js';
@@ -37,7 +38,7 @@ export async function breakerStoreAgreesWithMachine(
     halfOpenProbes: 2,
     successesToClose: 2,
   });
-  type Op = 'acquire' | 'success' | 'failure' | 'peek' | 'successes';
+  type Op = 'acquire' | 'success' | 'failure' | 'peek' | 'successes' | BreakerOverrideOp;
   const step = fc.record({
     op: fc.oneof(
       { arbitrary: fc.constant<Op>('acquire'), weight: 3 },
@@ -45,6 +46,8 @@ export async function breakerStoreAgreesWithMachine(
       { arbitrary: fc.constant<Op>('failure'), weight: 3 },
       { arbitrary: fc.constant<Op>('peek'), weight: 1 },
       { arbitrary: fc.constant<Op>('successes'), weight: 1 },
+      // An operator's override now and then, so a held breaker meets every other operation.
+      { arbitrary: fc.constantFrom<Op>('force-open', 'force-closed', 'reset'), weight: 1 },
     ),
     // Which probe ticket an outcome carries: none, the oldest one issued, or the newest one.
     ticket: fc.constantFrom('none', 'oldest', 'newest'),
@@ -67,19 +70,24 @@ export async function breakerStoreAgreesWithMachine(
         clock.advance(advanceMs);
         const ticket = which === 'oldest' ? tickets.shift() : which === 'newest' ? tickets.pop() : undefined;
         const [a, b] =
-          op === 'acquire'
-            ? await Promise.all([memory.acquire(dep, options), shared.acquire(dep, options)])
-            : op === 'peek'
-              ? await Promise.all([memory.read(dep, options), shared.read(dep, options)])
-              : op === 'successes' || batched > 0
-                ? await Promise.all([
-                    memory.recordBatch(dep, batchOf(op, batched, ticket), options),
-                    shared.recordBatch(dep, batchOf(op, batched, ticket), options),
-                  ])
-                : await Promise.all([
-                    memory.record(dep, op, options, ticket),
-                    shared.record(dep, op, options, ticket),
-                  ]);
+          op === 'force-open' || op === 'force-closed' || op === 'reset'
+            ? await Promise.all([
+                memory.override(dep, op, WHY, options),
+                shared.override!(dep, op, WHY, options),
+              ])
+            : op === 'acquire'
+              ? await Promise.all([memory.acquire(dep, options), shared.acquire(dep, options)])
+              : op === 'peek'
+                ? await Promise.all([memory.read(dep, options), shared.read(dep, options)])
+                : op === 'successes' || batched > 0
+                  ? await Promise.all([
+                      memory.recordBatch(dep, batchOf(op, batched, ticket), options),
+                      shared.recordBatch(dep, batchOf(op, batched, ticket), options),
+                    ])
+                  : await Promise.all([
+                      memory.record(dep, op, options, ticket),
+                      shared.record(dep, op, options, ticket),
+                    ]);
         expect(b).toEqual(a);
         const issued = (a as { ticket?: string }).ticket;
         if (issued !== undefined) tickets.push(issued);
@@ -88,6 +96,8 @@ export async function breakerStoreAgreesWithMachine(
     { numRuns, seed: 20261202 },
   );
 }
+
+const WHY = { reason: 'agreement check', by: 'property' };
 
 function batchOf(
   op: 'success' | 'failure' | 'successes',

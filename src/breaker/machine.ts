@@ -1,5 +1,6 @@
 import { BREAKER_WINDOW_BUCKETS, type ResolvedBreakerOptions } from './options.js';
 import type {
+  BreakerOverride,
   BreakerSnapshot,
   BreakerStateName,
   BreakerTransition,
@@ -42,6 +43,8 @@ export interface BreakerRecord {
    */
   probesInFlight: BreakerProbe[];
   buckets: BreakerBucket[];
+  /** An operator's hold on the breaker (see `force-open`, `force-closed` and `reset` of {@link stepBreaker}). */
+  override?: BreakerOverride;
 }
 
 /**
@@ -66,16 +69,51 @@ export interface BreakerStepInput {
   batchedSuccesses?: number;
   /** For `success` / `failure`: the probe ticket the call was admitted with, if it was a probe. */
   ticket?: string;
+  /** For `force-open`, `force-closed` and `reset`: why, and who asked. */
+  override?: BreakerOverrideRequest;
+}
+
+/**
+ * An operator's request to hold or reset a breaker: why (required, non-empty) and who.
+ *
+ * @example
+ * const request: BreakerOverrideRequest = { reason: 'search cluster reindexing', by: 'alice' };
+ */
+export interface BreakerOverrideRequest {
+  reason: string;
+  /** The identity of whoever asked; `anonymous` when there is none. */
+  by: string;
 }
 
 /**
  * What a store is asked to do. `peek` changes nothing. `successes` only counts a batch of successes (see
- * `batchedSuccesses` of {@link stepBreaker}).
+ * `batchedSuccesses` of {@link stepBreaker}). `force-open`, `force-closed` and `reset` are an operator's
+ * overrides ({@link BreakerOverrideOp}).
  *
  * @example
  * stepBreaker(record, 'peek', now, options).view.state;
  */
-export type BreakerOp = 'acquire' | 'success' | 'failure' | 'peek' | 'successes';
+export type BreakerOp = 'acquire' | 'success' | 'failure' | 'peek' | 'successes' | BreakerOverrideOp;
+
+/**
+ * An operator's override of a breaker:
+ * - `force-open`: no call goes through and no probe is admitted until a reset; it never half-opens on its
+ *   own. Outcomes of calls already under way are counted in the window.
+ * - `force-closed`: every call goes through until a reset; failures are counted but never open it.
+ * - `reset`: lifts any override and starts afresh: closed, empty window, no failure streak.
+ *
+ * @example
+ * await store.override('search', 'force-open', { reason: 'reindexing', by: 'alice' }, options);
+ */
+export type BreakerOverrideOp = 'force-open' | 'force-closed' | 'reset';
+
+/**
+ * The operator override ops, for validating input.
+ *
+ * @example
+ * BREAKER_OVERRIDE_OPS.includes('reset'); // true
+ */
+export const BREAKER_OVERRIDE_OPS: readonly BreakerOverrideOp[] = ['force-open', 'force-closed', 'reset'];
 
 /**
  * The outcome of one {@link stepBreaker}.
@@ -173,7 +211,7 @@ export function stepBreaker(
   op: BreakerOp,
   nowMs: number,
   options: ResolvedBreakerOptions,
-  { batchedSuccesses = 0, ticket }: BreakerStepInput = {},
+  { batchedSuccesses = 0, ticket, override }: BreakerStepInput = {},
 ): BreakerStep {
   const record: BreakerRecord = {
     ...input,
@@ -188,7 +226,8 @@ export function stepBreaker(
     record.state = to;
   };
 
-  if (record.state === 'open' && nowMs >= (record.halfOpenAtMs ?? 0)) {
+  const forced = record.override?.state;
+  if (record.state === 'open' && forced !== 'open' && nowMs >= (record.halfOpenAtMs ?? 0)) {
     change('half-open', 'cool-down-elapsed');
     record.probesAdmitted = 0;
     record.probeSuccesses = 0;
@@ -218,7 +257,9 @@ export function stepBreaker(
     addToBucket(record, nowMs, options, 'success', batchedSuccesses);
     record.consecutiveFailures = 0;
   }
-  if (op === 'acquire') {
+  if (op === 'force-open' || op === 'force-closed' || op === 'reset') {
+    applyOverride(record, op, nowMs, override, change, endPeriod);
+  } else if (op === 'acquire') {
     if (record.state === 'closed') allowed = true;
     else if (record.state === 'half-open' && record.probesInFlight.length < options.halfOpenProbes) {
       allowed = probe = true;
@@ -243,7 +284,7 @@ export function stepBreaker(
     } else {
       record.consecutiveFailures += 1;
       if (isProbe) open('probe-failed');
-      else if (record.state === 'closed') {
+      else if (record.state === 'closed' && forced !== 'closed') {
         const { failures, volume } = totals(record.buckets);
         if (record.consecutiveFailures >= options.consecutiveFailures) open('consecutive-failures');
         else if (volume >= options.minimumVolume && failures * 1_000_000 >= options.failureRatePpm * volume)
@@ -254,6 +295,40 @@ export function stepBreaker(
   const step: BreakerStep = { record, allowed, probe, transitions, view: viewOf(record, nowMs) };
   if (issued !== undefined) step.ticket = issued;
   return step;
+}
+
+/**
+ * An operator's override, applied to `record` in place: forcing moves the breaker to the forced state
+ * (one transition when it was not there already) and ends any half-open period; a reset leaves a fresh
+ * closed breaker with no override.
+ */
+function applyOverride(
+  record: BreakerRecord,
+  op: BreakerOverrideOp,
+  nowMs: number,
+  request: BreakerOverrideRequest | undefined,
+  change: (to: BreakerStateName, reason: BreakerTransitionReason) => void,
+  endPeriod: () => void,
+): void {
+  if (op === 'reset') {
+    if (record.state !== 'closed') change('closed', 'reset');
+    Object.assign(record, initialBreakerRecord());
+    for (const field of ['openedAtMs', 'halfOpenAtMs', 'halfOpenedAtMs', 'override'] as const)
+      delete record[field];
+    return;
+  }
+  const to = op === 'force-open' ? 'open' : 'closed';
+  if (record.state !== to) {
+    change(to, op === 'force-open' ? 'forced-open' : 'forced-closed');
+    if (to === 'open') record.openedAtMs = nowMs;
+  }
+  endPeriod();
+  delete record.halfOpenAtMs;
+  if (to === 'closed') {
+    record.buckets = [];
+    record.consecutiveFailures = 0;
+  }
+  record.override = { state: to, reason: request?.reason ?? '', by: request?.by ?? 'anonymous', atMs: nowMs };
 }
 
 /**
@@ -317,6 +392,7 @@ function viewOf(record: BreakerRecord, nowMs: number): BreakerStep['view'] {
     nowMs,
   };
   if (record.openedAtMs !== undefined) view.openedAtMs = record.openedAtMs;
+  if (record.override !== undefined) view.override = { ...record.override };
   if (record.halfOpenAtMs !== undefined && record.state !== 'closed') view.halfOpenAtMs = record.halfOpenAtMs;
   return view;
 }

@@ -1,12 +1,15 @@
 import { type Clock, systemClock } from '../common/clock.js';
 import {
   type BreakerOp,
+  type BreakerOverrideOp,
+  type BreakerOverrideRequest,
   type BreakerRecord,
   type BreakerStepInput,
   initialBreakerRecord,
   stepBreaker,
 } from './machine.js';
 import type { ResolvedBreakerOptions } from './options.js';
+import { checkOverride } from './override.js';
 import type {
   BreakerAdmission,
   BreakerBatch,
@@ -90,6 +93,20 @@ export class MemoryBreakerStore implements BreakerStore, BreakerListing {
     return { transitions: step.transitions, snapshot: this.#snapshot(dependency, step.view) };
   }
 
+  async override(
+    dependency: string,
+    op: BreakerOverrideOp,
+    request: BreakerOverrideRequest,
+    options: ResolvedBreakerOptions,
+  ): Promise<BreakerRecordResult> {
+    const checked = checkOverride(op, request);
+    const nowMs = this.#clock.now();
+    const stored = this.#records.get(dependency);
+    const governing = stored && stored.expiresAtMs > nowMs ? stored.options : options;
+    const step = this.#apply(dependency, op, governing, { override: checked });
+    return { transitions: step.transitions, snapshot: this.#snapshot(dependency, step.view) };
+  }
+
   async read(dependency: string, options: ResolvedBreakerOptions): Promise<BreakerSnapshot> {
     const nowMs = this.#clock.now();
     return this.#snapshot(
@@ -126,14 +143,23 @@ export class MemoryBreakerStore implements BreakerStore, BreakerListing {
     // As the Redis script: peeks and an acquire that admits no probe and changes no state write nothing
     // (so a name that is only ever asked about costs no memory); a write keeps the state for
     // 2 × (windowMs + coolDownMs), after which it is forgotten, as the Redis key expires.
+    // A reset forgets the breaker; an override is kept until a reset lifts it.
+    if (op === 'reset') {
+      this.#records.delete(dependency);
+      return step;
+    }
     const writes =
       op === 'success' ||
       op === 'failure' ||
       op === 'successes' ||
+      op === 'force-open' ||
+      op === 'force-closed' ||
       (op === 'acquire' && (step.probe || step.transitions.length > 0));
     if (writes) {
       if (!this.#records.has(dependency) && this.#records.size >= this.#sweepAtSize) this.#sweep(nowMs);
-      const expiresAtMs = nowMs + 2 * (options.windowMs + options.coolDownMs);
+      const expiresAtMs = step.record.override
+        ? Number.POSITIVE_INFINITY
+        : nowMs + 2 * (options.windowMs + options.coolDownMs);
       this.#records.set(dependency, { record: step.record, expiresAtMs, options });
     }
     return step;

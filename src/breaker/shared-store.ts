@@ -3,9 +3,10 @@ import { type Clock, systemClock } from '../common/clock.js';
 import { EventBus } from '../common/events.js';
 import { withTimeout } from '../common/timeout.js';
 import { parseWith } from '../common/validation.js';
-import type { BreakerOp } from './machine.js';
+import type { BreakerOp, BreakerOverrideOp, BreakerOverrideRequest } from './machine.js';
 import { MemoryBreakerStore } from './memory-store.js';
 import type { ResolvedBreakerOptions } from './options.js';
+import { checkOverride } from './override.js';
 import type {
   BreakerAdmission,
   BreakerBatch,
@@ -132,6 +133,7 @@ export abstract class SharedBreakerStore implements BreakerStore {
     options: ResolvedBreakerOptions,
     batchedSuccesses: number,
     ticket: string | undefined,
+    override?: BreakerOverrideRequest,
   ): Promise<BreakerServerStep>;
 
   /** Why the server cannot be reached right now without trying (a client known to be down), or undefined. */
@@ -180,6 +182,21 @@ export abstract class SharedBreakerStore implements BreakerStore {
       return { transitions: result.transitions, snapshot: { dependency, ...result.view, degraded: false } };
     if (this.#fallback === 'local') return this.#local.recordBatch(dependency, batch, options);
     return { transitions: [], snapshot: this.#fallbackSnapshot(dependency) };
+  }
+
+  async override(
+    dependency: string,
+    op: BreakerOverrideOp,
+    request: BreakerOverrideRequest,
+    options: ResolvedBreakerOptions,
+  ): Promise<BreakerRecordResult> {
+    const checked = checkOverride(op, request);
+    // No fallback: an operator's action must reach the fleet or say it did not.
+    const down = this.unreachable();
+    if (down) throw down;
+    const pending = this.step(dependency, op, options, 0, undefined, checked);
+    const result = await withTimeout(pending, this.#timeoutMs, this.#server);
+    return { transitions: result.transitions, snapshot: { dependency, ...result.view, degraded: false } };
   }
 
   async read(dependency: string, options: ResolvedBreakerOptions): Promise<BreakerSnapshot> {

@@ -12,7 +12,9 @@ interface Entry {
 /**
  * What this process last heard from a shared breaker store about each dependency, and how long it may
  * answer from it alone: a closed breaker for `ttlMs` (a peer may open it meanwhile; that staleness is the
- * price of not asking), an open one until it half-opens (only time moves it on). Half-open and degraded
+ * price of not asking), an open one for `ttlMs` too, or until it half-opens when that is sooner (an
+ * operator may force it closed or reset it meanwhile, and that must reach every worker within `ttlMs`; an
+ * open breaker held by an operator has no half-open time at all). Half-open and degraded
  * answers are never reused: probe admission must stay atomic fleet-wide, and a fallback is local anyway.
  * Deadlines are kept on the local clock, converted from the store's clock by the snapshot's own `nowMs`,
  * so clock skew between a worker and Redis does not matter.
@@ -36,9 +38,9 @@ export class BreakerStateCache {
     const untilMs =
       snapshot.degraded || snapshot.state === 'half-open'
         ? undefined
-        : snapshot.state === 'closed'
+        : snapshot.state === 'closed' || snapshot.halfOpenAtMs === undefined
           ? nowMs + this.ttlMs
-          : nowMs + (snapshot.halfOpenAtMs ?? snapshot.nowMs) - snapshot.nowMs;
+          : nowMs + Math.min(this.ttlMs, snapshot.halfOpenAtMs - snapshot.nowMs);
     if (untilMs === undefined) this.#entries.delete(snapshot.dependency);
     else this.#entries.set(snapshot.dependency, { snapshot, learnedAtMs: nowMs, trustUntilMs: untilMs });
   }

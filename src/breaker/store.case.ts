@@ -322,5 +322,92 @@ export function breakerStoreCases(name: string, open: OpenBreakerStores): void {
       expect((await store!.acquire('mail', options)).allowed).toBe(true);
       expect((await store!.read('mail', options)).state).toBe('closed');
     });
+
+    describe('operator overrides', () => {
+      const why = { reason: 'search cluster reindexing', by: 'alice' };
+      const held = (state: 'open' | 'closed', atMs = T0) => ({ state, ...why, atMs });
+      const override = (store: BreakerStore, op: 'force-open' | 'force-closed' | 'reset', by = why) =>
+        store.override!(DEP, op, by, options);
+
+      it('force-open holds a closed breaker open for every store, past the cool-down and any expiry', async () => {
+        const [a, b] = await setup(2);
+        await feed(a!, 'ss');
+        const forced = await override(a!, 'force-open');
+        expect(forced.transitions).toEqual([{ from: 'closed', to: 'open', reason: 'forced-open', atMs: T0 }]);
+        expect(forced.snapshot).toMatchObject({ state: 'open', openedAtMs: T0, override: held('open') });
+        expect(forced.snapshot.halfOpenAtMs).toBeUndefined();
+        clock.advance(10 * (options.windowMs + options.coolDownMs));
+        const refused = await b!.acquire(DEP, options);
+        expect(refused).toMatchObject({ allowed: false, probe: false, transitions: [] });
+        expect(refused.snapshot).toMatchObject({ state: 'open', override: held('open') });
+        // Outcomes of calls already under way are counted; they change nothing else.
+        const late = await b!.record(DEP, 'success', options);
+        expect(late.snapshot).toMatchObject({ state: 'open', successes: 1, override: held('open') });
+      });
+
+      it('force-closed holds an open breaker closed: every call goes through, failures never open it', async () => {
+        const [store] = await setup();
+        await tripOpen(store!);
+        clock.advance(1_000);
+        const forced = await override(store!, 'force-closed');
+        expect(forced.transitions).toEqual([
+          { from: 'open', to: 'closed', reason: 'forced-closed', atMs: T0 + 1_000 },
+        ]);
+        expect(forced.snapshot).toMatchObject({
+          state: 'closed',
+          volume: 0,
+          consecutiveFailures: 0,
+          override: held('closed', T0 + 1_000),
+        });
+        const failed = await feed(store!, 'f'.repeat(20));
+        expect(failed?.transitions).toEqual([]);
+        expect(failed?.snapshot).toMatchObject({ state: 'closed', failures: 20, consecutiveFailures: 20 });
+        expect((await store!.acquire(DEP, options)).allowed).toBe(true);
+      });
+
+      it('reset lifts an override and starts afresh; the breaker trips on its own again', async () => {
+        const [a, b] = await setup(2);
+        await override(a!, 'force-open');
+        clock.advance(2_000);
+        const reset = await override(b!, 'reset');
+        expect(reset.transitions).toEqual([
+          { from: 'open', to: 'closed', reason: 'reset', atMs: T0 + 2_000 },
+        ]);
+        expect(reset.snapshot).toMatchObject({ state: 'closed', volume: 0, consecutiveFailures: 0 });
+        expect(reset.snapshot.override).toBeUndefined();
+        expect(reset.snapshot.openedAtMs).toBeUndefined();
+        const read = await a!.read(DEP, options);
+        expect(read).toMatchObject({ state: 'closed', volume: 0 });
+        expect(read.override).toBeUndefined();
+        expect((await feed(a!, 'fffff'))?.transitions.map((t) => t.reason)).toEqual(['consecutive-failures']);
+      });
+
+      it('forcing the state it is in changes nothing but the hold; a second override replaces the first', async () => {
+        const [store] = await setup();
+        await tripOpen(store!);
+        const forced = await override(store!, 'force-open');
+        expect(forced.transitions).toEqual([]);
+        expect(forced.snapshot).toMatchObject({ state: 'open', openedAtMs: T0, override: held('open') });
+        clock.advance(100);
+        const closed = await override(store!, 'force-closed', { reason: 'false alarm', by: 'bob' });
+        expect(closed.snapshot.override).toEqual({
+          state: 'closed',
+          reason: 'false alarm',
+          by: 'bob',
+          atMs: T0 + 100,
+        });
+      });
+
+      it('refuses an override without a reason, or of an unknown kind, and changes nothing', async () => {
+        const [store] = await setup();
+        await expect(override(store!, 'force-open', { reason: '  ', by: 'alice' })).rejects.toThrow(
+          /reason: a breaker override needs a reason/,
+        );
+        await expect(store!.override!(DEP, 'open' as never, why, options)).rejects.toThrow(
+          'breaker override "open": use one of force-open, force-closed, reset',
+        );
+        expect((await store!.acquire(DEP, options)).allowed).toBe(true);
+      });
+    });
   });
 }

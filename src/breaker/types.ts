@@ -1,3 +1,4 @@
+import type { BreakerOverrideOp, BreakerOverrideRequest } from './machine.js';
 import type { ResolvedBreakerOptions } from './options.js';
 
 /**
@@ -14,6 +15,8 @@ export type BreakerStateName = 'closed' | 'open' | 'half-open';
  * - `cool-down-elapsed`: open → half-open.
  * - `probe-failed`: half-open → open.
  * - `probes-succeeded`: half-open → closed.
+ * - `forced-open`, `forced-closed`: an operator's override (`stormguard breaker force-open|force-close`).
+ * - `reset`: an operator's reset: back to a fresh closed breaker, any override lifted.
  *
  * @example
  * breaker.events.on('state-change', (e) => { if (e.reason === 'probe-failed') log.warn('still down'); });
@@ -23,7 +26,10 @@ export type BreakerTransitionReason =
   | 'failure-rate'
   | 'cool-down-elapsed'
   | 'probe-failed'
-  | 'probes-succeeded';
+  | 'probes-succeeded'
+  | 'forced-open'
+  | 'forced-closed'
+  | 'reset';
 
 /**
  * One state change, as the store reports it (to the one caller whose operation caused it).
@@ -204,6 +210,20 @@ export interface BreakerStore {
   recordBatch?(
     dependency: string,
     batch: BreakerBatch,
+    options: ResolvedBreakerOptions,
+  ): Promise<BreakerRecordResult>;
+  /**
+   * An operator's override (`force-open`, `force-closed`, `reset`; see {@link BreakerOverrideOp}), applied
+   * atomically and stored with the breaker's state so every worker honours it (within its
+   * `stateCacheMs`). `request.reason` is required. The options of the breaker's own writers win when the
+   * store holds them; `options` serve a breaker no worker has written yet. Unlike the other operations it
+   * rejects when a shared store cannot be reached: an operator's action never lands in a local fallback.
+   * Every store in this package has it.
+   */
+  override?(
+    dependency: string,
+    op: BreakerOverrideOp,
+    request: BreakerOverrideRequest,
     options: ResolvedBreakerOptions,
   ): Promise<BreakerRecordResult>;
   /**

@@ -1,4 +1,4 @@
-import type { BreakerOp } from '../breaker/machine.js';
+import type { BreakerOp, BreakerOverrideRequest } from '../breaker/machine.js';
 import type { ResolvedBreakerOptions } from '../breaker/options.js';
 import {
   type BreakerServerStep,
@@ -90,7 +90,7 @@ export class PostgresBreakerStore extends SharedBreakerStore implements BreakerL
   async list(): Promise<ListedPostgresBreaker[]> {
     const q = this.#db.q;
     const rows = await this.#db.query<{ dependency: string; step: StepResult }>(
-      `SELECT b.dependency, ${q}.breaker_step(b.prefix, b.dependency, 'peek', NULL, 0, $2, NULL) AS step
+      `SELECT b.dependency, ${q}.breaker_step(b.prefix, b.dependency, 'peek', NULL, 0, $2, NULL, NULL) AS step
          FROM ${q}.breakers b
         WHERE b.prefix = $1 AND b.expires_at_ms > ${q}.now_ms($2) AND b.options IS NOT NULL`,
       [this.#db.prefix, this.#timeOverride?.now() ?? null],
@@ -116,9 +116,10 @@ export class PostgresBreakerStore extends SharedBreakerStore implements BreakerL
     options: ResolvedBreakerOptions,
     batchedSuccesses: number,
     ticket: string | undefined,
+    override?: BreakerOverrideRequest,
   ): Promise<BreakerServerStep> {
     const [row] = await this.#db.query<{ step: StepResult }>(
-      `SELECT ${this.#db.q}.breaker_step($1, $2, $3, $4, $5, $6, $7) AS step`,
+      `SELECT ${this.#db.q}.breaker_step($1, $2, $3, $4, $5, $6, $7, $8) AS step`,
       [
         this.#db.prefix,
         dependency,
@@ -127,6 +128,7 @@ export class PostgresBreakerStore extends SharedBreakerStore implements BreakerL
         batchedSuccesses,
         this.#timeOverride?.now() ?? null,
         ticket ?? null,
+        override ? JSON.stringify(override) : null,
       ],
     );
     return row!.step;

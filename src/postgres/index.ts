@@ -12,6 +12,7 @@
  */
 
 export type { BreakerStoreEvents, BreakerStoreFallback } from '../breaker/shared-store.js';
+export { PostgresAuditLog, type PostgresAuditLogOptions } from './audit-log.js';
 export {
   type ListedPostgresBreaker,
   PostgresBreakerStore,

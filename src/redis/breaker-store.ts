@@ -1,4 +1,4 @@
-import type { BreakerOp } from '../breaker/machine.js';
+import type { BreakerOp, BreakerOverrideRequest } from '../breaker/machine.js';
 import type { ResolvedBreakerOptions } from '../breaker/options.js';
 import {
   type BreakerServerStep,
@@ -13,7 +13,7 @@ import { scanKeys } from './scan.js';
 import { defineScript, type RedisClient } from './scripts.js';
 
 const SCRIPT = {
-  command: 'stormguardBreakerUpdateV2',
+  command: 'stormguardBreakerUpdateV3',
   file: 'breaker-update-1.lua',
   numberOfKeys: 1,
 } as const;
@@ -126,8 +126,16 @@ export class RedisBreakerStore extends SharedBreakerStore implements BreakerList
     options: ResolvedBreakerOptions,
     batchedSuccesses: number,
     ticket: string | undefined,
+    override?: BreakerOverrideRequest,
   ): Promise<BreakerServerStep> {
-    const args = [op, this.#now(), JSON.stringify(options), batchedSuccesses, ticket ?? ''];
+    const args = [
+      op,
+      this.#now(),
+      JSON.stringify(options),
+      batchedSuccesses,
+      ticket ?? '',
+      override ? JSON.stringify(override) : '',
+    ];
     const result = JSON.parse(String(await this.#script([this.keyOf(dependency)], args))) as ScriptResult;
     return { ...result, transitions: transitionsOf(result) };
   }

@@ -8,6 +8,7 @@
  * const store = new RedisBudgetStore({ redis: new Redis(process.env.REDIS_URL), prefix: 'stormguard' });
  */
 
+export { RedisAuditLog, type RedisAuditLogOptions } from './audit-log.js';
 export {
   type BreakerStoreEvents,
   type BreakerStoreFallback,

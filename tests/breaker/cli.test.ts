@@ -1,6 +1,7 @@
-import type { Redis } from 'ioredis';
+import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { resolveBreakerOptions } from '../../src/breaker/options.js';
+import { RedisAuditLog } from '../../src/redis/audit-log.js';
 import { RedisBreakerStore } from '../../src/redis/breaker-store.js';
 import { cli } from '../helpers/cli.js';
 import { cliRedisBed } from '../helpers/cli-redis.js';
@@ -63,5 +64,71 @@ describe('stormguard breaker status', () => {
     const { code, stderr } = await cli('breaker', 'status', '--redis', url);
     expect(code).toBe(1);
     expect(stderr).toContain(`cannot reach Redis at ${url}`);
+  });
+});
+
+describe('stormguard breaker force-open|force-close|reset', () => {
+  it('holds a breaker open fleet-wide, says so in status, records it in the audit log, and resets it', async () => {
+    const forced = await bed.cli(
+      'breaker',
+      'force-open',
+      'crm',
+      '--prefix',
+      'cli-override',
+      '--reason',
+      'crm migration until 14:00',
+      '--by',
+      'alice',
+    );
+    expect(forced.code).toBe(0);
+    expect(forced.stdout).toMatch(/^the crm breaker is held open until a reset \(.*audit entry 1\)\n$/);
+
+    const status = await bed.cli('breaker', 'status', '--prefix', 'cli-override');
+    const lines = status.stdout.trimEnd().split('\n');
+    expect(lines[1]).toMatch(/^crm\s+open\s+0\/0\s+0\s+-\s+\S+Z \(.+\)\s+held$/);
+    expect(lines[2]).toMatch(
+      /^"crm": held open by alice since \S+Z \(.+\): crm migration until 14:00; stormguard breaker reset lifts it$/,
+    );
+
+    const redis = new Redis(bed.server.connection);
+    try {
+      const store = new RedisBreakerStore({ redis, prefix: 'cli-override' });
+      const refused = await store.acquire('crm', resolveBreakerOptions());
+      expect(refused.allowed).toBe(false);
+
+      const reset = await bed.cli(
+        'breaker',
+        'reset',
+        'crm',
+        '--prefix',
+        'cli-override',
+        '--reason',
+        'done',
+        '--json',
+      );
+      expect(reset.code).toBe(0);
+      const report = JSON.parse(reset.stdout) as { snapshot: { state: string }; audit: { id: string } };
+      expect(report.snapshot.state).toBe('closed');
+      expect(report.audit.id).toBe('2');
+      expect((await store.acquire('crm', resolveBreakerOptions())).allowed).toBe(true);
+
+      const { entries } = await new RedisAuditLog({ redis, prefix: 'cli-override' }).list({ limit: 10 });
+      expect(entries.map((e) => [e.by, e.action, e.target, e.reason, e.detail])).toEqual([
+        ['anonymous', 'breaker.reset', 'crm', 'done', { from: 'open', to: 'closed' }],
+        ['alice', 'breaker.force-open', 'crm', 'crm migration until 14:00', { from: 'closed', to: 'open' }],
+      ]);
+    } finally {
+      await redis.quit();
+    }
+  });
+
+  it('refuses an override without a reason with exit code 2, before connecting', async () => {
+    const url = `redis://127.0.0.1:${await freePort()}`;
+    const missing = await cli('breaker', 'force-close', 'crm', '--redis', url);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/--reason/);
+    const blank = await cli('breaker', 'force-close', 'crm', '--redis', url, '--reason', ' ');
+    expect(blank.code).toBe(2);
+    expect(blank.stderr).toMatch(/--reason: the value is empty/);
   });
 });

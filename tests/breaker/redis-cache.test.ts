@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CircuitBreaker } from '../../src/breaker/circuit-breaker.js';
+import { FakeClock } from '../../src/common/clock.js';
 import { isBrokenCircuitError } from '../../src/errors/broken-circuit-error.js';
 import { TransientError } from '../../src/errors/transient-error.js';
 import { RedisBreakerStore } from '../../src/redis/breaker-store.js';
@@ -92,5 +93,41 @@ describe('CircuitBreaker state cache on a RedisBreakerStore', () => {
     expect(() => new CircuitBreaker({ stateCacheMs: -1 })).toThrow(
       'stateCacheMs: -1 is invalid; use a whole number of ms >= 0',
     );
+  });
+
+  it("an operator's override reaches a worker within its stateCacheMs, whatever the cached state", async () => {
+    const redis = new Redis(server.connection);
+    try {
+      const prefix = `cache-${++run}`;
+      const operator = new RedisBreakerStore({ redis, prefix });
+      const clock = new FakeClock(0);
+      const worker = new CircuitBreaker({
+        store: new RedisBreakerStore({ redis, prefix }),
+        clock,
+        stateCacheMs: 1_000,
+        consecutiveFailures: 1,
+        coolDownMs: 600_000,
+      });
+      const why = { reason: 'maintenance', by: 'alice' };
+      expect((await worker.acquire('crm')).allowed).toBe(true); // closed, now cached
+
+      await operator.override('crm', 'force-open', why, worker.optionsFor('crm'));
+      clock.advance(1_000);
+      const refused = await worker.acquire('crm');
+      expect(refused.allowed).toBe(false);
+      expect(refused.snapshot.override).toMatchObject({ state: 'open', reason: 'maintenance', by: 'alice' });
+
+      // A breaker that opened on its own is cached until it half-opens (10 minutes here) no longer.
+      await operator.override('crm', 'reset', why, worker.optionsFor('crm'));
+      clock.advance(1_000);
+      await worker.recordFailure('crm', await worker.acquire('crm'));
+      expect((await worker.acquire('crm')).allowed).toBe(false);
+      await operator.override('crm', 'force-closed', why, worker.optionsFor('crm'));
+      clock.advance(1_000);
+      expect((await worker.acquire('crm')).allowed).toBe(true);
+      await worker.close();
+    } finally {
+      await redis.quit();
+    }
   });
 });

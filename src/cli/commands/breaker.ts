@@ -1,5 +1,9 @@
 import type { Command } from 'commander';
-import type { BreakerListing, ListedBreaker } from '../../breaker/types.js';
+import type { AuditLog } from '../../audit/types.js';
+import type { BreakerOverrideOp } from '../../breaker/machine.js';
+import { checkOverride } from '../../breaker/override.js';
+import { overrideBreaker } from '../../breaker/override-breaker.js';
+import type { BreakerListing, BreakerSnapshot, BreakerStore, ListedBreaker } from '../../breaker/types.js';
 import { systemClock } from '../../common/clock.js';
 import { formatDuration } from '../../common/duration.js';
 import { assertPrefix } from '../../redis/budget-keys.js';
@@ -22,7 +26,7 @@ interface StatusFlags extends BackendFlags {
 }
 
 /**
- * `stormguard breaker status`: every dependency's circuit breaker as the fleet shares it in Redis or
+ * `stormguard breaker status|force-open|force-close|reset`: every dependency's circuit breaker as the fleet shares it in Redis or
  * PostgreSQL: state, failures and volume in the window, the failure streak, probes, when it opened and
  * when it half-opens.
  *
@@ -30,7 +34,9 @@ interface StatusFlags extends BackendFlags {
  * stormguard breaker status --redis redis://10.0.0.5:6379 --prefix shop --json
  */
 export function register(program: Command, io: CliIO): void {
-  const breaker = program.command('breaker').description('inspect the fleet-wide circuit breakers');
+  const breaker = program
+    .command('breaker')
+    .description('inspect the fleet-wide circuit breakers, and hold or reset one by hand');
   withExamples(withFleetStateOptions(breaker.command('status')), [
     'stormguard breaker status',
     'stormguard breaker status --redis redis://10.0.0.5:6379 --prefix shop --json',
@@ -47,6 +53,101 @@ export function register(program: Command, io: CliIO): void {
       if (flags.json) printJson(io, { prefix: flags.prefix, nowMs, breakers });
       else io.stdout.write(`${formatStatus(flags.prefix, breakers, nowMs)}\n`);
     });
+  registerOverrides(breaker, io);
+}
+
+interface OverrideFlags extends StatusFlags {
+  reason: string;
+  by?: string;
+}
+
+/** The CLI's name of each override, and what it does. */
+const OVERRIDE_COMMANDS = [
+  ['force-open', 'force-open', 'hold the breaker open fleet-wide (no call, no probe) until a reset'],
+  [
+    'force-close',
+    'force-closed',
+    'hold the breaker closed fleet-wide (failures never open it) until a reset',
+  ],
+  ['reset', 'reset', 'lift any hold and start the breaker afresh: closed, empty window'],
+] as const satisfies readonly (readonly [string, BreakerOverrideOp, string])[];
+
+/** `stormguard breaker force-open|force-close|reset <dependency> --reason "..."`. */
+function registerOverrides(breaker: Command, io: CliIO): void {
+  for (const [name, op, description] of OVERRIDE_COMMANDS)
+    withExamples(withFleetStateOptions(breaker.command(name)), [
+      `stormguard breaker ${name} search --reason "search cluster reindexing until 14:00" --by alice`,
+      `stormguard breaker ${name} search --reason "..." --postgres postgres://app@db:5432/shop`,
+    ])
+      .description(`${description}; recorded in the audit log`)
+      .argument('<dependency>', 'the dependency whose breaker to override')
+      .requiredOption('--reason <text>', 'why, in words the next operator understands (required)')
+      .option(
+        '--by <name>',
+        'who is acting, for the audit log (default: $STORMGUARD_OPERATOR, else "anonymous")',
+      )
+      .action(async (dependency: string, flags: OverrideFlags, command: Command) => {
+        assertPrefix(flags.prefix);
+        const request = checkOverride(op, {
+          reason: flags.reason,
+          by: flags.by ?? process.env.STORMGUARD_OPERATOR ?? 'anonymous',
+        });
+        const result = await withOverrideStores(fleetBackend(flags, command), flags.prefix, (stores) =>
+          overrideBreaker(stores, dependency, op, request),
+        );
+        if (flags.json) printJson(io, { prefix: flags.prefix, ...result });
+        else io.stdout.write(`${formatOverride(dependency, op, result.snapshot, result.audit?.id)}\n`);
+      });
+}
+
+/** Runs `work` with the breaker store and audit log of the backend the flags name. */
+async function withOverrideStores<T>(
+  backend: FleetBackend,
+  prefix: string,
+  work: (stores: { store: BreakerStore; audit: AuditLog }) => Promise<T>,
+): Promise<T> {
+  if (backend.kind === 'redis') {
+    const [{ RedisBreakerStore }, { RedisAuditLog }] = await Promise.all([
+      import('../../redis/breaker-store.js'),
+      import('../../redis/audit-log.js'),
+    ]);
+    return withRedis(backend.url, (redis) =>
+      work({
+        store: new RedisBreakerStore({ redis, prefix, timeoutMs: OVERRIDE_TIMEOUT_MS }),
+        audit: new RedisAuditLog({ redis, prefix }),
+      }),
+    );
+  }
+  const [{ PostgresBreakerStore }, { PostgresAuditLog }] = await Promise.all([
+    import('../../postgres/breaker-store.js'),
+    import('../../postgres/audit-log.js'),
+  ]);
+  return withPostgres(backend.url, (pool) =>
+    readSchema(backend, () => {
+      const options = { connection: pool, schema: backend.schema, prefix, migrate: false };
+      return work({
+        store: new PostgresBreakerStore({ ...options, timeoutMs: OVERRIDE_TIMEOUT_MS }),
+        audit: new PostgresAuditLog(options),
+      });
+    }),
+  );
+}
+
+/** An operator waits longer than a worker would: the action must land or say clearly that it did not. */
+const OVERRIDE_TIMEOUT_MS = 10_000;
+
+/** One line saying what the override did. */
+export function formatOverride(
+  dependency: string,
+  op: BreakerOverrideOp,
+  snapshot: BreakerSnapshot,
+  auditId: string | undefined,
+): string {
+  const done =
+    op === 'reset'
+      ? `the ${dependency} breaker is reset: ${snapshot.state}, empty window, no hold`
+      : `the ${dependency} breaker is held ${snapshot.override?.state ?? snapshot.state} until a reset`;
+  return `${done} (workers follow within their stateCacheMs; audit entry ${auditId ?? '-'})`;
 }
 
 /** Every breaker under `prefix` in the backend the flags name. */
@@ -92,10 +193,19 @@ export function formatStatus(prefix: string, breakers: ListedBreaker[], nowMs: n
       halfOpens(b, nowMs),
     ]);
   }
-  return table(rows);
+  // Held breakers are said below the table, whose columns scripts already read.
+  const held = breakers.flatMap((b) =>
+    b.override
+      ? [
+          `${JSON.stringify(b.dependency)}: held ${b.override.state} by ${b.override.by} since ${new Date(b.override.atMs).toISOString()} (${ago(b.override.atMs, nowMs)}): ${b.override.reason}; stormguard breaker reset lifts it`,
+        ]
+      : [],
+  );
+  return [table(rows), ...held].join('\n');
 }
 
 function halfOpens(b: ListedBreaker, nowMs: number): string {
+  if (b.state === 'open' && b.override) return 'held';
   if (b.state !== 'open' || b.halfOpenAtMs === undefined) return '-';
   const at = new Date(b.halfOpenAtMs).toISOString();
   return b.halfOpenAtMs > nowMs ? `${at} (in ${formatDuration(b.halfOpenAtMs - nowMs)})` : `${at} (due)`;

@@ -7,14 +7,16 @@
 
   KEYS[1]  the dependency's state hash, "{<prefix>:d:<dependency>}:breaker" (one key, one hash slot)
 
-  ARGV[1]  op: "acquire" | "success" | "failure" | "peek" | "successes"
+  ARGV[1]  op: "acquire" | "success" | "failure" | "peek" | "successes", or an operator's override:
+           "force-open" | "force-closed" | "reset"
   ARGV[2]  TEST ONLY: the time to use, in epoch ms. "" (always, in production) uses the server's TIME,
            so every worker sees the same clock. Tests pass a fake clock's time so one conformance suite
            can drive the memory and the Redis store alike.
   ARGV[3]  the resolved options as JSON: { windowMs, bucketMs, failureRatePpm, minimumVolume,
            consecutiveFailures, coolDownMs, halfOpenProbes, successesToClose, ... }.
            "" is allowed for "peek" only: the options stored by the last write are used (the CLI reads
-           breakers this way without knowing their options).
+           breakers this way without knowing their options). An override uses the stored options when
+           there are any, and these only for a breaker no worker has written.
   ARGV[4]  optional, default "0": batched successes, a whole number >= 0: successes of calls admitted while
            closed that a worker counted locally. Before "success" / "failure" / "successes" is applied they
            are added to the current bucket and reset the failure streak; they never count as probe
@@ -23,6 +25,10 @@
            "acquire" returned. Only an outcome whose ticket names a probe of the current half-open period
            still in flight moves a half-open breaker (each ticket counts once); any other outcome is
            counted in the window and changes nothing else.
+  ARGV[6]  for an override: { reason, by } as JSON (checked by the caller: reason non-empty). "force-open"
+           holds the breaker open (no call, no probe, no half-open of its own) and "force-closed" closed
+           (failures counted, never opening it) until a "reset", which lifts the hold and deletes the
+           state (a fresh closed breaker). A held breaker's hash does not expire.
 
   Returns  a JSON string:
            { allowed: bool,        -- acquire: the call may go downstream (false for other ops)
@@ -30,14 +36,16 @@
              ticket: string,       -- acquire, when probe: the ticket its outcome must carry (else absent)
              transitions: [ { from, to, reason, atMs } ],
              view: { state, successes, failures, volume, consecutiveFailures, probesAdmitted,
-                     probeSuccesses, probesInFlight, nowMs, openedAtMs?, halfOpenAtMs? },
+                     probeSuccesses, probesInFlight, nowMs, openedAtMs?, halfOpenAtMs?,
+                     override?: { state, reason, by, atMs } },
              options: <the options used> | absent when peeking a breaker that has no state }
   Errors   "stormguard-breaker: unknown op <op>", "stormguard-breaker: options are required for <op>",
            "stormguard-breaker: batched successes must be a whole number >= 0".
 
   Hash fields: st state, cf consecutive failures, oa opened at, ha half-opens at, pa probes admitted,
   ps probe successes, hp when the half-open period began, "p:<seq>" admission time of each probe in
-  flight (one presumed lost after coolDownMs is dropped), cfg options JSON, "s:<bucket>" / "f:<bucket>" successes
+  flight (one presumed lost after coolDownMs is dropped), cfg options JSON, xs / xr / xb / xa the override's
+  state, reason, who and when, "s:<bucket>" / "f:<bucket>" successes
   and failures per window sub-bucket (bucket = floor(now / bucketMs); the last 10 buckets are live).
   A write rewrites the hash and sets PEXPIRE 2 x (windowMs + coolDownMs): an idle breaker forgets.
   "peek", and an "acquire" that admits no probe and changes no state, write nothing.
@@ -50,7 +58,9 @@ local key, op, timeOverride, optionsJson = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
 local batched = tonumber(ARGV[4] or '0')
 local ticket = ARGV[5] or ''
 
-if op ~= 'acquire' and op ~= 'success' and op ~= 'failure' and op ~= 'peek' and op ~= 'successes' then
+local overrides = op == 'force-open' or op == 'force-closed' or op == 'reset'
+if op ~= 'acquire' and op ~= 'success' and op ~= 'failure' and op ~= 'peek' and op ~= 'successes'
+  and not overrides then
   return redis.error_reply('stormguard-breaker: unknown op ' .. tostring(op))
 end
 if batched == nil or batched < 0 or batched ~= math.floor(batched) then
@@ -64,7 +74,7 @@ local h = {}
 local raw = redis.call('HGETALL', key)
 for i = 1, #raw, 2 do h[raw[i]] = raw[i + 1] end
 
-if optionsJson == '' then optionsJson = h.cfg end
+if optionsJson == '' or (overrides and h.cfg ~= nil) then optionsJson = h.cfg end
 if optionsJson == nil then
   if op ~= 'peek' then return redis.error_reply('stormguard-breaker: options are required for ' .. op) end
   return cjson.encode({ allowed = false, probe = false, transitions = {}, view = {
@@ -78,6 +88,8 @@ local state = h.st or 'closed'
 local cf = num(h.cf) or 0
 local openedAt, halfOpenAt, halfOpenedAt = num(h.oa), num(h.ha), num(h.hp)
 local admitted, probeOk = num(h.pa) or 0, num(h.ps) or 0
+local held = nil -- the operator's override: { state, reason, by, atMs }
+if h.xs ~= nil then held = { state = h.xs, reason = h.xr, by = h.xb, atMs = tonumber(h.xa) } end
 local inFlight = {} -- seq -> admitted at
 for field, value in pairs(h) do
   local seq = string.match(field, '^p:(%d+)$')
@@ -117,7 +129,7 @@ local function open(reason)
   endPeriod()
 end
 
-if state == 'open' and now >= (halfOpenAt or 0) then
+if state == 'open' and not (held and held.state == 'open') and now >= (halfOpenAt or 0) then
   change('half-open', 'cool-down-elapsed')
   endPeriod()
   halfOpenedAt = now
@@ -147,7 +159,24 @@ if batched > 0 and records then
 end
 
 local allowed, probe, issued = false, false, nil
-if op == 'acquire' then
+if overrides then
+  if op == 'reset' then
+    if state ~= 'closed' then change('closed', 'reset') end
+    state, cf, openedAt, halfOpenAt, held, buckets = 'closed', 0, nil, nil, nil, {}
+    endPeriod()
+  else
+    local request = cjson.decode(ARGV[6] or '{}')
+    local to = op == 'force-open' and 'open' or 'closed'
+    if state ~= to then
+      change(to, op == 'force-open' and 'forced-open' or 'forced-closed')
+      if to == 'open' then openedAt = now end
+    end
+    endPeriod()
+    halfOpenAt = nil
+    if to == 'closed' then buckets, cf = {}, 0 end
+    held = { state = to, reason = request.reason or '', by = request.by or 'anonymous', atMs = now }
+  end
+elseif op == 'acquire' then
   if state == 'closed' then
     allowed = true
   elseif state == 'half-open' and countInFlight() < o.halfOpenProbes then
@@ -176,7 +205,7 @@ elseif op == 'success' or op == 'failure' then
     cf = cf + 1
     if isProbe then
       open('probe-failed')
-    elseif state == 'closed' then
+    elseif state == 'closed' and not (held and held.state == 'closed') then
       local s, f = 0, 0
       for _, bk in pairs(buckets) do s, f = s + bk.s, f + bk.f end
       if cf >= o.consecutiveFailures then
@@ -193,7 +222,9 @@ for _, bk in pairs(buckets) do successes, failures = successes + bk.s, failures 
 
 -- The hot path, acquire on a closed breaker, changes nothing worth storing: it stays a pure read (the
 -- stale buckets it would prune are pruned by every read anyway).
-if records or (op == 'acquire' and (probe or #transitions > 0)) then
+if op == 'reset' then
+  redis.call('DEL', key)
+elseif records or overrides or (op == 'acquire' and (probe or #transitions > 0)) then
   local fields = { 'st', state, 'cf', cf, 'pa', admitted, 'ps', probeOk, 'cfg', optionsJson }
   local function put(name, value)
     if value ~= nil then fields[#fields + 1] = name; fields[#fields + 1] = value end
@@ -206,9 +237,16 @@ if records or (op == 'acquire' and (probe or #transitions > 0)) then
     if bk.s > 0 then put('s:' .. idx, bk.s) end
     if bk.f > 0 then put('f:' .. idx, bk.f) end
   end
+  if held then
+    put('xs', held.state)
+    put('xr', held.reason)
+    put('xb', held.by)
+    put('xa', held.atMs)
+  end
   redis.call('DEL', key)
   redis.call('HSET', key, unpack(fields))
-  redis.call('PEXPIRE', key, 2 * (o.windowMs + o.coolDownMs))
+  -- An operator's hold lasts until a reset lifts it; anything else forgets when idle.
+  if held == nil then redis.call('PEXPIRE', key, 2 * (o.windowMs + o.coolDownMs)) end
 end
 
 local view = {
@@ -218,5 +256,6 @@ local view = {
   openedAtMs = openedAt,
 }
 if state ~= 'closed' then view.halfOpenAtMs = halfOpenAt end
+if held then view.override = held end
 return cjson.encode({ allowed = allowed, probe = probe, ticket = issued, transitions = transitions, view = view,
   options = o })
