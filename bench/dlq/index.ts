@@ -10,6 +10,9 @@
  *   rare job name, in a queue of `--records` and of 50 × `--records` records, as Redis time per record
  *   listed (INFO commandstats), against a scan of every record that keeps the matches (what a store
  *   without indexes does);
+ * - counting with two filters (dependency and job name) in the same queues: the longest single script call
+ *   and the Redis time in all of them (SLOWLOG), stormguard's chunked count against one call that walks the
+ *   whole index (`bench/baselines/dead-letter-count-one-call.lua`, the script before it was chunked);
  * - the idempotency guard on fresh keys (`once`) against a hand-rolled SET NX + SET.
  *
  * Records per second and Redis commands per record (as INFO commandstats counts them: commands a Lua script
@@ -17,6 +20,7 @@
  *
  *   npx tsx bench/dlq/index.ts [--records 2000] [--rounds 3] [--json]
  */
+import { readFileSync } from 'node:fs';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { deadLetterQueue } from '../../src/bullmq/dead-letter-queue.js';
@@ -178,9 +182,14 @@ const cases: Case[] = [
  * Redis µs per record listed for the 300 newest / oldest records named `rare` (every `size / 300`-th
  * record), in a queue of `size` records: the indexed listing, and a scan of every record for the baseline.
  */
-async function filteredListing(
-  size: number,
-): Promise<{ size: number; newest: number; oldest: number; scan: number }> {
+async function filteredListing(size: number): Promise<{
+  size: number;
+  newest: number;
+  oldest: number;
+  scan: number;
+  count: ScriptTimes;
+  countBaseline: ScriptTimes;
+}> {
   const queue = `scale-${run++}`;
   const store = new RedisDeadLetterStore({ redis, prefix: queue });
   const every = Math.max(1, Math.floor(size / 300));
@@ -223,11 +232,75 @@ async function filteredListing(
     } while (cursor !== '0');
     return Math.min(300, keep.length);
   };
+  const tag = queueTag(queue, queue);
+  const expected = size - Math.floor(size / every);
+  const chunked = () => store.count(queue, { dependency: 'search', name: 'common' });
+  const oneCall = async () =>
+    Number(
+      await redis.eval(
+        ONE_CALL_COUNT,
+        5,
+        `${tag}:dl:all`,
+        `${tag}:dl:all`,
+        `${tag}:dl:d:search`,
+        `${tag}:dl:n:common`,
+        `${tag}:dl:ix`,
+        '-inf',
+        '+inf',
+        '011',
+      ),
+    );
   return {
     size,
     newest: await usecPerRecord(indexed(true)),
     oldest: await usecPerRecord(indexed(false)),
     scan: await usecPerRecord(scan),
+    count: await scriptTimes(chunked, expected),
+    countBaseline: await scriptTimes(oneCall, expected),
+  };
+}
+
+/** The baseline count: one script call that walks the whole index. */
+const ONE_CALL_COUNT = readFileSync(
+  new URL('../baselines/dead-letter-count-one-call.lua', import.meta.url),
+  'utf8',
+);
+
+interface ScriptTimes {
+  /** The longest single script call, µs of Redis time (median over the rounds). */
+  longestUs: number;
+  /** Redis time of all its script calls, µs (median). */
+  totalUs: number;
+  calls: number;
+}
+
+/** What `count` costs Redis, from SLOWLOG (every command logged while it runs); checks its answer. */
+async function scriptTimes(count: () => Promise<number>, expected: number): Promise<ScriptTimes> {
+  const samples: ScriptTimes[] = [];
+  await count(); // warm-up: loads the script
+  await redis.config('SET', 'slowlog-max-len', '100000');
+  try {
+    for (let round = 0; round < rounds; round++) {
+      await redis.config('SET', 'slowlog-log-slower-than', '0');
+      await redis.slowlog('RESET');
+      const got = await count();
+      await redis.config('SET', 'slowlog-log-slower-than', '10000');
+      if (got !== expected) throw new Error(`counted ${got}, expected ${expected}`);
+      const entries = (await redis.slowlog('GET', 100_000)) as [number, number, number, string[]][];
+      const scripts = entries.filter((e) => /^eval/i.test(String(e[3][0])));
+      samples.push({
+        longestUs: Math.max(...scripts.map((e) => e[2])),
+        totalUs: scripts.reduce((n, e) => n + e[2], 0),
+        calls: scripts.length,
+      });
+    }
+  } finally {
+    await redis.config('SET', 'slowlog-log-slower-than', '10000');
+  }
+  return {
+    longestUs: median(samples.map((s) => s.longestUs)),
+    totalUs: median(samples.map((s) => s.totalUs)),
+    calls: median(samples.map((s) => s.calls)),
   };
 }
 
@@ -293,5 +366,20 @@ if (json) {
   ]);
   process.stdout.write(
     `${formatTable([['records in the queue', 'newest 300', 'oldest 300', 'scan (baseline)'], ...scaleRows])}\n`,
+  );
+  process.stdout.write(
+    '\nCount with two filters (dependency and name, every record but the "rare" ones): Redis µs per script call\n\n',
+  );
+  const countRows = scaling.map((s) => [
+    String(s.size),
+    String(s.count.longestUs),
+    String(s.count.totalUs),
+    String(s.count.calls),
+    String(s.countBaseline.longestUs),
+    String(s.countBaseline.totalUs),
+    String(s.countBaseline.calls),
+  ]);
+  process.stdout.write(
+    `${formatTable([['records in the queue', 'longest call', 'all calls', 'calls', 'one call (baseline): longest', 'all', 'calls'], ...countRows])}\n`,
   );
 }

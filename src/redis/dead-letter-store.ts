@@ -72,7 +72,7 @@ export const DEAD_LETTER_SCHEMA_VERSION = 1;
 const SCRIPTS = {
   file: { command: 'stormguardDlqFileV1', file: 'dlq-file-10.lua', numberOfKeys: 10 },
   list: { command: 'stormguardDlqListV1', file: 'dlq-list-7.lua', numberOfKeys: 7, readOnly: true },
-  count: { command: 'stormguardDlqCountV1', file: 'dlq-count-5.lua', numberOfKeys: 5, readOnly: true },
+  count: { command: 'stormguardDlqCountV2', file: 'dlq-count-5.lua', numberOfKeys: 5, readOnly: true },
   claim: { command: 'stormguardDlqClaimV1', file: 'dlq-claim-2.lua', numberOfKeys: 2 },
   remove: { command: 'stormguardDlqRemoveV1', file: 'dlq-remove-4.lua', numberOfKeys: 4 },
   configure: { command: 'stormguardDlqConfigureV1', file: 'dlq-configure-1.lua', numberOfKeys: 1 },
@@ -89,6 +89,11 @@ type Script = ReturnType<typeof defineScript>;
 
 /** How many index entries one `list` call looks at, at most, beyond the page itself. */
 const LOOK_AHEAD = 1_000;
+/**
+ * How many index entries one `count` call looks at, at most, when several filter fields must be checked
+ * record by record: about a millisecond of Redis time, so a count over a large queue never blocks Redis.
+ */
+const COUNT_CHUNK = 1_000;
 /** The record id's stand-in in the attempt state's JSON (split there, the script writes the id between). */
 const ID_MARK = '"recordId":"\\u0000"';
 
@@ -144,7 +149,8 @@ class QueueKeys {
 
 /**
  * The dead-letter store on Redis (ioredis, single node or Cluster). Every operation is one Lua script, one
- * round trip, with time from the Redis server. A queue's keys all start with its hash tag
+ * round trip (a count with several filter fields, one per chunk of 1 000 entries), with time from the Redis
+ * server. A queue's keys all start with its hash tag
  * `{<prefix>:q:<queue>}` (both encoded, see `src/common/keys.ts`), so filing is atomic with the job's
  * attempt state and Redis Cluster works; queue names, dependencies and job names are encoded into keys,
  * so no two of them share an index.
@@ -152,7 +158,8 @@ class QueueKeys {
  * Layout: one hash of records (JSON) per queue, a sorted set of every record and one per reason,
  * dependency and job name, scored by `deadLetteredAt`. Listing walks the smallest index the filter
  * names, so its cost follows the page and the filter's matches, not the queue's size; counting with one
- * filter field is one `ZCOUNT`. Record ids come from a per-queue counter that is never reset.
+ * filter field is one `ZCOUNT`, with several a walk of the smallest index in calls of at most 1 000
+ * entries. Record ids come from a per-queue counter that is never reset.
  * The queue registry is `{<prefix>:g}:dlq-queues`; the layout version `{<prefix>:g}:dlq-schema`.
  *
  * @example
@@ -325,10 +332,27 @@ export class RedisDeadLetterStore implements DeadLetterStore {
     await this.#checkSchema();
     const keys = new QueueKeys(this.prefix, queue);
     const { keys: filterKeys, flags } = keys.filterKeys(parsed);
-    return (await this.#scripts.count(
-      [keys.all, ...filterKeys, keys.ix],
-      [parsed.since ?? '-inf', parsed.before ?? '+inf', flags],
-    )) as number;
+    // One call per chunk of the walked index, resumed at a cursor: records filed or removed between two
+    // calls may or may not be counted, as with a listing's pages.
+    let total = 0;
+    let cursor = '';
+    do {
+      const split = cursor.lastIndexOf('_');
+      const [n, next] = (await this.#scripts.count(
+        [keys.all, ...filterKeys, keys.ix],
+        [
+          parsed.since ?? '-inf',
+          parsed.before ?? '+inf',
+          flags,
+          cursor ? cursor.slice(0, split) : '',
+          cursor ? cursor.slice(split + 1) : '',
+          COUNT_CHUNK,
+        ],
+      )) as [number, string];
+      total += Number(n);
+      cursor = next;
+    } while (cursor !== '');
+    return total;
   }
 
   async claimReplay(queue: string, id: string, jobId: string): Promise<ReplayClaim | undefined> {

@@ -35,6 +35,40 @@ describeDeadLetterStore('RedisDeadLetterStore', async (clock) => {
 });
 
 describe('RedisDeadLetterStore on Redis', () => {
+  it('counts with two filters in several short script calls, never one walk of a whole index', async () => {
+    const store = new RedisDeadLetterStore({ redis, prefix: freshPrefix() });
+    const state = { attempts: 1, deferrals: 0 };
+    // 3 000 records: every fifth is for mail, every sixth is named welcome; the name index (2 500) is the
+    // smaller one the count walks.
+    const records = Array.from({ length: 3_000 }, (_, i) =>
+      sampleDeadLetter(`job-${i}`, {
+        deadLetteredAt: 1_000 + Math.floor(i / 3), // ties, so the chunks resume inside a run of one time
+        dependency: i % 5 === 0 ? 'mail' : 'search',
+        name: i % 6 === 0 ? 'welcome' : 'reindex',
+      }),
+    );
+    for (let i = 0; i < records.length; i += 200)
+      await Promise.all(records.slice(i, i + 200).map((r) => store.file(r, state, 600_000)));
+    const expected = (since: number) =>
+      records.filter((_, i) => i % 5 !== 0 && i % 6 !== 0 && 1_000 + Math.floor(i / 3) >= since).length;
+
+    const scriptCalls = async () => {
+      const info = await redis.info('commandstats');
+      return [...info.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)].reduce(
+        (n, m) => n + Number(m[1]),
+        0,
+      );
+    };
+    const before = await scriptCalls();
+    expect(await store.count('index', { dependency: 'search', name: 'reindex' })).toBe(expected(0));
+    // 2 500 entries of the name index, at most 1 000 looked at per call.
+    expect((await scriptCalls()) - before).toBeGreaterThanOrEqual(3);
+    expect(await store.count('index', { dependency: 'search', name: 'reindex', since: 1_500 })).toBe(
+      expected(1_500),
+    );
+    expect(await store.count('index', { dependency: 'mail', name: 'welcome' })).toBe(100);
+  }, 60_000);
+
   it("keeps all of a queue's keys in its hash tag, and nothing else outside the registry", async () => {
     const store = new RedisDeadLetterStore({ redis, prefix: freshPrefix() });
     await store.file(

@@ -1,7 +1,9 @@
 --[[
-  How many of a queue's dead-letter records match a filter. Read only. With at most one of reason,
-  dependency and name it is one ZCOUNT on that index (O(log n)); with several it walks the smallest of
-  their indexes inside the time range and checks the others against T:dl:ix.
+  How many of a queue's dead-letter records match a filter, one chunk at a time. Read only. With at most
+  one of reason, dependency and name it is one ZCOUNT on that index (O(log n)), in one call. With several
+  it walks the smallest of their indexes inside the time range, from the cursor, and checks the others
+  against T:dl:ix, looking at no more than ARGV[6] entries per call, so no call holds Redis for long on a
+  large queue; the caller adds the chunks up and calls again with the cursor returned.
 
   KEYS[1]  T:dl:all     KEYS[2]  T:dl:r:<reason> or T:dl:all     KEYS[3]  T:dl:d:<dependency> or T:dl:all
   KEYS[4]  T:dl:n:<name> or T:dl:all       KEYS[5]  T:dl:ix
@@ -9,9 +11,15 @@
   ARGV[1]  since: deadLetteredAt >= this ("-inf" for no bound)
   ARGV[2]  before: deadLetteredAt < this ("+inf" for no bound)
   ARGV[3]  "rdn" flags: "1" where KEYS[2..4] is a filter
+  ARGV[4]  cursor: deadLetteredAt of the last entry looked at before, or "" to start at the beginning
+  ARGV[5]  cursor: that entry's id ("" with no cursor)
+  ARGV[6]  at most this many index entries looked at in this call (>= 1)
 
-  Returns  the count
+  Returns  {count, next}: the matches in this chunk, and the cursor "<at>_<id>" of the last entry looked
+           at when more may follow, or "" when the count is complete
 ]]
+--@include dead-letters
+
 local walk, smallest = KEYS[1], nil
 local others = {}
 for i = 2, 4 do
@@ -27,12 +35,23 @@ for i = 2, 4 do
 end
 local before = ARGV[2] == '+inf' and '+inf' or '(' .. ARGV[2]
 if #others == 0 then
-  return redis.call('ZCOUNT', walk, ARGV[1], before)
+  return { redis.call('ZCOUNT', walk, ARGV[1], before), '' }
 end
+
+-- The first rank to look at: past the cursor, never before the time range.
+local rank = ARGV[1] == '-inf' and 0 or redis.call('ZCOUNT', walk, '-inf', '(' .. ARGV[1])
+if ARGV[4] ~= '' then
+  local past = dlCountBefore(walk, ARGV[4], dlMember(ARGV[5]), true)
+  if past > rank then rank = past end
+end
+local last = redis.call('ZCOUNT', walk, '-inf', before) - 1
+local stop = math.min(last, rank + tonumber(ARGV[6]) - 1)
+if stop < rank then return { 0, '' } end
+
 local n = 0
-local ids = redis.call('ZRANGEBYSCORE', walk, ARGV[1], before)
-for _, member in ipairs(ids) do
-  local ok, fields = pcall(cjson.decode, redis.call('HGET', KEYS[5], string.format('%d', tonumber(member))) or '')
+local entries = redis.call('ZRANGE', walk, rank, stop, 'WITHSCORES')
+for k = 1, #entries, 2 do
+  local ok, fields = pcall(cjson.decode, redis.call('HGET', KEYS[5], dlId(entries[k])) or '')
   if ok and type(fields) == 'table' then
     local match = true
     for _, key in ipairs(others) do
@@ -41,4 +60,5 @@ for _, member in ipairs(ids) do
     if match then n = n + 1 end
   end
 end
-return n
+if stop == last then return { n, '' } end
+return { n, entries[#entries] .. '_' .. dlId(entries[#entries - 1]) }

@@ -46,29 +46,13 @@ for i = 2, 4 do
   end
 end
 
--- Ranks of the entries at score `at` whose member is below `member` (or at most `member` when inclusive).
-local function countBefore(key, at, member, inclusive)
-  local lo = redis.call('ZCOUNT', key, '-inf', '(' .. at)
-  local hi = redis.call('ZCOUNT', key, '-inf', at)
-  while lo < hi do
-    local mid = math.floor((lo + hi) / 2)
-    local m = redis.call('ZRANGE', key, mid, mid)[1]
-    if m < member or (inclusive and m == member) then
-      lo = mid + 1
-    else
-      hi = mid
-    end
-  end
-  return lo
-end
-
 local rank
 if ARGV[2] ~= '' then
   local member = dlMember(ARGV[3])
   if asc then
-    rank = countBefore(walk, ARGV[2], member, true)
+    rank = dlCountBefore(walk, ARGV[2], member, true)
   else
-    rank = countBefore(walk, ARGV[2], member, false) - 1
+    rank = dlCountBefore(walk, ARGV[2], member, false) - 1
   end
   -- A cursor never moves back past the time range.
   if asc then

@@ -19,6 +19,24 @@ local function dlId(member)
   return string.format('%d', tonumber(member))
 end
 
+-- The rank in `key` of the first entry past (`at`, `member`): the entries scored below `at`, plus those
+-- scored `at` whose member is below `member` (or at most `member` when inclusive). A binary search among
+-- the entries of one time, so a cursor resumes in O(log n) whatever the queue's size.
+local function dlCountBefore(key, at, member, inclusive)
+  local lo = redis.call('ZCOUNT', key, '-inf', '(' .. at)
+  local hi = redis.call('ZCOUNT', key, '-inf', at)
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    local m = redis.call('ZRANGE', key, mid, mid)[1]
+    if m < member or (inclusive and m == member) then
+      lo = mid + 1
+    else
+      hi = mid
+    end
+  end
+  return lo
+end
+
 -- Removes one record and its index entries; 1 when it was there, 0 when not.
 local function dlRemove(recKey, ixKey, claimKey, allKey, id)
   local member = dlMember(id)
