@@ -9,6 +9,8 @@
  *   (the cost of making two spans per job: the attempt's and the call's).
  *
  * Prints jobs/s, the ratio to `untraced`, and this process's CPU time per job, median of interleaved rounds.
+ * Then the same three ways without Redis or BullMQ: the job runtime alone running `--jobs × 20` jobs in
+ * process, whose time per job is the tracing's own cost, far steadier than throughput on a loaded machine.
  *
  *   npx tsx bench/worker/telemetry.ts [--jobs 5000] [--rounds 3] [--json]
  */
@@ -22,8 +24,14 @@ import {
 import { Queue } from 'bullmq';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
 import { createWorker } from '../../src/bullmq/worker.js';
+import { systemClock } from '../../src/common/clock.js';
+import { EventBus } from '../../src/common/events.js';
+import { systemRandom } from '../../src/common/random.js';
 import { openTelemetryTracing } from '../../src/opentelemetry/index.js';
 import { presets } from '../../src/policy/presets.js';
+import type { JobEvents } from '../../src/runtime/events.js';
+import type { JobHandle } from '../../src/runtime/job-handle.js';
+import { JobRuntime } from '../../src/runtime/job-runtime.js';
 import { MemoryDeadLetterStore } from '../../src/runtime/memory-dead-letter-store.js';
 import { waitFor } from '../../tests/helpers/redis-server.js';
 import { benchArgs, formatTable, median } from '../common.js';
@@ -139,6 +147,57 @@ async function benchmark(backend: BenchBackend): Promise<Row[]> {
   return rows;
 }
 
+/** Microseconds per job of the job runtime alone: `count` successful jobs, one `ctx.call` each. */
+async function inProcess(kind: Kind, count: number): Promise<number> {
+  const exporter = new DiscardingExporter();
+  const tracerProvider =
+    kind === 'on'
+      ? new TracerProvider({ spanProcessors: [new BatchSpanProcessor({ exporter, maxQueueSize: 100_000 })] })
+      : undefined;
+  const store = new MemoryDeadLetterStore();
+  const runtime = new JobRuntime({
+    queue: 'bench',
+    policy: presets.idempotentInternal,
+    dependencies: {},
+    attempts: store,
+    deadLetters: store,
+    clock: systemClock,
+    random: systemRandom,
+    events: new EventBus<JobEvents>(),
+    internalError: () => {},
+    maxStalls: 1,
+    ...(kind === 'untraced'
+      ? {}
+      : { instrumentation: openTelemetryTracing(tracerProvider ? { tracerProvider } : {}) }),
+  });
+  const job: JobHandle = {
+    ref: { queue: 'bench', jobId: '1', createdAt: 0 },
+    name: 'noop',
+    data: {},
+    opts: {},
+    starts: 1,
+    finishes: 0,
+    stalls: 0,
+    moveToDelayed: async () => {},
+  };
+  const started = performance.now();
+  for (let i = 0; i < count; i++) await runtime.run(job, (ctx) => ctx.call('search', () => 'ok'));
+  await tracerProvider?.forceFlush();
+  const micros = ((performance.now() - started) * 1_000) / count;
+  await tracerProvider?.shutdown();
+  return micros;
+}
+
+async function inProcessRows(): Promise<Record<Kind, number>> {
+  const count = jobs * 20;
+  for (const kind of KINDS) await inProcess(kind, count);
+  const results: Record<Kind, number[]> = { untraced: [], off: [], on: [] };
+  for (let round = 0; round < rounds; round++)
+    for (const kind of KINDS.map((_, i) => KINDS[(i + round) % KINDS.length] as Kind))
+      results[kind].push(await inProcess(kind, count));
+  return Object.fromEntries(KINDS.map((kind) => [kind, median(results[kind])])) as Record<Kind, number>;
+}
+
 const backend = await redisBackend();
 let rows: Row[];
 try {
@@ -146,9 +205,12 @@ try {
 } finally {
   await backend.close();
 }
+const runtimeOnly = await inProcessRows();
 
 if (json) {
-  process.stdout.write(`${JSON.stringify({ jobs, rounds, server: backend.server, rows }, null, 2)}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ jobs, rounds, server: backend.server, rows, runtimeMicrosPerJob: runtimeOnly }, null, 2)}\n`,
+  );
 } else {
   process.stdout.write(
     `no-op jobs with one ctx.call: ${jobs} per run, median of ${rounds} interleaved rounds (ratio: median of the rounds' ratios to untraced); ${backend.server}\n\n`,
@@ -170,4 +232,10 @@ if (json) {
     r.spansPerJob.on.toFixed(2),
   ]);
   process.stdout.write(`${formatTable([header, ...table], 1)}\n`);
+  process.stdout.write(
+    `\njob runtime alone, in process (${jobs * 20} jobs per run, median of ${rounds} rounds): µs per job\n\n`,
+  );
+  process.stdout.write(
+    `${formatTable([KINDS.map((k) => k), KINDS.map((k) => runtimeOnly[k].toFixed(2))], 0)}\n`,
+  );
 }
