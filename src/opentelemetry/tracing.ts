@@ -67,6 +67,7 @@ export function openTelemetryTracing(options: OpenTelemetryTracingOptions = {}):
     return provider.getTracer(INSTRUMENTATION_NAME);
   };
   return {
+    isActive: () => tracerOf() !== undefined,
     startAttempt(start) {
       const tracer = tracerOf();
       return tracer && new OpenTelemetryAttempt(tracer, start, system);

@@ -18,6 +18,7 @@ export {
   type MetricDefinition,
   type MetricType,
   metricNames,
+  prometheusNameOf,
   RETRY_DELAY_BUCKETS_SECONDS,
 } from './catalog.js';
 export { createMetrics, type MetricsOptions, type StormguardMetrics } from './create-metrics.js';
@@ -29,6 +30,7 @@ export {
   serveMetrics,
 } from './http.js';
 export { MISSING_LABEL_VALUE, OVERFLOW_LABEL_VALUE } from './labels.js';
+export type { ObserverOptions, Observers } from './observers.js';
 export type {
   BreakerStateEvents,
   BreakerStateName,

@@ -13,6 +13,11 @@ import type { BreakerVerdict, BudgetVerdict, Decision } from '../policy/types.js
  * createWorker('index', processor, { connection, policy: 'idempotent-internal', instrumentation });
  */
 export interface JobInstrumentation {
+  /**
+   * False when nothing would be traced now (no tracer provider registered): the runtime then skips the
+   * attempt without building its {@link AttemptStart}. Absent: always asked through `startAttempt`.
+   */
+  isActive?(): boolean;
   startAttempt(attempt: AttemptStart): AttemptTrace | undefined;
 }
 

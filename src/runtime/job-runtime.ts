@@ -228,7 +228,11 @@ export class JobRuntime {
     const { settings } = this;
     const dependency = this.dependencyFor(job.name);
     const attempt = state.attempts + 1;
-    const trace = settings.instrumentation && this.#startTrace(job, dependency, attempt, state);
+    const { instrumentation } = settings;
+    const trace =
+      instrumentation && this.#active(instrumentation)
+        ? this.#startTrace(instrumentation, job, dependency, attempt, state)
+        : undefined;
     if (!trace) return this.#attempt(job, work, keyOf, stored, state, dependency, attempt, undefined);
     let outcome: RunOutcome<Result> | undefined;
     try {
@@ -538,7 +542,17 @@ export class JobRuntime {
     });
   }
 
+  #active(instrumentation: JobInstrumentation): boolean {
+    try {
+      return instrumentation.isActive?.() !== false;
+    } catch (error) {
+      this.settings.internalError(error);
+      return false;
+    }
+  }
+
   #startTrace(
+    instrumentation: JobInstrumentation,
     job: JobHandle,
     dependency: string,
     attempt: number,
@@ -546,7 +560,7 @@ export class JobRuntime {
   ): AttemptTrace | undefined {
     const { settings } = this;
     try {
-      return settings.instrumentation?.startAttempt({
+      return instrumentation.startAttempt({
         queue: settings.queue,
         task: job.name,
         jobId: job.ref.jobId,
