@@ -55,6 +55,9 @@ export function sampleDeadLetter(jobId: string, overrides: Partial<DeadLetterRec
   };
 }
 
+/** A trace context as a tracer keeps it with a job (opaque to the store). */
+const TRACE_LINK = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+
 /** Registers the dead-letter store conformance cases under `describe(name)`. */
 export function describeDeadLetterStore(name: string, open: OpenDeadLetterStore): void {
   describe(`${name} conformance`, () => {
@@ -101,7 +104,11 @@ export function describeDeadLetterStore(name: string, open: OpenDeadLetterStore)
 
     it('files a record and returns it as given, with the id the store assigned', async () => {
       const store = await setup();
-      const record = sampleDeadLetter('42', { idempotencyKey: 'doc-42', replayedFrom: '3' });
+      const record = sampleDeadLetter('42', {
+        idempotencyKey: 'doc-42',
+        replayedFrom: '3',
+        traceLinks: [TRACE_LINK],
+      });
       const { id, created } = await file(store, record);
       expect(created).toBe(true);
       expect(typeof id).toBe('string');
@@ -169,9 +176,18 @@ export function describeDeadLetterStore(name: string, open: OpenDeadLetterStore)
       const b = { queue: 'index', jobId: 'x', createdAt: 2 };
       const other = { queue: 'other', jobId: 'x', createdAt: 1 };
       expect(await store.readAttempts(a)).toBeUndefined();
-      await store.writeAttempts(a, { attempts: 1, deferrals: 0, previousDelayMs: 400 }, 10_000);
+      await store.writeAttempts(
+        a,
+        { attempts: 1, deferrals: 0, previousDelayMs: 400, traceLinks: [TRACE_LINK] },
+        10_000,
+      );
       await store.writeAttempts(b, { attempts: 3, deferrals: 2 }, 10_000);
-      expect(await store.readAttempts(a)).toEqual({ attempts: 1, deferrals: 0, previousDelayMs: 400 });
+      expect(await store.readAttempts(a)).toEqual({
+        attempts: 1,
+        deferrals: 0,
+        previousDelayMs: 400,
+        traceLinks: [TRACE_LINK],
+      });
       expect(await store.readAttempts(b)).toEqual({ attempts: 3, deferrals: 2 });
       expect(await store.readAttempts(other)).toBeUndefined();
       await store.clearAttempts(a);
