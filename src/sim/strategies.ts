@@ -87,24 +87,49 @@ function builtIn(name: string, scenario: Scenario): ResolvedStrategy | undefined
 export function createRuntime(strategy: ResolvedStrategy, workers: number, clock: Clock): StrategyRuntime {
   switch (strategy.kind) {
     case 'ceiling-only':
-      return { budgetOf: new Array(workers).fill(undefined), budgets: [] };
-    case 'fleet-budget': {
-      const budget = createBudget(strategy, clock);
-      return { budgetOf: new Array(workers).fill(budget), budgets: [budget] };
-    }
-    case 'per-worker-budgets': {
-      const budgets = Array.from({ length: workers }, () => createBudget(strategy, clock));
-      return { budgetOf: budgets, budgets };
-    }
-    case 'budget-and-breaker': {
-      const budget = createBudget(strategy, clock);
-      return {
-        budgetOf: new Array(workers).fill(budget),
-        budgets: [budget],
-        breaker: createBreaker(strategy, clock),
-      };
-    }
+      return { budgetOf: () => undefined, budgets: [], budgetCount: 0 };
+    case 'fleet-budget':
+      return sharedBudget(createBudget(strategy, clock));
+    case 'per-worker-budgets':
+      return budgetPerWorker(workers, () => createBudget(strategy, clock));
+    case 'budget-and-breaker':
+      return { ...sharedBudget(createBudget(strategy, clock)), breaker: createBreaker(strategy, clock) };
   }
+}
+
+/** One budget every worker consults. */
+function sharedBudget(budget: SimBudget): StrategyRuntime {
+  return {
+    budgetOf: () => budget,
+    budgets: [budget],
+    budgetCount: 1,
+    budgetWindowMs: budget.windowMs,
+  };
+}
+
+/**
+ * One budget per worker, each built on its worker's first call: a fleet of a million workers running ten
+ * jobs builds ten. `unused` stands for the others when the engine sums them.
+ */
+function budgetPerWorker(workers: number, create: () => SimBudget): StrategyRuntime {
+  const built = new Map<number, SimBudget>();
+  const budgets: SimBudget[] = [];
+  const unused = create();
+  return {
+    budgetOf: (worker) => {
+      let budget = built.get(worker);
+      if (!budget) {
+        budget = create();
+        built.set(worker, budget);
+        budgets.push(budget);
+      }
+      return budget;
+    },
+    budgets,
+    budgetCount: workers,
+    budgetWindowMs: unused.windowMs,
+    unused,
+  };
 }
 
 /**

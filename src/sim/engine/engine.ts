@@ -11,8 +11,9 @@ import { CallOutcome, DependencyModel } from './dependency-model.js';
 import { EventQueue } from './event-queue.js';
 import { IntQueue } from './int-queue.js';
 import { JobTable } from './job-table.js';
-import type { StrategyRuntime } from './runtime.js';
+import type { SimBudget, StrategyRuntime } from './runtime.js';
 import { BinnedSeries } from './series.js';
+import { SlotPool } from './slot-pool.js';
 
 /** Width of a time-series bin: one second, so a bin's count is a rate per second. */
 export const BIN_MS = 1_000;
@@ -170,18 +171,25 @@ export async function runEngine(
   const policyRandom = seededRandom(seeds.policy);
   const arrivals = new ArrivalStreams(scenario.arrivals, Object.keys(scenario.jobClasses), seeds.arrivals);
 
-  const queue = new EventQueue(Math.max(1024, slotCount * 2));
-  const jobs = new JobTable(Math.max(4096, Math.min(expected + 16, 1 << 22)));
+  // Everything below grows with use, never with the fleet's size: idle workers cost nothing.
+  const queue = new EventQueue(Math.max(1024, Math.min(slotCount * 2, 1 << 16)));
+  const jobs = new JobTable(jobCapacity(expected));
   const waiting = new IntQueue(4096);
-  const idle = new IntQueue(slotCount);
+  // Slot s is worker s % workerCount's: the pool hands consecutive jobs to different workers.
+  const idle = new SlotPool(slotCount);
   const slotJob = new Int32Array(slotCount);
   const slotOutcome = new Uint8Array(slotCount);
   /** The probe ticket of each slot's call, when its breaker admitted it as a half-open probe. */
-  const slotTicket: { ticket?: string }[] = Array.from({ length: slotCount }, () => ({}));
-  // Interleave slots across workers so the idle list hands consecutive jobs to different workers.
-  for (let c = 0; c < concurrency; c++) for (let w = 0; w < workerCount; w++) idle.push(c * workerCount + w);
+  const slotTicket: ({ ticket?: string } | undefined)[] = [];
+  const budgetOf = (slot: number): SimBudget | undefined => runtime.budgetOf(slot % workerCount);
+  const budgeted = runtime.budgetCount > 0;
+  /**
+   * Budgets with successes recorded since the last flush: only they have anything to push. A flush of the
+   * others does nothing, and a fleet of per-worker budgets would pay for one each tick.
+   */
+  const unflushed = new Set<SimBudget>();
 
-  const gated = runtime.budgets.length > 0 || runtime.breaker !== undefined;
+  const gated = budgeted || runtime.breaker !== undefined;
   // The ungated path reuses one context: decideSync is synchronous, so nothing else sees it meanwhile.
   const ctx: DecideContext = {
     policy: classes[0]?.policy as RetryPolicy,
@@ -206,7 +214,18 @@ export async function runEngine(
     drainMs: 0,
     lastSampledBin: -1,
     events: 0,
+    /** Virtual time of the last event that was not a tick. */
+    lastActivity: 0,
+    /** Whether a tick is scheduled; ticks stop while nothing can change a budget (see `tick`). */
+    ticking: false,
   };
+  /**
+   * How long after the last event the budgets are still flushed and sampled. Their memory store forgets a
+   * dependency two windows after its last write (a flush writes within a tick of the event), after which
+   * its state no longer moves; a bin more covers the last sample. Past that the clock jumps to the next
+   * event instead of stepping through idle time.
+   */
+  const quietMs = 2 * (runtime.budgetWindowMs ?? 0) + TICK_MS + 2 * BIN_MS;
 
   const enqueue = (job: number, t: number): void => {
     const slot = idle.shift();
@@ -224,7 +243,7 @@ export async function runEngine(
     slotJob[slot] = job;
     const d = (classes[jobs.jobClass[job] as number] as EngineJobClass).dependency;
     (series[d] as DependencySeries).queueOps.add(t);
-    const budget = runtime.budgetOf[slot % workerCount];
+    const budget = budgetOf(slot);
     if (budget && jobs.sent[job] === 1 && jobs.granted[job] === 0) {
       admissions.push(
         Promise.resolve(budget.trySpend(dependencyNames[d] as string)).then((verdict) => {
@@ -249,7 +268,7 @@ export async function runEngine(
     admissions.push(
       breaker.acquire(dependencyNames[d] as string).then((admission) => {
         if (admission.ticket === undefined) delete slotTicket[slot]?.ticket;
-        else (slotTicket[slot] as { ticket?: string }).ticket = admission.ticket;
+        else slotTicket[slot] = { ticket: admission.ticket };
         if (admission.allowed) call(slot, job, t);
         else return refused(slot, job, t, admission.snapshot);
       }),
@@ -320,7 +339,7 @@ export async function runEngine(
     (series[d] as DependencySeries).refused.add(t);
     jobs.attempts[job] = (jobs.attempts[job] as number) + 1;
     jobs.charged[job] = (jobs.charged[job] as number) + 1;
-    const budget = runtime.budgetOf[slot % workerCount] as StrategyRuntime['budgets'][number];
+    const budget = budgetOf(slot) as SimBudget;
     const context = contextFor(
       job,
       jobClass,
@@ -359,7 +378,7 @@ export async function runEngine(
       previousDelayMs: Number.isNaN(previous) ? undefined : previous,
       hasIdempotencyKey: jobClass.idempotencyKey,
       hasDeadLetterTarget: true,
-      budget: runtime.budgetOf[slot % workerCount],
+      budget: budgetOf(slot),
       breaker: runtime.breaker,
     };
   };
@@ -424,8 +443,11 @@ export async function runEngine(
     const breaker = runtime.breaker;
     if (outcome === CallOutcome.Success) {
       s.successes.add(t);
-      const budget = runtime.budgetOf[slot % workerCount];
-      if (budget) budget.recordSuccess(dependencyNames[d] as string);
+      const budget = budgetOf(slot);
+      if (budget) {
+        budget.recordSuccess(dependencyNames[d] as string);
+        unflushed.add(budget);
+      }
       if (breaker) admissions.push(breaker.recordSuccess(dependencyNames[d] as string, slotTicket[slot]));
       finish(job, t, undefined);
       nextJob(slot, t);
@@ -474,22 +496,44 @@ export async function runEngine(
     arrivals.advance(source, t);
   };
 
+  /**
+   * Flushes the budgets and samples them once per bin, every {@link TICK_MS} while work is pending and a
+   * budget can still change. Only budgets need ticks: a strategy without one has none.
+   */
   const tick = (t: number): Promise<void> | undefined => {
     const bin = Math.floor(t / BIN_MS);
-    const sample = bin !== run.lastSampledBin && runtime.budgets.length > 0;
+    const sample = bin !== run.lastSampledBin;
     if (sample) run.lastSampledBin = bin;
-    const pending = runtime.budgets.length > 0 ? flushAndSample(t, sample) : undefined;
-    if (arrivals.active > 0 || run.delayed > 0 || waiting.size > 0 || idle.size < slotCount)
-      queue.push(t + TICK_MS, TICK);
+    const pending = flushAndSample(t, sample);
+    const working = arrivals.active > 0 || run.delayed > 0 || waiting.size > 0 || idle.size < slotCount;
+    if (working && t - run.lastActivity < quietMs) queue.push(t + TICK_MS, TICK);
+    else run.ticking = false;
     return pending;
   };
 
+  /**
+   * The first event after a quiet spell starts the ticks again, on their grid (the first tick at or after
+   * the event, as they would have been). Its bin was sampled, while nothing moved, at the bin's first tick:
+   * that value is carried forward, so the bin is marked sampled.
+   */
+  const resumeTicks = (t: number): void => {
+    run.ticking = true;
+    run.lastSampledBin = Math.max(run.lastSampledBin, Math.floor(t / BIN_MS));
+    queue.push(Math.ceil(t / TICK_MS) * TICK_MS, TICK);
+  };
+
   const flushAndSample = async (t: number, sample: boolean): Promise<void> => {
-    for (const budget of runtime.budgets) {
-      const flushed = budget.flush();
-      if (flushed instanceof Promise) await flushed;
+    if (unflushed.size > 0) {
+      const flushing = [...unflushed];
+      unflushed.clear();
+      for (const budget of flushing) {
+        const flushed = budget.flush();
+        if (flushed instanceof Promise) await flushed;
+      }
     }
     if (!sample) return;
+    // Budgets not built yet (per-worker budgets are built on a worker's first job) hold what an unused one does.
+    const unbuilt = runtime.budgetCount - runtime.budgets.length;
     for (let d = 0; d < dependencyNames.length; d++) {
       let allowance = 0;
       let spent = 0;
@@ -499,6 +543,12 @@ export async function runEngine(
         allowance += state.allowance;
         spent += state.spent;
         denied += state.denied;
+      }
+      if (unbuilt > 0 && runtime.unused) {
+        const state = await runtime.unused.state(dependencyNames[d] as string);
+        allowance += unbuilt * state.allowance;
+        spent += unbuilt * state.spent;
+        denied += unbuilt * state.denied;
       }
       const s = series[d] as DependencySeries;
       s.allowance.set(t, allowance);
@@ -525,6 +575,10 @@ export async function runEngine(
       if (t > clock.now()) clock.set(t);
       const event = fromStream ? (arrivals.soonest << KIND_BITS) | ARRIVAL : queue.pop();
       const value = event >>> KIND_BITS;
+      if ((event & KIND_MASK) !== TICK) {
+        run.lastActivity = t;
+        if (budgeted && !run.ticking) resumeTicks(t);
+      }
       let pending: Promise<void> | undefined;
       switch (event & KIND_MASK) {
         case ARRIVAL:
@@ -555,7 +609,10 @@ export async function runEngine(
     while (admissions.length > 0) await Promise.all(admissions.splice(0));
   };
 
-  queue.push(0, TICK);
+  if (budgeted) {
+    run.ticking = true;
+    queue.push(0, TICK);
+  }
   for (let i = 0; i < arrivals.size; i++)
     if (arrivals.backlogOf(i) >= 0) queue.push(arrivals.atOf(i), (i << KIND_BITS) | ARRIVAL);
 
@@ -567,6 +624,7 @@ export async function runEngine(
     }
   } finally {
     for (const budget of runtime.budgets) await budget.close();
+    await runtime.unused?.close();
   }
   options.onProgress?.(run.finished, Math.max(run.finished, expected));
 
@@ -587,6 +645,14 @@ export async function runEngine(
     attemptsHistogram: histogram,
     events: run.events,
   };
+}
+
+/**
+ * Rows to reserve for the run's jobs: the expected count and a margin for the Poisson draw (six standard
+ * deviations), so a run of ten million jobs fills its table without doubling it past what it needs.
+ */
+function jobCapacity(expected: number): number {
+  return Math.max(4_096, Math.ceil(expected + 6 * Math.sqrt(expected)) + 16);
 }
 
 /**

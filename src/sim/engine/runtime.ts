@@ -3,6 +3,7 @@ import type { BreakerGate, BudgetGate } from '../../policy/types.js';
 
 /** A retry budget as the engine drives it; stormguard's `RetryBudget` is one. */
 export interface SimBudget extends BudgetGate {
+  readonly windowMs: number;
   recordSuccess(dependency: string): void;
   state(dependency: string): BudgetSnapshot | Promise<BudgetSnapshot>;
   flush(): unknown;
@@ -27,9 +28,21 @@ export interface SimBreaker extends BreakerGate {
  * alone) and an optional breaker.
  */
 export interface StrategyRuntime {
-  /** By worker index; `undefined` means that worker retries on its ceiling alone. */
-  readonly budgetOf: readonly (SimBudget | undefined)[];
-  /** Each budget once, to flush, sample and close. */
+  /**
+   * The budget worker `worker` consults; `undefined` means it retries on its ceiling alone. Per-worker
+   * budgets are built on a worker's first call, so a large fleet costs what its busy workers use.
+   */
+  budgetOf(worker: number): SimBudget | undefined;
+  /** Each budget built so far, once, to flush, sample and close. */
   readonly budgets: readonly SimBudget[];
+  /** How many budgets the strategy has, built or not: 0, 1 for a fleet, or one per worker. */
+  readonly budgetCount: number;
+  /** The budgets' window (they share their settings), or `undefined` without a budget. */
+  readonly budgetWindowMs?: number;
+  /**
+   * A budget with the strategy's settings that no worker uses, when budgets are built lazily: what every
+   * budget not built yet reports when sampled.
+   */
+  readonly unused?: SimBudget;
   readonly breaker?: SimBreaker;
 }

@@ -1,6 +1,8 @@
 import { z } from 'zod';
+import { formatDuration } from '../../common/duration.js';
 import { getPreset, presets } from '../../policy/presets.js';
 import { durationSchema as duration, policySchema } from '../../policy/schema.js';
+import { formatCount } from '../format/numbers.js';
 
 const probability = () => z.number().min(0, 'must be between 0 and 1').max(1, 'must be between 0 and 1');
 const name = () =>
@@ -136,6 +138,23 @@ const Arrival = z
 export const MAX_JOBS = 50_000_000;
 
 /**
+ * The most timeline seconds one strategy's run may hold, summed over the dependencies: every dependency
+ * keeps per-second series up to the last second the run reaches, and the horizon is the only bound on that
+ * second, so `horizon` (in seconds) × dependencies must stay within this. 5 000 000 is a day for 57
+ * dependencies, or 57 days for one, about 1 GB of series for one strategy at the limit.
+ */
+export const MAX_TIMELINE_SECONDS = 5_000_000;
+
+/** The `horizon` issue of a scenario whose timelines could outgrow {@link MAX_TIMELINE_SECONDS}, if any. */
+function timelineIssue(horizonMs: number, dependencies: number): string | undefined {
+  const seconds = Math.ceil(horizonMs / 1_000) * Math.max(1, dependencies);
+  if (seconds <= MAX_TIMELINE_SECONDS) return undefined;
+  const most = Math.floor(MAX_TIMELINE_SECONDS / Math.max(1, dependencies));
+  const plural = dependencies === 1 ? 'dependency' : 'dependencies';
+  return `${formatDuration(horizonMs)} for ${dependencies} ${plural} is ${formatCount(seconds)} timeline seconds, more than the ${formatCount(MAX_TIMELINE_SECONDS)} a run may hold (each dependency keeps per-second series up to the horizon): set horizon to at most ${Math.floor(most / 3_600)}h (${formatDuration(most * 1_000)}), or split the dependencies over several scenarios`;
+}
+
+/**
  * The scenario file's schema (JSON or YAML). Durations accept `250ms`, `90s`, `15m`, `1h30m` or milliseconds.
  * Cross-field rules (known classes and dependencies, phases that do not overlap, a bounded job count) are
  * checked here too, so every error names the field it is about. `parseScenario` adds the checks that need
@@ -219,6 +238,8 @@ export const ScenarioSchema = z
       if (names.indexOf(n) !== i)
         ctx.addIssue({ code: 'custom', message: `"${n}" is listed twice`, path: ['strategies', i] });
     });
+    const timeline = timelineIssue(s.horizon, dependencies.length);
+    if (timeline) ctx.addIssue({ code: 'custom', message: timeline, path: ['horizon'] });
     if (expectedJobs(s.arrivals) > MAX_JOBS)
       ctx.addIssue({ code: 'custom', message: `add up to more than ${MAX_JOBS} jobs`, path: ['arrivals'] });
   });
