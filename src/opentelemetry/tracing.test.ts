@@ -81,3 +81,44 @@ describe('keepTraceLinks', () => {
     ]);
   });
 });
+
+describe('an attempt span', () => {
+  it("says which budget refused it, with the budget's figures at that moment", async () => {
+    const exporter = new InMemorySpanExporter();
+    const tracerProvider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
+    const attempt = openTelemetryTracing({ tracerProvider }).startAttempt({ ...START, attempt: 3 });
+    const denied = { granted: false, windowMs: 60_000, allowance: 10, spent: 10, denied: 4, degraded: false };
+    attempt?.breakerAnswered('search', { state: 'closed' });
+    attempt?.budgetAnswered('search', denied);
+    attempt?.decided(
+      {
+        action: 'dead-letter',
+        reason: 'budget-exhausted',
+        detail: 'budget for search exhausted',
+        classification: { retryable: true, reason: 'http-503', family: 'http-5xx' },
+      },
+      'search',
+      Object.assign(new Error('503 Service Unavailable'), { name: 'HttpError' }),
+    );
+    attempt?.end({ type: 'dead-lettered', recordId: '17' });
+    await tracerProvider.forceFlush();
+    const [span] = exporter.getFinishedSpans();
+    expect(span?.attributes).toMatchObject({
+      'stormguard.attempt': 3,
+      'stormguard.decision': 'dead-letter',
+      'stormguard.dead_letter.reason': 'budget-exhausted',
+      'stormguard.dead_letter.record_id': '17',
+      'stormguard.budget.granted': false,
+      'stormguard.budget.allowance': 10,
+      'stormguard.budget.spent': 10,
+      'stormguard.budget.denied': 4,
+      'stormguard.budget.degraded': false,
+      'stormguard.breaker.state': 'closed',
+      'stormguard.classification.reason': 'http-503',
+      'stormguard.classification.family': 'http-5xx',
+      'error.type': 'HttpError',
+    });
+    expect(span?.status).toEqual({ code: 2, message: 'dead-letter: http-503' });
+    expect(span?.events.map((e) => e.name)).toEqual(['exception']);
+  });
+});

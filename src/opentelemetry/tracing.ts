@@ -22,7 +22,12 @@ import type {
 import { ATTR, type DecisionAttribute, type LinkAttribute } from './attributes.js';
 import { formatTraceparent, parseTraceparent } from './traceparent.js';
 
-/** The instrumentation scope of every stormguard span and metric. */
+/**
+ * The instrumentation scope of every stormguard span and metric.
+ *
+ * @example
+ * span.instrumentationScope.name === INSTRUMENTATION_NAME; // a span stormguard made
+ */
 export const INSTRUMENTATION_NAME = 'stormguard';
 
 /**
@@ -34,7 +39,7 @@ export const INSTRUMENTATION_NAME = 'stormguard';
 export interface OpenTelemetryTracingOptions {
   /** Where spans go. Default: the global tracer provider, looked up at every attempt (register it any time). */
   tracerProvider?: TracerProvider;
-  /** The `messaging.system` attribute. Default `bullmq`; `undefined`-like `''` leaves it out. */
+  /** The `messaging.system` attribute. Default `bullmq`; `''` leaves it out. */
   messagingSystem?: string;
 }
 

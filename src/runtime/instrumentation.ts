@@ -50,6 +50,17 @@ export interface AttemptStart {
  * each `ctx.call`, `budgetAnswered` / `breakerAnswered` while it decides, `decided` with the decision, and
  * `end` exactly once with what the attempt came to. None of them may throw (a throw is reported and the
  * attempt goes on as if untraced).
+ *
+ * @example
+ * const attempt: AttemptTrace = {
+ *   carrier: undefined, // keep nothing with the job
+ *   run: (fn) => fn(),
+ *   call: (dependency, fn) => timed(dependency, fn),
+ *   budgetAnswered: () => {},
+ *   breakerAnswered: () => {},
+ *   decided: (decision, dependency) => log.info(`${dependency}: ${decision.action}`),
+ *   end: () => {},
+ * };
  */
 export interface AttemptTrace {
   /** Runs the processor (the whole attempt's work) with this attempt as the current trace context. */
