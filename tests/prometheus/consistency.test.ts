@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Registry } from 'prom-client';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { createMetrics, METRICS } from '../../src/prometheus/index.js';
+import { createMetrics, METRICS, prometheusNameOf } from '../../src/prometheus/index.js';
 import {
   DASHBOARD_FILE,
   loadRules,
@@ -167,5 +167,19 @@ describe('docs/operations.md', () => {
     const section = operations.slice(start, end === -1 ? undefined : end);
     expect(section.length).toBeGreaterThan(1000);
     for (const def of Object.values(METRICS)) expect(section, def.name).toContain(`stormguard_${def.name}`);
+  });
+});
+
+describe('the OpenTelemetry names of the catalogue', () => {
+  it('follow OpenTelemetry naming and translate back to the Prometheus names', () => {
+    const names = Object.values(METRICS).map((m) => m.otel.name);
+    expect(new Set(names).size).toBe(names.length);
+    for (const def of Object.values(METRICS)) {
+      // Lower-case dot-separated namespaces, no unit or `_total` in the name, the unit beside it.
+      expect(def.otel.name).toMatch(/^stormguard(\.[a-z][a-z0-9_]*)+$/);
+      expect(def.otel.name).not.toMatch(/_total$|_seconds$/);
+      expect(prometheusNameOf(def)).toBe(`stormguard_${def.name}`);
+    }
+    expect(METRICS.retryDelay.otel).toEqual({ name: 'stormguard.retry.delay', unit: 's' });
   });
 });
