@@ -154,17 +154,43 @@ function cliCommands(): Map<string, Set<string>> {
   return out;
 }
 
-/** The command path a shown command names (`stormguard dlq list index` → `dlq list`), and its flags. */
-function parseShown(command: string, known: Map<string, Set<string>>): { path: string; flags: string[] } {
+/**
+ * The command paths a shown command names (`stormguard dlq list index` → `dlq list`; alternatives such as
+ * `breaker force-open|reset` → each of them), and its flags. A placeholder where a subcommand belongs
+ * (`breaker ${name}`, `dlq <command>`) names no path: there is nothing to check.
+ */
+function parseShown(command: string, known: Map<string, Set<string>>): { paths: string[]; flags: string[] } {
   const words = command.split(/\s+/).slice(1);
-  let path = '';
+  let paths = [''];
   for (const word of words) {
-    const next = path ? `${path} ${word}` : word;
-    if (!known.has(next)) break;
-    path = next;
+    const next = word.split('|').flatMap((alt) => paths.map((p) => (p ? `${p} ${alt}` : alt)));
+    if (next.length > 0 && next.every((p) => known.has(p))) {
+      paths = next;
+      continue;
+    }
+    const isGroup = paths.some((p) =>
+      [...known.keys()].some((k) => (p === '' ? k !== '' : k.startsWith(`${p} `))),
+    );
+    if (isGroup && /^(\$\{|<)/.test(word)) paths = [];
+    break;
   }
   const flags = [...command.matchAll(/(?:^|[\s[(|])(--[a-z][a-z0-9-]*)/g)].map((m) => m[1] as string);
-  return { path, flags };
+  return { paths, flags };
+}
+
+/** What is wrong with the flags of the shown commands, one line each. */
+function wrongFlags(commands: string[], known: Map<string, Set<string>>, skipRoot: boolean): string[] {
+  const wrong: string[] = [];
+  for (const command of commands) {
+    const { paths, flags } = parseShown(command, known);
+    for (const path of paths) {
+      if (skipRoot && path === '') continue; // prose ("stormguard key prefix"), not a command
+      const accepted = known.get(path) ?? new Set<string>();
+      for (const flag of flags)
+        if (!accepted.has(flag)) wrong.push(`${command}: stormguard ${path} has no ${flag}`);
+    }
+  }
+  return wrong;
 }
 
 describe('documentation flags', () => {
@@ -176,15 +202,28 @@ describe('documentation flags', () => {
   });
 
   it.each(PAGES)('%s uses only flags its commands accept', (file) => {
-    const wrong: string[] = [];
-    for (const command of commandsShown(text(file))) {
-      const { path, flags } = parseShown(command, known);
-      const accepted = known.get(path) ?? new Set<string>();
-      for (const flag of flags)
-        if (!accepted.has(flag)) wrong.push(`${command}: stormguard ${path} has no ${flag}`);
-    }
-    expect(wrong).toEqual([]);
+    expect(wrongFlags(commandsShown(text(file)), known, false)).toEqual([]);
   });
+});
+
+/** The TypeScript files under `dir` (relative to the root), recursively. */
+function sourcesUnder(dir: string): string[] {
+  return readdirSync(join(ROOT, dir), { recursive: true, encoding: 'utf8' })
+    .filter((n) => n.endsWith('.ts') && !n.endsWith('.test.ts'))
+    .map((n) => join(dir, n));
+}
+
+describe('commands shown outside the docs', () => {
+  const known = cliCommands();
+
+  // The examples print and comment commands to run beside them, and each CLI command's help has examples.
+  it.each([...sourcesUnder('examples'), ...sourcesUnder('src/cli')])(
+    '%s shows only flags its commands accept',
+    (file) => {
+      const commands = [...text(file).matchAll(/stormguard [a-z][^'`"\n]*/g)].map((m) => m[0]);
+      expect(wrongFlags(commands, known, true)).toEqual([]);
+    },
+  );
 });
 
 describe('documentation pages', () => {
