@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { CliIO } from '../io.js';
 import { register as registerBreaker } from './breaker.js';
 import { register as registerBudget } from './budget.js';
+import { register as registerDashboard } from './dashboard.js';
 import { register as registerDlq } from './dlq.js';
 import { register as registerLint } from './lint.js';
 import { register as registerMetrics } from './metrics.js';
@@ -17,6 +18,7 @@ import { register as registerSimulate } from './simulate.js';
 export function registerCommands(program: Command, io: CliIO): void {
   registerBreaker(program, io);
   registerBudget(program, io);
+  registerDashboard(program, io);
   registerDlq(program, io);
   registerLint(program, io);
   registerMetrics(program, io);

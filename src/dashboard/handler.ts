@@ -1,0 +1,140 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { InvalidInputError } from '../errors/invalid-input-error.js';
+import { auditRoutes } from './api/audit-routes.js';
+import type { ConsoleContext } from './api/context.js';
+import { deadLetterRoutes } from './api/dead-letter-routes.js';
+import { liveRoutes } from './api/live-routes.js';
+import type { ConsoleBackend } from './backend.js';
+import { OverviewFeed } from './feed.js';
+import { Assets } from './http/assets.js';
+import { sendError, sendJson } from './http/respond.js';
+import { Router } from './http/router.js';
+import { ActionGuard, SECURITY_HEADERS } from './http/security.js';
+
+/**
+ * Options of {@link createDashboard}.
+ *
+ * @example
+ * const options: DashboardOptions = { backend, basePath: '/ops/stormguard', token: process.env.STORMGUARD_DASHBOARD_TOKEN };
+ */
+export interface DashboardOptions {
+  /** The fleet's stores (`redisConsoleBackend`, `postgresConsoleBackend`, or your own). */
+  backend: ConsoleBackend;
+  /**
+   * The path the console is mounted under, without a trailing slash (`/ops/stormguard`). Default `''`
+   * (the root). Requests outside it go to `next` (or get a 404 without one).
+   */
+  basePath?: string;
+  /**
+   * The token every action needs (`Authorization: Bearer <token>`). Without one the console is read-only:
+   * every action is refused.
+   */
+  token?: string;
+  /** Who made a request, for the audit log (your app's user). Default: "anonymous". */
+  identify?: (req: IncomingMessage) => string | undefined;
+  /** How often the overview is read and pushed to every open page, ms. Default 2 000. */
+  updateIntervalMs?: number;
+  /** Where "now" comes from (age filters). Default `Date.now`. */
+  now?: () => number;
+}
+
+/**
+ * A request handler `(req, res, next?)` serving the console, with `close()` to stop its live updates.
+ * It answers every request under its base path and passes the rest to `next`.
+ */
+export interface DashboardHandler {
+  (req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void): void;
+  /** Stops the overview's polling and closes what the backend opened. */
+  close(): Promise<void>;
+}
+
+/**
+ * The operator console as one request handler, mountable in node:http, Express, Fastify or Hono (see
+ * docs/console.md). It serves the front end (built into the package: no CDN), its JSON API and live
+ * updates over Server-Sent Events.
+ *
+ * @example
+ * import { createServer } from 'node:http';
+ * import { Redis } from 'ioredis';
+ * import { createDashboard, redisConsoleBackend } from 'stormguard/dashboard';
+ *
+ * const console = createDashboard({ backend: redisConsoleBackend({ redis: new Redis() }), basePath: '/console' });
+ * createServer(console).listen(3000, '127.0.0.1');
+ */
+export function createDashboard(options: DashboardOptions): DashboardHandler {
+  const basePath = normaliseBase(options.basePath ?? '');
+  const now = options.now ?? Date.now;
+  const guard = new ActionGuard(options.token);
+  const feed = new OverviewFeed(options.backend, options.updateIntervalMs ?? 2_000, now);
+  const ctx: ConsoleContext = {
+    backend: options.backend,
+    feed,
+    guard,
+    now,
+    actorOf: (req) => options.identify?.(req) || 'anonymous',
+    audit: (req, entry) => options.backend.audit.append({ atMs: now(), actor: ctx.actorOf(req), ...entry }),
+  };
+  const router = new Router([...liveRoutes(ctx, basePath), ...deadLetterRoutes(ctx), ...auditRoutes(ctx)]);
+  let assets: Assets | undefined;
+
+  const handler = ((req, res, next) => {
+    const url = new URL((req as { originalUrl?: string }).originalUrl ?? req.url ?? '/', 'http://console');
+    if (url.pathname !== basePath && !url.pathname.startsWith(`${basePath}/`)) {
+      if (next) next();
+      else sendJson(res, 404, { error: `not found: ${url.pathname}` });
+      return;
+    }
+    const path = url.pathname.slice(basePath.length);
+    serve(req, res, path, url.searchParams).catch((error: unknown) => sendError(res, error));
+  }) as DashboardHandler;
+
+  async function serve(req: IncomingMessage, res: ServerResponse, path: string, query: URLSearchParams) {
+    if (path === '') {
+      res.writeHead(308, { ...SECURITY_HEADERS, Location: `${basePath}/` });
+      res.end();
+      return;
+    }
+    if (!path.startsWith('/api/')) {
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        sendJson(res, 405, { error: `${req.method} is not allowed here` });
+        return;
+      }
+      assets ??= new Assets();
+      if (path === '/') assets.shell(basePath, guard.writable, res);
+      else if (!(path.startsWith('/assets/') && assets.serve(path.slice('/assets/'.length), res)))
+        sendJson(res, 404, { error: `not found: ${path}` });
+      return;
+    }
+    const found = router.match(req.method ?? 'GET', path);
+    if ('allowed' in found) {
+      if (found.allowed.length > 0) {
+        res.setHeader('Allow', found.allowed.join(', '));
+        sendJson(res, 405, { error: `${req.method} ${path}: use ${found.allowed.join(' or ')}` });
+      } else sendJson(res, 404, { error: `no such API: ${path}` });
+      return;
+    }
+    if (found.route.action) {
+      const refusal = guard.check(req);
+      if (refusal) {
+        sendJson(res, refusal.status, { error: refusal.message });
+        return;
+      }
+    }
+    await found.route.handle({ req, res, params: found.params, query });
+  }
+
+  handler.close = async () => {
+    feed.close();
+    await options.backend.close();
+  };
+  return handler;
+}
+
+function normaliseBase(basePath: string): string {
+  const trimmed = basePath.replace(/\/+$/, '');
+  if (trimmed !== '' && !trimmed.startsWith('/'))
+    throw new InvalidInputError(`dashboard: basePath must start with "/" (got "${basePath}")`);
+  if (/[?#\s]/.test(trimmed))
+    throw new InvalidInputError(`dashboard: basePath must be a plain path (got "${basePath}")`);
+  return trimmed;
+}

@@ -1,0 +1,66 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { InvalidInputError, isInvalidInputError } from '../../errors/invalid-input-error.js';
+import { SECURITY_HEADERS } from './security.js';
+
+/** Sends `body` as JSON with the console's security headers. */
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    ...SECURITY_HEADERS,
+    'Content-Type': 'application/json; charset=utf-8',
+    'Cache-Control': 'no-store',
+    'Content-Length': Buffer.byteLength(text),
+  });
+  res.end(text);
+}
+
+/** Sends an error as `{ error }`: bad input as 400, anything else as 500. */
+export function sendError(res: ServerResponse, error: unknown): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  if (error instanceof HttpError) sendJson(res, error.status, { error: error.message });
+  else if (isInvalidInputError(error)) sendJson(res, 400, { error: error.message });
+  else sendJson(res, 500, { error: error instanceof Error ? error.message : String(error) });
+}
+
+/** An error with the HTTP status it answers with. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const MAX_BODY = 64 * 1024;
+
+/**
+ * The request's JSON body. A framework that already parsed it (Express's `express.json()`, Fastify)
+ * leaves it on `req.body`, which is used as it is.
+ */
+export async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const parsed = (req as { body?: unknown }).body;
+  if (parsed !== undefined && typeof parsed === 'object' && parsed !== null && !Buffer.isBuffer(parsed))
+    return parsed as Record<string, unknown>;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY) throw new HttpError(413, `request body over ${MAX_BODY} bytes`);
+    chunks.push(chunk as Buffer);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (text.trim() === '') return {};
+  try {
+    const value = JSON.parse(text) as unknown;
+    if (typeof value !== 'object' || value === null || Array.isArray(value))
+      throw new InvalidInputError('the request body must be a JSON object');
+    return value as Record<string, unknown>;
+  } catch (error) {
+    if (isInvalidInputError(error)) throw error;
+    throw new InvalidInputError(`the request body is not JSON: ${(error as Error).message}`);
+  }
+}

@@ -1,0 +1,108 @@
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+
+/**
+ * The console's Content-Security-Policy: its own scripts and styles only (no inline code, no CDN), no
+ * frames, no plugins, requests to its own origin only.
+ */
+export const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "font-src 'self'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+/** Headers on every response: the policy, no sniffing, no framing, no referrer leaks. */
+export const SECURITY_HEADERS: Record<string, string> = {
+  'Content-Security-Policy': CONTENT_SECURITY_POLICY,
+  'X-Content-Type-Options': 'nosniff',
+  'X-Frame-Options': 'DENY',
+  'Referrer-Policy': 'no-referrer',
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Resource-Policy': 'same-origin',
+};
+
+/** The CSRF cookie's name. */
+export const CSRF_COOKIE = 'stormguard_csrf';
+/** The header an action carries the CSRF token in (a cross-site form cannot set a header). */
+export const CSRF_HEADER = 'x-stormguard-csrf';
+
+/** Why an action is refused, or undefined when it may run. */
+export type Refusal = { status: 401 | 403; message: string } | undefined;
+
+/**
+ * Checks the token and CSRF token of actions. Without a configured token every action is refused: the
+ * console is read-only. The CSRF token is a random nonce signed with a per-process secret, handed out by
+ * `GET api/session` and in a SameSite=Strict cookie; an action must send it back in a header that matches
+ * the cookie (a page on another site can neither read it nor set the header).
+ */
+export class ActionGuard {
+  readonly #secret = randomBytes(32);
+  readonly #token: Buffer | undefined;
+
+  constructor(token: string | undefined) {
+    this.#token = token === undefined ? undefined : digest(token);
+  }
+
+  get writable(): boolean {
+    return this.#token !== undefined;
+  }
+
+  /** A fresh CSRF token. */
+  issueCsrf(): string {
+    const nonce = randomBytes(16).toString('base64url');
+    return `${nonce}.${this.#sign(nonce)}`;
+  }
+
+  check(req: IncomingMessage): Refusal {
+    if (!this.#token)
+      return {
+        status: 403,
+        message: 'this console is read-only: start it with --token (or STORMGUARD_DASHBOARD_TOKEN) to act',
+      };
+    const given = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+    if (!given || !timingSafeEqual(digest(given), this.#token))
+      return { status: 401, message: 'this action needs the console token (Authorization: Bearer <token>)' };
+    const site = req.headers['sec-fetch-site'];
+    if (site !== undefined && site !== 'same-origin' && site !== 'none')
+      return { status: 403, message: `cross-site request refused (Sec-Fetch-Site: ${site})` };
+    const origin = req.headers.origin;
+    if (origin !== undefined && req.headers.host !== undefined && new URL(origin).host !== req.headers.host)
+      return { status: 403, message: `cross-origin request refused (Origin: ${origin})` };
+    const header = req.headers[CSRF_HEADER];
+    const cookie = cookieOf(req, CSRF_COOKIE);
+    if (typeof header !== 'string' || !cookie || header !== cookie || !this.#valid(header))
+      return { status: 403, message: 'CSRF check failed: reload the console and try again' };
+    return undefined;
+  }
+
+  #valid(csrf: string): boolean {
+    const [nonce, signature] = csrf.split('.');
+    if (!nonce || !signature) return false;
+    const expected = Buffer.from(this.#sign(nonce));
+    const got = Buffer.from(signature);
+    return expected.length === got.length && timingSafeEqual(expected, got);
+  }
+
+  #sign(nonce: string): string {
+    return createHmac('sha256', this.#secret).update(nonce).digest('base64url');
+  }
+}
+
+function digest(text: string): Buffer {
+  return createHash('sha256').update(text).digest();
+}
+
+/** One cookie's value from the request, or undefined. */
+export function cookieOf(req: IncomingMessage, name: string): string | undefined {
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const at = part.indexOf('=');
+    if (at > 0 && part.slice(0, at).trim() === name) return decodeURIComponent(part.slice(at + 1).trim());
+  }
+  return undefined;
+}

@@ -1,0 +1,86 @@
+import { Queue } from 'bullmq';
+import { budgetStatus } from '../budget/status.js';
+import type { QueueBackendFactory } from '../bullmq/worker-options.js';
+import { DEFAULT_PREFIX } from '../common/keys.js';
+import { PostgresBreakerStore } from '../postgres/breaker-store.js';
+import { PostgresBudgetStore } from '../postgres/budget-store.js';
+import type { PostgresConnection } from '../postgres/database.js';
+import { PostgresDeadLetterStore } from '../postgres/dead-letter-store.js';
+import { DEFAULT_SCHEMA } from '../postgres/schema.js';
+import type { ConsoleBackend } from './backend.js';
+import { memoryAuditLog } from './redis-audit.js';
+
+/**
+ * Options of {@link postgresConsoleBackend}.
+ *
+ * @example
+ * const options: PostgresConsoleBackendOptions = { connection: pool, schema: 'stormguard', url: process.env.DATABASE_URL };
+ */
+export interface PostgresConsoleBackendOptions {
+  /** Your `pg.Pool` (left open by `close()`), or a connection string. */
+  connection: PostgresConnection;
+  /** The schema of stormguard's tables. Default `stormguard`. */
+  schema?: string;
+  /** stormguard's key prefix. Default `stormguard`. */
+  prefix?: string;
+  /**
+   * Where replayed jobs go: BullMQ 6's PostgreSQL backend with this connection string. Without it (or
+   * on BullMQ 5) the console reads everything and refuses replays, saying so.
+   */
+  queueUrl?: string;
+}
+
+/**
+ * The console's view of a fleet whose state is in PostgreSQL. The schema must be migrated
+ * (`stormguard migrate`): the console never runs migrations.
+ *
+ * @example
+ * import { createDashboard, postgresConsoleBackend } from 'stormguard/dashboard';
+ *
+ * const handler = createDashboard({
+ *   backend: await postgresConsoleBackend({ connection: process.env.DATABASE_URL, queueUrl: process.env.DATABASE_URL }),
+ * });
+ */
+export async function postgresConsoleBackend(
+  options: PostgresConsoleBackendOptions,
+): Promise<ConsoleBackend> {
+  const common = {
+    connection: options.connection,
+    schema: options.schema ?? DEFAULT_SCHEMA,
+    migrate: false,
+  };
+  const prefix = options.prefix ?? DEFAULT_PREFIX;
+  const budgets = new PostgresBudgetStore({ ...common, prefix });
+  const breakers = new PostgresBreakerStore({ ...common, prefix });
+  const deadLetters = new PostgresDeadLetterStore(common);
+  const bullmq = (await import('bullmq')) as { createPostgresBackend?: QueueBackendFactory };
+  const factory = bullmq.createPostgresBackend;
+  const queues = new Map<string, Queue>();
+  return {
+    budgets: () => budgetStatus(budgets),
+    breakers: () => breakers.list(),
+    deadLetters,
+    // No shared audit table on PostgreSQL yet: this console's actions are kept while it runs.
+    audit: memoryAuditLog(),
+    replayQueue(queue) {
+      if (!options.queueUrl || !factory)
+        throw new Error(
+          'replay on PostgreSQL needs BullMQ 6 (createPostgresBackend) and the queue connection (queueUrl)',
+        );
+      let opened = queues.get(queue);
+      if (!opened) {
+        const args = [queue, { connection: options.queueUrl }, factory] as unknown as ConstructorParameters<
+          typeof Queue
+        >;
+        opened = new Queue(...args);
+        queues.set(queue, opened);
+      }
+      return opened;
+    },
+    async close() {
+      await Promise.all([...queues.values()].map((q) => q.close()));
+      queues.clear();
+      await Promise.all([budgets.close?.(), breakers.close?.(), deadLetters.close?.()]);
+    },
+  };
+}

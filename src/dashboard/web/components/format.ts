@@ -1,0 +1,29 @@
+/** Small formatting helpers; every value ends up as text (Preact escapes it). */
+
+export function when(ms: number | undefined): string {
+  if (ms === undefined) return '–';
+  return new Date(ms)
+    .toISOString()
+    .replace('T', ' ')
+    .replace(/\.\d+Z$/, 'Z');
+}
+
+export function ago(ms: number | undefined, now = Date.now()): string {
+  if (ms === undefined) return '–';
+  const s = Math.round((now - ms) / 1000);
+  if (s < 0) return `in ${duration(-s * 1000)}`;
+  return `${duration(s * 1000)} ago`;
+}
+
+export function duration(ms: number): string {
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m ${s % 60}s`;
+  const h = Math.floor(m / 60);
+  return `${h}h ${m % 60}m`;
+}
+
+export function count(n: number | undefined): string {
+  return n === undefined ? '–' : n.toLocaleString('en-US');
+}

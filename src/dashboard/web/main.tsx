@@ -1,0 +1,12 @@
+import { render } from 'preact';
+import { takeTokenFromAddress } from './api.js';
+import { App } from './app.js';
+import './styles.css';
+import 'uplot/dist/uPlot.min.css';
+
+takeTokenFromAddress();
+const root = document.getElementById('app');
+if (root) {
+  root.textContent = '';
+  render(<App />, root);
+}

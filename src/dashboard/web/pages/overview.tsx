@@ -1,0 +1,117 @@
+import { BudgetChart } from '../components/budget-chart.js';
+import { count, when } from '../components/format.js';
+import { useOverview } from '../components/use-overview.js';
+import { href } from '../route.js';
+import type { DependencyView } from '../types.js';
+
+/** Needs attention first, then every dependency with its budget, breaker and dead letters, live. */
+export function OverviewPage() {
+  const { snapshot, history, connected, error } = useOverview();
+  if (!snapshot) return <p role="status">{error ? `Cannot read the fleet: ${error}` : 'Loading…'}</p>;
+  const attention = snapshot.dependencies.filter((d) => d.attention.length > 0);
+  return (
+    <section aria-labelledby="overview-title" data-updated-at={snapshot.atMs}>
+      <h1 id="overview-title">Overview</h1>
+      <p class="meta" role="status">
+        {connected ? 'Live' : 'Reconnecting…'} · updated {when(snapshot.atMs)}
+        {error ? ` · last read failed: ${error}` : ''}
+      </p>
+      <h2>Needs attention</h2>
+      {attention.length === 0 ? (
+        <p class="ok">Nothing needs attention.</p>
+      ) : (
+        <ul class="attention" aria-label="Needs attention">
+          {attention.map((d) => (
+            <li key={d.dependency} class={d.breaker?.state === 'open' ? 'critical' : 'warning'}>
+              <strong>{d.dependency}</strong>: {d.attention.join(' · ')}
+            </li>
+          ))}
+        </ul>
+      )}
+      <h2>Dependencies</h2>
+      {snapshot.dependencies.length === 0 ? (
+        <p>No dependency has budget or breaker state yet.</p>
+      ) : (
+        <table class="grid" aria-label="Dependencies">
+          <thead>
+            <tr>
+              <th scope="col">Dependency</th>
+              <th scope="col">Breaker</th>
+              <th scope="col">Allowance</th>
+              <th scope="col">Spent</th>
+              <th scope="col">Denied</th>
+              <th scope="col">Successes</th>
+              <th scope="col">Headroom</th>
+              <th scope="col">Dead letters</th>
+            </tr>
+          </thead>
+          <tbody>
+            {snapshot.dependencies.map((d) => (
+              <DependencyRow key={d.dependency} view={d} />
+            ))}
+          </tbody>
+        </table>
+      )}
+      <div class="charts">
+        {snapshot.dependencies
+          .filter((d) => d.budget)
+          .map((d) => (
+            <BudgetChart key={d.dependency} dependency={d.dependency} samples={history[d.dependency] ?? []} />
+          ))}
+      </div>
+      <h2>Dead-letter queues</h2>
+      {snapshot.queues.length === 0 ? (
+        <p>No queue has registered with the dead-letter store.</p>
+      ) : (
+        <table class="grid" aria-label="Dead-letter queues">
+          <thead>
+            <tr>
+              <th scope="col">Queue</th>
+              <th scope="col">Records</th>
+              <th scope="col">By reason</th>
+              <th scope="col">Evicted</th>
+            </tr>
+          </thead>
+          <tbody>
+            {snapshot.queues.map((q) => (
+              <tr key={q.queue}>
+                <th scope="row">
+                  <a href={href(['dead-letters', q.queue])}>{q.queue}</a>
+                </th>
+                <td data-field="count">{count(q.count)}</td>
+                <td>
+                  {Object.entries(q.byReason).map(([reason, n]) => (
+                    <a key={reason} class="tag" href={href(['dead-letters', q.queue], { reason })}>
+                      {reason}: {count(n)}
+                    </a>
+                  ))}
+                </td>
+                <td>{count(q.evicted)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
+
+function DependencyRow({ view }: { view: DependencyView }) {
+  const b = view.budget;
+  return (
+    <tr data-dependency={view.dependency}>
+      <th scope="row">{view.dependency}</th>
+      <td>
+        <span class={`state state-${view.breaker?.state ?? 'none'}`} data-field="breaker">
+          {view.breaker?.state ?? '–'}
+        </span>
+      </td>
+      <td data-field="allowance">{count(b?.allowance)}</td>
+      <td data-field="spent">{count(b?.spent)}</td>
+      <td data-field="denied">{count(b?.denied)}</td>
+      <td data-field="successes">{count(b?.successes)}</td>
+      <td data-field="headroom">{count(b?.headroom)}</td>
+      <td data-field="dead-letters">{count(view.deadLetters.total)}</td>
+    </tr>
+  );
+}

@@ -1,0 +1,197 @@
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
+import type { DeadLetterRecord } from '../../src/runtime/contracts.js';
+import { TestRedis, waitFor } from '../helpers/redis-server.js';
+import { ensureConsoleBuilt, launchChromium, type Running, startConsole, startWorker } from './harness.js';
+
+const PREFIX = 'sg';
+const QUEUE = 'index';
+const TOKEN = 'console-test-token';
+const XSS = '<img src=x onerror=alert(1)>';
+
+// One Redis, two worker processes, one console process and one browser for the whole file: each test
+// leaves the fleet in a state the next one starts from (healthy → down → overridden).
+describe('the console in Chromium, against real Redis and worker processes', () => {
+  let redis: TestRedis;
+  let client: Redis;
+  let browser: Browser;
+  let jobs: Queue;
+  const workers: Running[] = [];
+  let consoleServer: Running & { url: string };
+
+  beforeAll(async () => {
+    await ensureConsoleBuilt();
+    redis = await TestRedis.start();
+    client = new Redis(redis.connection);
+    jobs = new Queue(QUEUE, { connection: redis.connection });
+    [browser, workers[0], workers[1], consoleServer] = await Promise.all([
+      launchChromium(),
+      startWorker(redis.port, QUEUE, PREFIX),
+      startWorker(redis.port, QUEUE, PREFIX),
+      startConsole(['--redis', redis.url, '--prefix', PREFIX], { STORMGUARD_DASHBOARD_TOKEN: TOKEN }),
+    ]);
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await Promise.all([...workers.map((w) => w.stop()), consoleServer?.stop()]);
+    await jobs?.close();
+    client?.disconnect();
+    await redis?.close();
+  });
+
+  /** A page of the console with the token given as the CLI tells users to (in the address fragment). */
+  async function open(path: string, withToken = true): Promise<Page> {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    page.on('dialog', (dialog) => {
+      throw new Error(`unexpected dialog: ${dialog.message()}`);
+    });
+    if (withToken) await page.goto(`${consoleServer.url}#token=${TOKEN}`);
+    await page.goto(`${consoleServer.url}${path}`);
+    return page;
+  }
+
+  const cell = (page: Page, field: string) =>
+    page.locator(`tr[data-dependency="search"] [data-field="${field}"]`);
+
+  it('the overview shows a budget draining live while its dependency is down', async () => {
+    // Healthy first: successes give the dependency its budget state.
+    await jobs.addBulk(Array.from({ length: 20 }, (_, i) => ({ name: 'reindex', data: { doc: i } })));
+    await waitFor(async () => Number(await client.get('fixture:calls:search')) >= 20, 15_000, '20 calls');
+    const page = await open('#/');
+    await expect.poll(() => cell(page, 'spent').textContent(), { timeout: 10_000 }).toBe('0');
+
+    await client.set('fixture:down:search', '1');
+    await jobs.addBulk(Array.from({ length: 30 }, (_, i) => ({ name: 'reindex', data: { doc: 100 + i } })));
+
+    // The same page, never reloaded, follows the budget as it drains: spent reaches the allowance, then
+    // retries are denied and those jobs are dead-lettered.
+    const seen = new Set<string>();
+    await waitFor(
+      async () => {
+        seen.add((await cell(page, 'spent').textContent()) ?? '');
+        return (
+          (await cell(page, 'headroom').textContent()) === '0' &&
+          (await cell(page, 'denied').textContent()) !== '0'
+        );
+      },
+      30_000,
+      'the overview to show no headroom and denials',
+      100,
+    );
+    expect(seen.size).toBeGreaterThan(1);
+    expect(await cell(page, 'spent').textContent()).toBe(await cell(page, 'allowance').textContent());
+    await expect
+      .poll(() => page.locator('ul.attention li').first().textContent(), { timeout: 10_000 })
+      .toMatch(/^search: .*retries denied/);
+    await expect
+      .poll(async () => Number(await cell(page, 'dead-letters').textContent()), { timeout: 10_000 })
+      .toBeGreaterThan(0);
+    await page.context().close();
+  });
+
+  it('a record whose data and error are HTML renders them as text', async () => {
+    const store = new RedisDeadLetterStore({ redis: client, prefix: PREFIX });
+    const record: DeadLetterRecord = {
+      queue: 'xss',
+      jobId: 'x1',
+      createdAt: 1_700_000_000_000,
+      name: '<b>name</b>',
+      data: XSS,
+      opts: {},
+      reason: 'permanent',
+      detail: XSS,
+      lastError: { name: 'Error', message: XSS, classification: { retryable: false, reason: 'permanent' } },
+      attemptsMade: 1,
+      dependency: 'search',
+      deadLetteredAt: 1_700_000_001_000,
+      replays: 0,
+    };
+    const { id } = await store.file(record, { attempts: 1, deferrals: 0 }, 60_000);
+    const page = await open('#/dead-letters/xss');
+    await page.locator(`tr[data-record="${id}"]`).waitFor();
+    expect(await page.locator(`tr[data-record="${id}"] td.error-text`).textContent()).toBe(XSS);
+    await page.goto(`${consoleServer.url}#/dead-letters/xss/${id}`);
+    await page.locator('[data-testid="record-data"]').waitFor();
+    expect(await page.locator('[data-testid="record-data"]').textContent()).toBe(JSON.stringify(XSS));
+    expect(await page.locator('img').count()).toBe(0);
+    expect(await page.locator('b').count()).toBe(0);
+    await page.context().close();
+  });
+
+  it('actions without the token, without the CSRF token, or on a read-only console are refused', async () => {
+    const store = new RedisDeadLetterStore({ redis: client, prefix: PREFIX });
+    const [first] = (await store.list(QUEUE, { limit: 1 })).records;
+    expect(first).toBeDefined();
+    const target = `${consoleServer.url}api/queues/${QUEUE}/records/${first?.id}/delete`;
+    const session = await fetch(`${consoleServer.url}api/session`);
+    const csrf = ((await session.json()) as { csrf: string }).csrf;
+    const cookie = (session.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+
+    const noToken = await fetch(target, { method: 'POST', headers: { 'x-stormguard-csrf': csrf, cookie } });
+    expect(noToken.status).toBe(401);
+    const wrongToken = await fetch(target, {
+      method: 'POST',
+      headers: { authorization: 'Bearer wrong-token', 'x-stormguard-csrf': csrf, cookie },
+    });
+    expect(wrongToken.status).toBe(401);
+    const noCsrf = await fetch(target, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(noCsrf.status).toBe(403);
+    const crossSite = await fetch(target, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${TOKEN}`,
+        'x-stormguard-csrf': csrf,
+        cookie,
+        'sec-fetch-site': 'cross-site',
+      },
+    });
+    expect(crossSite.status).toBe(403);
+    expect(await store.get(QUEUE, first?.id ?? '')).toBeDefined();
+
+    const readOnly = await startConsole(['--redis', redis.url, '--prefix', PREFIX]);
+    try {
+      const s = await fetch(`${readOnly.url}api/session`);
+      const body = (await s.json()) as { writable: boolean; csrf: string };
+      expect(body.writable).toBe(false);
+      const refused = await fetch(`${readOnly.url}api/queues/${QUEUE}/records/${first?.id}/delete`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${TOKEN}`,
+          'x-stormguard-csrf': body.csrf,
+          cookie: (s.headers.get('set-cookie') ?? '').split(';')[0] ?? '',
+        },
+      });
+      expect(refused.status).toBe(403);
+      // The page offers no action either.
+      const page = await browser.newPage();
+      await page.goto(`${readOnly.url}#/dead-letters/${QUEUE}/${first?.id}`);
+      await page.getByText('Read-only: started without a token').waitFor();
+      expect(await page.getByRole('button', { name: 'Delete this record' }).isDisabled()).toBe(true);
+      await page.close();
+    } finally {
+      await readOnly.stop();
+    }
+    expect(await store.get(QUEUE, first?.id ?? '')).toBeDefined();
+
+    // With both, the same request goes through, and is in the audit log.
+    const done = await fetch(target, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'x-stormguard-csrf': csrf, cookie },
+    });
+    expect(done.status).toBe(200);
+    expect(await store.get(QUEUE, first?.id ?? '')).toBeUndefined();
+    const audit = (await (await fetch(`${consoleServer.url}api/audit`)).json()) as {
+      entries: { action: string; target: string; actor: string }[];
+    };
+    expect(audit.entries[0]).toMatchObject({
+      action: 'dead-letter.delete',
+      target: `${QUEUE}/${first?.id}`,
+      actor: 'anonymous',
+    });
+  });
+});
