@@ -1,7 +1,6 @@
-import type { BreakerSnapshot } from '../breaker/types.js';
-import type { BudgetStatus } from '../budget/status.js';
 import type { ReplayQueue } from '../bullmq/replay.js';
 import type { DeadLetterStore } from '../runtime/contracts.js';
+import type { FleetStatusSources } from '../status/types.js';
 import type { ConsoleAuditLog } from './audit.js';
 
 /**
@@ -10,20 +9,18 @@ import type { ConsoleAuditLog } from './audit.js';
  * test or an embedding app may pass its own.
  *
  * @example
- * const backend = await redisConsoleBackend({ redis, prefix: 'stormguard' });
+ * const backend = redisConsoleBackend({ redis, prefix: 'stormguard' });
  * const handler = createDashboard({ backend });
  */
 export interface ConsoleBackend {
-  /** Every dependency's budget (empty when the fleet keeps no budget state). */
-  budgets(): Promise<BudgetStatus[]>;
-  /** Every dependency's breaker, as the fleet shares it. */
-  breakers(): Promise<BreakerSnapshot[]>;
-  /** Where dead letters are filed. */
+  /** What the overview reads, through the fleet-status read model (`readFleetStatus`). */
+  status: FleetStatusSources & { deadLetters: DeadLetterStore };
+  /** Where dead letters are filed (the same store as `status.deadLetters`). */
   deadLetters: DeadLetterStore;
-  /** The BullMQ queue replayed jobs go back to (opened on first use, closed by `close`). */
-  replayQueue(queue: string): ReplayQueue;
   /** Where actions are recorded. */
   audit: ConsoleAuditLog;
+  /** The BullMQ queue replayed jobs go back to (opened on first use, closed by `close`). */
+  replayQueue(queue: string): ReplayQueue;
   /** Closes what the backend opened (never a client the caller passed). */
   close(): Promise<void>;
 }

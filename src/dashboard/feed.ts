@@ -31,7 +31,7 @@ export class OverviewFeed {
 
   /** Reads now (an action calls it so the page shows its effect without waiting for the next tick). */
   refresh(): Promise<OverviewSnapshot> {
-    this.#reading ??= readOverview(this.backend, this.now())
+    this.#reading ??= readOverview(this.backend)
       .then((snapshot) => {
         this.#latest = snapshot;
         this.history.add(snapshot);

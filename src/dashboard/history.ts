@@ -21,7 +21,7 @@ export class BudgetHistory {
 
   add(snapshot: OverviewSnapshot): void {
     for (const dep of snapshot.dependencies) {
-      if (!dep.budget) continue;
+      if (!dep.budget || dep.budget.unreadable) continue;
       const series = this.#series.get(dep.dependency) ?? [];
       this.#series.set(dep.dependency, series);
       const { allowance, spent, denied, successes } = dep.budget;

@@ -5,6 +5,8 @@
 export type { ConsoleBackend } from './backend.js';
 export { createDashboard, type DashboardHandler, type DashboardOptions } from './handler.js';
 export { CONTENT_SECURITY_POLICY } from './http/security.js';
-export type { DependencyView, OverviewSnapshot, QueueView } from './overview.js';
+export type { AuditEntry, ConsoleAuditLog } from './audit.js';
+export type { OverviewSnapshot } from './overview.js';
+export { type PostgresConsoleBackendOptions, postgresConsoleBackend } from './postgres-backend.js';
 export { type RedisConsoleBackendOptions, redisConsoleBackend } from './redis-backend.js';
 export { type SearchChunk, searchDeadLetters } from './search.js';

@@ -1,12 +1,7 @@
 import { Queue } from 'bullmq';
-import { budgetStatus } from '../budget/status.js';
 import type { QueueBackendFactory } from '../bullmq/worker-options.js';
 import { DEFAULT_PREFIX } from '../common/keys.js';
-import { PostgresBreakerStore } from '../postgres/breaker-store.js';
-import { PostgresBudgetStore } from '../postgres/budget-store.js';
 import type { PostgresConnection } from '../postgres/database.js';
-import { PostgresDeadLetterStore } from '../postgres/dead-letter-store.js';
-import { DEFAULT_SCHEMA } from '../postgres/schema.js';
 import type { ConsoleBackend } from './backend.js';
 import { memoryAuditLog } from './redis-audit.js';
 
@@ -44,6 +39,14 @@ export interface PostgresConsoleBackendOptions {
 export async function postgresConsoleBackend(
   options: PostgresConsoleBackendOptions,
 ): Promise<ConsoleBackend> {
+  // Loaded here, so `stormguard/dashboard` on Redis never needs pg.
+  const [{ PostgresBreakerStore }, { PostgresBudgetStore }, { PostgresDeadLetterStore }, { DEFAULT_SCHEMA }] =
+    await Promise.all([
+      import('../postgres/breaker-store.js'),
+      import('../postgres/budget-store.js'),
+      import('../postgres/dead-letter-store.js'),
+      import('../postgres/schema.js'),
+    ]);
   const common = {
     connection: options.connection,
     schema: options.schema ?? DEFAULT_SCHEMA,
@@ -57,8 +60,7 @@ export async function postgresConsoleBackend(
   const factory = bullmq.createPostgresBackend;
   const queues = new Map<string, Queue>();
   return {
-    budgets: () => budgetStatus(budgets),
-    breakers: () => breakers.list(),
+    status: { budget: budgets, breaker: breakers, deadLetters },
     deadLetters,
     // No shared audit table on PostgreSQL yet: this console's actions are kept while it runs.
     audit: memoryAuditLog(),

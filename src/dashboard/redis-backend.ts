@@ -1,5 +1,4 @@
 import { Queue } from 'bullmq';
-import { budgetStatus } from '../budget/status.js';
 import { DEFAULT_PREFIX } from '../common/keys.js';
 import { RedisBreakerStore } from '../redis/breaker-store.js';
 import { RedisBudgetStore } from '../redis/budget-store.js';
@@ -40,8 +39,7 @@ export function redisConsoleBackend(options: RedisConsoleBackendOptions): Consol
   const deadLetters = new RedisDeadLetterStore({ redis: options.redis, prefix });
   const queues = new Map<string, Queue>();
   return {
-    budgets: () => budgetStatus(budgets),
-    breakers: () => breakers.list(),
+    status: { budget: budgets, breaker: breakers, deadLetters },
     deadLetters,
     audit: redisAuditLog(options.redis, prefix),
     replayQueue(queue) {

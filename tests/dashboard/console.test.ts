@@ -1,3 +1,5 @@
+import { mkdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Browser, Page } from 'playwright-core';
@@ -11,6 +13,8 @@ const PREFIX = 'sg';
 const QUEUE = 'index';
 const TOKEN = 'console-test-token';
 const XSS = '<img src=x onerror=alert(1)>';
+/** Screenshots of each page, for people to look at (copied into docs/ by hand when the pages change). */
+const ARTIFACTS = fileURLToPath(new URL('../../artifacts/', import.meta.url));
 
 // One Redis, two worker processes, one console process and one browser for the whole file: each test
 // leaves the fleet in a state the next one starts from (healthy → down → overridden).
@@ -24,6 +28,7 @@ describe('the console in Chromium, against real Redis and worker processes', () 
 
   beforeAll(async () => {
     await ensureConsoleBuilt();
+    mkdirSync(ARTIFACTS, { recursive: true });
     redis = await TestRedis.start();
     client = new Redis(redis.connection);
     jobs = new Queue(QUEUE, { connection: redis.connection });
@@ -91,6 +96,7 @@ describe('the console in Chromium, against real Redis and worker processes', () 
     await expect
       .poll(async () => Number(await cell(page, 'dead-letters').textContent()), { timeout: 10_000 })
       .toBeGreaterThan(0);
+    await page.screenshot({ path: `${ARTIFACTS}console-overview.png`, fullPage: true });
     await page.context().close();
   });
 

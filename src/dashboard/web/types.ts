@@ -1,13 +1,14 @@
 /** The shapes the server's API answers with (see src/dashboard). */
 
-export type { BreakerSnapshot } from '../../breaker/types.js';
+export type { ListedBreaker } from '../../breaker/types.js';
 export type {
   DeadLetterQueueSummary,
   MalformedDeadLetter,
   StoredDeadLetter,
 } from '../../runtime/contracts.js';
 export type { BudgetSample } from '../history.js';
-export type { DependencyView, OverviewSnapshot, QueueView } from '../overview.js';
+export type { OverviewSnapshot } from '../overview.js';
+export type { AttentionReason, DependencyStatus, QueueStatus } from '../../status/types.js';
 export type { SearchChunk } from '../search.js';
 
 export const REASONS = ['permanent', 'max-attempts', 'max-age', 'budget-exhausted', 'breaker-open'] as const;

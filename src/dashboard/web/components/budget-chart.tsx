@@ -19,7 +19,7 @@ export function BudgetChart({ dependency, samples }: { dependency: string; sampl
       {
         width: 320,
         height: 140,
-        legend: { show: true },
+        legend: { show: true, live: false },
         cursor: { show: false },
         scales: { x: { time: true } },
         axes: [{ size: 28 }, { size: 36 }],

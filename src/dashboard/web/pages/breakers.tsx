@@ -3,11 +3,9 @@ import { act, get } from '../api.js';
 import { ago, count } from '../components/format.js';
 import { canAct } from '../components/token-box.js';
 import { useData } from '../components/use-data.js';
-import type { BreakerSnapshot } from '../types.js';
+import type { ListedBreaker } from '../types.js';
 
-type Breaker = BreakerSnapshot & {
-  override?: { state: string; reason: string; actor: string; atMs: number };
-};
+type Breaker = ListedBreaker;
 
 const ACTIONS = [
   { value: 'open', label: 'Force open' },
@@ -55,7 +53,7 @@ export function BreakersPage() {
                 <td>{b.openedAtMs ? ago(b.openedAtMs, b.nowMs) : '–'}</td>
                 <td data-field="override">
                   {b.override
-                    ? `forced ${b.override.state} by ${b.override.actor}: ${b.override.reason}`
+                    ? `forced ${b.override.state} by ${b.override.by}: ${b.override.reason}`
                     : '–'}
                 </td>
                 <td>

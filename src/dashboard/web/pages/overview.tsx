@@ -2,19 +2,21 @@ import { BudgetChart } from '../components/budget-chart.js';
 import { count, when } from '../components/format.js';
 import { useOverview } from '../components/use-overview.js';
 import { href } from '../route.js';
-import type { DependencyView } from '../types.js';
+import type { AttentionReason, DependencyStatus } from '../types.js';
 
 /** Needs attention first, then every dependency with its budget, breaker and dead letters, live. */
 export function OverviewPage() {
   const { snapshot, history, connected, error } = useOverview();
   if (!snapshot) return <p role="status">{error ? `Cannot read the fleet: ${error}` : 'Loading…'}</p>;
-  const attention = snapshot.dependencies.filter((d) => d.attention.length > 0);
+  const hasFlow = snapshot.pausedWorkers !== undefined || snapshot.parkedJobs !== undefined;
+  const attention = snapshot.needsAttention.flatMap((name) => snapshot.dependencies.filter((d) => d.dependency === name));
   return (
     <section aria-labelledby="overview-title" data-updated-at={snapshot.atMs}>
       <h1 id="overview-title">Overview</h1>
       <p class="meta" role="status">
         {connected ? 'Live' : 'Reconnecting…'} · updated {when(snapshot.atMs)}
         {error ? ` · last read failed: ${error}` : ''}
+        {snapshot.errors.map((e) => ` · ${e.source} unreadable: ${e.message}`).join('')}
       </p>
       <h2>Needs attention</h2>
       {attention.length === 0 ? (
@@ -22,8 +24,8 @@ export function OverviewPage() {
       ) : (
         <ul class="attention" aria-label="Needs attention">
           {attention.map((d) => (
-            <li key={d.dependency} class={d.breaker?.state === 'open' ? 'critical' : 'warning'}>
-              <strong>{d.dependency}</strong>: {d.attention.join(' · ')}
+            <li key={d.dependency} class={CRITICAL.has(d.attention[0] ?? 'dead-letters') ? 'critical' : 'warning'}>
+              <strong>{d.dependency}</strong>: {d.attention.map((a) => describe(a, d)).join(' · ')}
             </li>
           ))}
         </ul>
@@ -43,11 +45,12 @@ export function OverviewPage() {
               <th scope="col">Successes</th>
               <th scope="col">Headroom</th>
               <th scope="col">Dead letters</th>
+              {hasFlow && <th scope="col">Workers paused / jobs parked</th>}
             </tr>
           </thead>
           <tbody>
             {snapshot.dependencies.map((d) => (
-              <DependencyRow key={d.dependency} view={d} />
+              <DependencyRow key={d.dependency} view={d} hasFlow={hasFlow} />
             ))}
           </tbody>
         </table>
@@ -96,7 +99,37 @@ export function OverviewPage() {
   );
 }
 
-function DependencyRow({ view }: { view: DependencyView }) {
+const CRITICAL = new Set<AttentionReason>(['breaker-forced-open', 'breaker-open', 'budget-exhausted']);
+
+/** An attention reason in words, with its figure where it has one. */
+function describe(reason: AttentionReason, d: DependencyStatus): string {
+  switch (reason) {
+    case 'breaker-forced-open':
+      return `breaker forced open by ${d.breaker?.override?.by ?? '?'}: ${d.breaker?.override?.reason ?? ''}`;
+    case 'breaker-forced-closed':
+      return `breaker forced closed by ${d.breaker?.override?.by ?? '?'}`;
+    case 'breaker-open':
+      return 'breaker open';
+    case 'breaker-half-open':
+      return 'breaker half-open (probing)';
+    case 'budget-exhausted':
+      return 'no retry headroom left';
+    case 'budget-denying':
+      return `${count(d.budget?.denied)} retries denied`;
+    case 'budget-unreadable':
+      return `budget unreadable: ${d.budget?.unreadable ?? ''}`;
+    case 'degraded':
+      return 'store unreachable, local fallback answering';
+    case 'workers-paused':
+      return `${count(d.pausedWorkers)} workers paused`;
+    case 'jobs-parked':
+      return `${count(d.parkedJobs)} jobs parked`;
+    case 'dead-letters':
+      return `${count(d.deadLetters?.total)} dead letters`;
+  }
+}
+
+function DependencyRow({ view, hasFlow }: { view: DependencyStatus; hasFlow: boolean }) {
   const b = view.budget;
   return (
     <tr data-dependency={view.dependency}>
@@ -111,7 +144,22 @@ function DependencyRow({ view }: { view: DependencyView }) {
       <td data-field="denied">{count(b?.denied)}</td>
       <td data-field="successes">{count(b?.successes)}</td>
       <td data-field="headroom">{count(b?.headroom)}</td>
-      <td data-field="dead-letters">{count(view.deadLetters.total)}</td>
+      <td>
+        <span data-field="dead-letters">{count(view.deadLetters?.total)}</span>
+        {view.deadLetters?.byReason && Object.keys(view.deadLetters.byReason).length > 0 && (
+          <span class="meta">
+            {' '}
+            ({Object.entries(view.deadLetters.byReason)
+              .map(([reason, n]) => `${reason} ${count(n)}`)
+              .join(', ')})
+          </span>
+        )}
+      </td>
+      {hasFlow && (
+        <td data-field="flow">
+          {count(view.pausedWorkers)} paused / {count(view.parkedJobs)} parked
+        </td>
+      )}
     </tr>
   );
 }
