@@ -6,9 +6,9 @@ export type {
   MalformedDeadLetter,
   StoredDeadLetter,
 } from '../../runtime/contracts.js';
+export type { AttentionReason, DependencyStatus, QueueStatus } from '../../status/types.js';
 export type { BudgetSample } from '../history.js';
 export type { OverviewSnapshot } from '../overview.js';
-export type { AttentionReason, DependencyStatus, QueueStatus } from '../../status/types.js';
 export type { SearchChunk } from '../search.js';
 
 export const REASONS = ['permanent', 'max-attempts', 'max-age', 'budget-exhausted', 'breaker-open'] as const;

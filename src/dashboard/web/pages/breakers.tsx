@@ -52,9 +52,7 @@ export function BreakersPage() {
                 <td>{count(b.consecutiveFailures)}</td>
                 <td>{b.openedAtMs ? ago(b.openedAtMs, b.nowMs) : '–'}</td>
                 <td data-field="override">
-                  {b.override
-                    ? `forced ${b.override.state} by ${b.override.by}: ${b.override.reason}`
-                    : '–'}
+                  {b.override ? `forced ${b.override.state} by ${b.override.by}: ${b.override.reason}` : '–'}
                 </td>
                 <td>
                   <OverrideForm dependency={b.dependency} enabled={data.overrides} onDone={reload} />

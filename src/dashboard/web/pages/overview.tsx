@@ -9,7 +9,9 @@ export function OverviewPage() {
   const { snapshot, history, connected, error } = useOverview();
   if (!snapshot) return <p role="status">{error ? `Cannot read the fleet: ${error}` : 'Loading…'}</p>;
   const hasFlow = snapshot.pausedWorkers !== undefined || snapshot.parkedJobs !== undefined;
-  const attention = snapshot.needsAttention.flatMap((name) => snapshot.dependencies.filter((d) => d.dependency === name));
+  const attention = snapshot.needsAttention.flatMap((name) =>
+    snapshot.dependencies.filter((d) => d.dependency === name),
+  );
   return (
     <section aria-labelledby="overview-title" data-updated-at={snapshot.atMs}>
       <h1 id="overview-title">Overview</h1>
@@ -24,7 +26,10 @@ export function OverviewPage() {
       ) : (
         <ul class="attention" aria-label="Needs attention">
           {attention.map((d) => (
-            <li key={d.dependency} class={CRITICAL.has(d.attention[0] ?? 'dead-letters') ? 'critical' : 'warning'}>
+            <li
+              key={d.dependency}
+              class={CRITICAL.has(d.attention[0] ?? 'dead-letters') ? 'critical' : 'warning'}
+            >
               <strong>{d.dependency}</strong>: {d.attention.map((a) => describe(a, d)).join(' · ')}
             </li>
           ))}
@@ -149,9 +154,11 @@ function DependencyRow({ view, hasFlow }: { view: DependencyStatus; hasFlow: boo
         {view.deadLetters?.byReason && Object.keys(view.deadLetters.byReason).length > 0 && (
           <span class="meta">
             {' '}
-            ({Object.entries(view.deadLetters.byReason)
+            (
+            {Object.entries(view.deadLetters.byReason)
               .map(([reason, n]) => `${reason} ${count(n)}`)
-              .join(', ')})
+              .join(', ')}
+            )
           </span>
         )}
       </td>
