@@ -142,6 +142,7 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
           clock: options.clock ?? systemClock,
           emit: (event, payload) => this.events.emit(event, payload as WorkerEvents[typeof event]),
           internalError: (error) => this.#report(error),
+          pauseQueue: (forMs) => this.rateLimit(forMs),
         })
       : undefined;
     this.flow?.watch(Object.values(options.dependencies ?? {}));
@@ -176,12 +177,9 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
         (ctx) => processor(job, ctx),
         keyFn && (() => keyFn(job)),
       );
-      if (outcome.type === 'paused') {
-        // BullMQ's own pause of a queue: no worker of the queue fetches a job until it ends; this one goes
-        // back to wait as it was.
-        await this.rateLimit(outcome.forMs);
-        throw Worker.RateLimitError();
-      }
+      // Flow control paused the queue (BullMQ's rate limit: no worker of the queue fetches until it ends)
+      // and hands this job back: it goes back to wait as it was.
+      if (outcome.type === 'paused') throw Worker.RateLimitError();
       return settleInBullMQ(job as Job, outcome, queueName, ours);
     };
     this.flow?.startReleasing((jobId) => this.#promote(jobId));

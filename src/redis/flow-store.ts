@@ -134,6 +134,10 @@ export class RedisFlowStore implements FlowStore {
     return this.#redis.llen(this.#parkKey(dependency, queue));
   }
 
+  switchedOff(): Promise<boolean> {
+    return this.#off();
+  }
+
   async setOff(off: boolean): Promise<void> {
     const key = globalKey(this.prefix, 'flow-off');
     if (off) await this.#redis.set(key, '1');

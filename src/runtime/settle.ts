@@ -79,7 +79,8 @@ export interface Settlement {
  * already holds the drawn delay), so every queue adapter and the simulator settle the same way.
  *
  * The failed attempt counts as attempt `state.attempts + 1`. A retry charges it and marks the next run
- * `granted` (decide asked the budget for it: it runs without asking again); a deferral gives it back
+ * `granted` (decide asked the budget for it: it runs without asking again); a breaker refusal (nothing
+ * reached the dependency) keeps the grant the held-back run had, a first run's included; any other deferral gives it back
  * (`deferrals` counts it instead) and keeps the previous delay, so decorrelated jitter continues from the
  * last real retry. A terminal decision charges it too: the record says how many attempts were made.
  * `starts` becomes the queue's start count, so every start is accounted for; `firstFailedAt` is kept from
@@ -105,9 +106,24 @@ export function settle(state: AttemptState, decision: Decision, nowMs: number, j
     const dueAtMs = nowMs + delayMs;
     if (decision.chargesAttempt)
       return {
-        state: nextState(attemptsMade, state.deferrals, job.starts, delayMs, firstFailedAt, job.stalls, true),
+        // Granted only when decide asked the budget: a retry the open breaker held back asks at its next run.
+        state: nextState(
+          attemptsMade,
+          state.deferrals,
+          job.starts,
+          delayMs,
+          firstFailedAt,
+          job.stalls,
+          cause !== 'breaker-open',
+        ),
         action: { type: 'retry', delayMs, dueAtMs, retry, cause },
       };
+    // A breaker refusal reached nothing: the run it held back keeps the grant it had (a first run needs
+    // none). Any other deferral gives back an attempt that did reach the dependency: the next run asks.
+    const keepsGrant =
+      cause === 'breaker-open' &&
+      (state.granted === true ||
+        (state.attempts === 0 && state.deferrals === 0 && state.firstFailedAt === undefined));
     return {
       state: nextState(
         state.attempts,
@@ -116,7 +132,7 @@ export function settle(state: AttemptState, decision: Decision, nowMs: number, j
         state.previousDelayMs,
         firstFailedAt,
         job.stalls,
-        false,
+        keepsGrant,
       ),
       action: { type: 'defer', delayMs, dueAtMs, retry, cause },
     };

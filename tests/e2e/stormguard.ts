@@ -5,6 +5,8 @@
  * `stormguard/bullmq` and `stormguard/redis`, so the tests run against the package as users install it,
  * next to that project's own `bullmq`. No e2e file or fixture imports stormguard any other way.
  */
+
+export { CircuitBreaker } from '../../src/breaker/circuit-breaker.js';
 export { RetryBudget } from '../../src/budget/retry-budget.js';
 export type { BudgetStore } from '../../src/budget/store.js';
 export { deadLetterQueue } from '../../src/bullmq/dead-letter-queue.js';
@@ -17,7 +19,9 @@ export { PermanentError } from '../../src/errors/permanent-error.js';
 export { TransientError } from '../../src/errors/transient-error.js';
 export { definePolicy } from '../../src/policy/define-policy.js';
 export { planForWindow } from '../../src/policy/plan-window.js';
+export { RedisBreakerStore } from '../../src/redis/breaker-store.js';
 export { RedisBudgetStore } from '../../src/redis/budget-store.js';
 export { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
+export { RedisFlowStore } from '../../src/redis/flow-store.js';
 export type { DeadLetterStore, StoredDeadLetter } from '../../src/runtime/contracts.js';
 export { MemoryDeadLetterStore } from '../../src/runtime/memory-dead-letter-store.js';

@@ -12,6 +12,7 @@ import type { JobEvents } from '../events.js';
 import type { JobHandle } from '../job-handle.js';
 import { JobRuntime, type JobRuntimeSettings } from '../job-runtime.js';
 import { MemoryDeadLetterStore } from '../memory-dead-letter-store.js';
+import { settle } from '../settle.js';
 import { needsAdmission } from './admission.js';
 
 const policy = definePolicy({
@@ -34,6 +35,39 @@ describe('needsAdmission', () => {
     expect(needsAdmission({ attempts: 1, deferrals: 0, granted: true }, 1)).toBe(true);
     expect(needsAdmission({ attempts: 1, deferrals: 0, granted: true, stalls: 1 }, 1)).toBe(false);
     expect(needsAdmission(undefined, 1)).toBe(true);
+  });
+});
+
+describe('grants in settle', () => {
+  const classification = { retryable: true, reason: 'network' };
+  const job = {
+    ref: { queue: 'index', jobId: '7', createdAt: 0 },
+    name: 'search',
+    data: {},
+    opts: {},
+    starts: 1,
+    dependency: 'search',
+    lastError: { name: 'Error', message: 'down' },
+    replays: 0,
+  };
+  const retry = (cause: 'backoff' | 'breaker-open', chargesAttempt: boolean) =>
+    ({ action: 'retry', delayMs: 100, retry: 1, chargesAttempt, cause, classification }) as const;
+
+  it('a retry decide granted after asking the budget carries the grant; one the open breaker held back does not', () => {
+    expect(settle({ attempts: 0, deferrals: 0 }, retry('backoff', true), 0, job).state.granted).toBe(true);
+    expect(
+      settle({ attempts: 0, deferrals: 0 }, retry('breaker-open', true), 0, job).state.granted,
+    ).toBeUndefined();
+  });
+
+  it('a breaker refusal keeps the grant of the run it held back: a first run, or a granted retry', () => {
+    expect(settle({ attempts: 0, deferrals: 0 }, retry('breaker-open', false), 0, job).state.granted).toBe(
+      true,
+    );
+    const granted = { attempts: 1, deferrals: 0, firstFailedAt: 0, granted: true as const };
+    expect(settle(granted, retry('breaker-open', false), 0, job).state.granted).toBe(true);
+    const deferred = { attempts: 1, deferrals: 1, firstFailedAt: 0 };
+    expect(settle(deferred, retry('breaker-open', false), 0, job).state.granted).toBeUndefined();
   });
 });
 

@@ -82,12 +82,24 @@ export interface FlowControllerSettings {
   clock: Clock;
   emit: <K extends keyof FlowEvents>(event: K, payload: FlowEvents[K]) => void;
   internalError: (error: unknown) => void;
+  /**
+   * Stops the whole queue's consumption for `forMs`, fleet-wide (BullMQ: the worker's rate limit), while
+   * this worker holds the jobs it took. Default: none (only the jobs in hand are held).
+   */
+  pauseQueue?: (forMs: number) => Promise<void>;
   /** How a paced slot is waited for. Default: a timer. */
   sleep?: (ms: number) => Promise<void>;
 }
 
 /** What promoting a released job came to: back in the queue, gone (completed, removed), or not delayed yet. */
 export type PromoteResult = 'promoted' | 'gone' | 'busy';
+
+/** The jobs of one dependency this worker holds in hand while the queue is paused, and their wake-up. */
+interface Hold {
+  waiters: Array<(woken: boolean) => void>;
+  timer: NodeJS.Timeout | undefined;
+  wakeAtMs: number;
+}
 
 interface Health {
   breaker: BreakerSnapshot;
@@ -121,6 +133,11 @@ export class FlowController {
   readonly #health = new Map<string, Health>();
   readonly #reading = new Map<string, Promise<Health>>();
   readonly #pausedUntil = new Map<string, number>();
+  readonly #holds = new Map<string, Hold>();
+  /** Dependencies this worker marked down in the store (once per outage). */
+  readonly #markedDown = new Set<string>();
+  #off: { value: boolean; readAtMs: number } | undefined;
+  #stopped = false;
   /** Dependencies whose jobs this worker runs: the release loop looks after their park lists. */
   readonly #watched = new Set<string>();
   /** Dependencies that may have parked jobs of this queue. */
@@ -156,21 +173,36 @@ export class FlowController {
   async beforeRun(dependency: string, job: { jobId: string; starts: number }): Promise<FlowAction> {
     this.#watched.add(dependency);
     const { options } = this;
-    if (!options.enabled) return RUN;
-    const health = await this.#read(dependency);
-    if (health.flow.off) return RUN;
     const kind = this.holdKindOf(dependency);
-    const verdict = flowVerdict(
-      {
-        state: health.breaker.state,
-        halfOpenInMs: halfOpenInMs(health, this.#settings.clock.now()),
-        probesInFlight: health.breaker.probesInFlight,
-        halfOpenProbes: this.#settings.breaker.optionsFor(dependency).halfOpenProbes,
-      },
-      { kind, probeWaitMs: options.probeWaitMs, minHoldMs: MIN_HOLD_MS },
-    );
-    if (verdict.action === 'hold') return this.#hold(dependency, verdict);
-    if (options.mode === 'shadow' || !this.#paces(dependency, health)) return RUN;
+    let reported = false;
+    let health: Health;
+    for (;;) {
+      if (!options.enabled || this.#stopped) return RUN;
+      health = await this.#read(dependency);
+      const verdict = flowVerdict(
+        {
+          state: health.breaker.state,
+          halfOpenInMs: halfOpenInMs(health, this.#settings.clock.now()),
+          probesInFlight: health.breaker.probesInFlight,
+          halfOpenProbes: this.#settings.breaker.optionsFor(dependency).halfOpenProbes,
+        },
+        { kind, probeWaitMs: options.probeWaitMs, minHoldMs: MIN_HOLD_MS },
+      );
+      if (verdict.action === 'run') break;
+      if (await this.#switchedOff()) return RUN;
+      if (!reported) {
+        reported = true;
+        this.#report(dependency, verdict);
+      }
+      if (options.mode === 'shadow') return RUN;
+      if (verdict.kind === 'park') return { type: 'park', forMs: verdict.forMs };
+      // Paused: the job waits here, in hand, so nothing is fetched again until the dependency can take it.
+      if (!(await this.#holdHere(dependency, verdict.forMs))) return { type: 'pause', forMs: verdict.forMs };
+    }
+    // Healthy again: every job held here re-checks now (and takes its paced slot).
+    if (health.breaker.state === 'closed') this.#wakeAll(dependency, true);
+    if (options.mode === 'shadow' || !this.#paces(dependency, health) || (await this.#switchedOff()))
+      return RUN;
     const store = options.store;
     if (job.starts > 1 && (await store.claimReleased(dependency, this.#settings.queue, job.jobId)))
       return RUN;
@@ -191,12 +223,16 @@ export class FlowController {
     if (!options.enabled || this.#health.get(dependency)?.flow.off) return undefined;
     this.#health.delete(dependency); // the next gate reads afresh
     const forMs = Math.max(MIN_HOLD_MS, refusal.halfOpenInMs ?? options.probeWaitMs);
-    return this.#hold(dependency, {
+    const verdict = {
       action: 'hold',
       kind: this.holdKindOf(dependency),
       forMs,
       reason: refusal.state === 'open' ? 'breaker-open' : 'probe-in-flight',
-    });
+    } as const;
+    this.#report(dependency, verdict);
+    if (options.mode === 'shadow') return undefined;
+    if (verdict.kind === 'pause') this.#pauseQueue(dependency, forMs);
+    return { type: verdict.kind, forMs };
   }
 
   /** Records a parked job in its dependency's park list; the caller then delays it `parkHorizonMs`. */
@@ -210,7 +246,9 @@ export class FlowController {
   status(): FlowDependencyStatus[] {
     const now = this.#settings.clock.now();
     return [...this.#pausedUntil].map(([dependency, until]) =>
-      until > now ? { dependency, paused: true, pausedUntilMs: until } : { dependency, paused: false },
+      until > now || (this.#holds.get(dependency)?.waiters.length ?? 0) > 0
+        ? { dependency, paused: true, pausedUntilMs: until }
+        : { dependency, paused: false },
     );
   }
 
@@ -234,10 +272,15 @@ export class FlowController {
     this.#timer.unref();
   }
 
-  /** Stops the release loop and waits for a release in progress. */
+  /**
+   * Stops the release loop and hands back every job held in hand (each gets a `pause` action: its queue
+   * puts it back as it was), then waits for a release in progress.
+   */
   async stop(): Promise<void> {
+    this.#stopped = true;
     clearInterval(this.#timer);
     this.#timer = undefined;
+    for (const dependency of this.#holds.keys()) this.#wakeAll(dependency, false);
     await this.#ticking;
   }
 
@@ -258,7 +301,7 @@ export class FlowController {
         this.#maybeParked.add(dependency);
       }
       const health = await this.#read(dependency);
-      const off = !options.enabled || health.flow.off;
+      const off = !options.enabled || (await this.#switchedOff());
       let max = options.releaseBatch;
       if (!off && health.breaker.state === 'open') continue;
       if (!off && health.breaker.state === 'half-open')
@@ -286,20 +329,74 @@ export class FlowController {
     return promoted;
   }
 
-  #hold(dependency: string, verdict: Extract<FlowVerdict, { action: 'hold' }>): FlowAction {
-    const shadow = this.options.mode === 'shadow';
+  #report(dependency: string, verdict: Extract<FlowVerdict, { action: 'hold' }>): void {
     this.#settings.emit('flow-hold', {
       queue: this.#settings.queue,
       dependency,
       kind: verdict.kind,
       forMs: verdict.forMs,
       reason: verdict.reason,
-      shadow,
+      shadow: this.options.mode === 'shadow',
     });
-    if (shadow) return RUN;
-    if (verdict.kind === 'pause')
-      this.#pausedUntil.set(dependency, this.#settings.clock.now() + verdict.forMs);
-    return { type: verdict.kind, forMs: verdict.forMs };
+  }
+
+  /** Pauses the queue fleet-wide until `forMs` from now, unless a pause already covers that long. */
+  #pauseQueue(dependency: string, forMs: number): void {
+    const until = this.#settings.clock.now() + forMs;
+    if (until <= (this.#pausedUntil.get(dependency) ?? 0) + MIN_HOLD_MS) return;
+    this.#pausedUntil.set(dependency, until);
+    this.#settings.pauseQueue?.(forMs).catch((error: unknown) => this.#settings.internalError(error));
+  }
+
+  /**
+   * Holds a job in hand until it may look again: resolves true when woken, false when the worker stops.
+   * One waiter wakes at a time (when the breaker half-opens it may be this worker's one probe); the next
+   * wakes `probeWaitMs` later unless the first found the dependency closed, which wakes them all.
+   */
+  #holdHere(dependency: string, forMs: number): Promise<boolean> {
+    this.#pauseQueue(dependency, forMs);
+    let hold = this.#holds.get(dependency);
+    if (!hold) {
+      hold = { waiters: [], timer: undefined, wakeAtMs: 0 };
+      this.#holds.set(dependency, hold);
+    }
+    const held = hold;
+    const waiting = new Promise<boolean>((resolve) => held.waiters.push(resolve));
+    this.#wakeAt(dependency, held, this.#settings.clock.now() + forMs);
+    return waiting;
+  }
+
+  #wakeAt(dependency: string, hold: Hold, atMs: number): void {
+    if (hold.timer && hold.wakeAtMs <= atMs) return;
+    clearTimeout(hold.timer);
+    hold.wakeAtMs = atMs;
+    hold.timer = setTimeout(
+      () => {
+        hold.timer = undefined;
+        hold.waiters.shift()?.(true);
+        if (hold.waiters.length > 0)
+          this.#wakeAt(dependency, hold, this.#settings.clock.now() + this.options.probeWaitMs);
+      },
+      Math.max(0, atMs - this.#settings.clock.now()),
+    );
+    hold.timer.unref();
+  }
+
+  #wakeAll(dependency: string, woken: boolean): void {
+    const hold = this.#holds.get(dependency);
+    if (!hold) return;
+    clearTimeout(hold.timer);
+    hold.timer = undefined;
+    for (const resolve of hold.waiters.splice(0)) resolve(woken);
+  }
+
+  /** The fleet-wide kill switch, reused for `stateCacheMs`. */
+  async #switchedOff(): Promise<boolean> {
+    const now = this.#settings.clock.now();
+    if (this.#off && now - this.#off.readAtMs < this.options.stateCacheMs) return this.#off.value;
+    const value = await this.options.store.switchedOff();
+    this.#off = { value, readAtMs: now };
+    return value;
   }
 
   /** True while attempts to the dependency are paced: its ramp runs, or it has a ceiling. */
@@ -320,7 +417,10 @@ export class FlowController {
   async #read(dependency: string): Promise<Health> {
     const now = this.#settings.clock.now();
     const known = this.#health.get(dependency);
-    if (known && now - known.readAtMs < this.options.stateCacheMs) return known;
+    // An open breaker stays open until it half-opens: until then, what was read holds (as the breaker's
+    // own cache does).
+    if (known && (now - known.readAtMs < this.options.stateCacheMs || (halfOpenInMs(known, now) ?? 0) > 0))
+      return known;
     let reading = this.#reading.get(dependency);
     if (!reading) {
       reading = this.#fetch(dependency).finally(() => this.#reading.delete(dependency));
@@ -329,18 +429,25 @@ export class FlowController {
     return reading;
   }
 
+  /**
+   * Reads the breaker; while it is closed, the flow state too (the recovery time paces the ramp), marking
+   * up a dependency marked down. While it is not closed, marks the dependency down once and reads nothing
+   * more: a held job needs only the breaker.
+   */
   async #fetch(dependency: string): Promise<Health> {
     const { store } = this.options;
-    const [breaker, read] = await Promise.all([
-      this.#settings.breaker.state(dependency),
-      store.read(dependency),
-    ]);
-    let flow = read;
-    if (breaker.state === 'open' && !flow.down) {
-      await store.markDown(dependency);
-      flow = { ...flow, down: true };
-    } else if (breaker.state === 'closed' && flow.down) {
-      flow = await store.markUp(dependency);
+    const breaker = await this.#settings.breaker.state(dependency);
+    let flow: FlowSnapshot;
+    if (breaker.state === 'closed') {
+      flow = await store.read(dependency);
+      if (flow.down) flow = await store.markUp(dependency);
+      this.#markedDown.delete(dependency);
+    } else {
+      if (!this.#markedDown.has(dependency)) {
+        await store.markDown(dependency);
+        this.#markedDown.add(dependency);
+      }
+      flow = { down: true, nowMs: breaker.nowMs, off: false };
     }
     const health = { breaker, flow, readAtMs: this.#settings.clock.now() };
     this.#health.set(dependency, health);

@@ -90,6 +90,10 @@ export class MemoryFlowStore implements FlowStore {
     return this.#deps.get(dependency)?.parked.get(queue)?.length ?? 0;
   }
 
+  switchedOff(): boolean {
+    return this.#off;
+  }
+
   setOff(off: boolean): void {
     this.#off = off;
   }

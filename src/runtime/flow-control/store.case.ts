@@ -128,8 +128,10 @@ export function flowStoreCases(name: string, open: OpenFlowStores): void {
 
     it('the kill switch is fleet-wide', async () => {
       const [a, b] = (await setup(2)) as [FlowStore, FlowStore];
+      expect(await b.switchedOff()).toBe(false);
       await a.setOff(true);
       expect((await b.read('search')).off).toBe(true);
+      expect(await b.switchedOff()).toBe(true);
       await b.setOff(false);
       expect((await a.read('search')).off).toBe(false);
     });

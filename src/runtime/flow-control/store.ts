@@ -59,6 +59,8 @@ export interface FlowStore {
   claimReleased(dependency: string, queue: string, jobId: string): MaybePromise<boolean>;
   /** How many jobs of `queue` are parked for the dependency. */
   parked(dependency: string, queue: string): MaybePromise<number>;
+  /** The fleet-wide kill switch: true while flow control is off everywhere. Never writes. */
+  switchedOff(): MaybePromise<boolean>;
   /** Sets the fleet-wide kill switch (true: flow control off everywhere). */
   setOff(off: boolean): MaybePromise<void>;
 }
