@@ -34,7 +34,15 @@ export interface FailoverFigures {
   deadLettersDoubled: number;
   /** Jobs run under the idempotency guard, outcomes missing afterwards, side effects run more than once. */
   onceJobs: number;
+  /** Outcomes the store acknowledged (stored, and on a replica with durable writes) missing afterwards. */
   outcomesLost: number;
+  /**
+   * Outcomes the store did not acknowledge: the write failed or no replica confirmed it in time, which the
+   * guard reports (`outcome-not-stored`) while the job still completes with its value. And how many of those
+   * were missing afterwards (lost with the killed master): a replay of such a job would run it again.
+   */
+  outcomesNotAcknowledged: number;
+  outcomesNotAcknowledgedMissing: number;
   sideEffectsRepeated: number;
   /** Longest time one worker's budget was degraded, ms, and how many of the workers degraded at all. */
   degradedMs: number;
@@ -128,6 +136,7 @@ export async function runFailover(
   };
   const sideEffects = new Map<string, number>();
   const completedOnce = new Set<string>();
+  const notStored = new Set<string>();
   const runs = new Map<string, number>();
   const kinds = new Map<string, Kind>();
   const completions = new Map<string, number>();
@@ -157,6 +166,7 @@ export async function runFailover(
     });
     worker.on('side-effect', (m) => count(sideEffects, m.key as string));
     worker.on('once-done', (m) => completedOnce.add(m.key as string));
+    worker.on('outcome-not-stored', (m) => notStored.add(m.key as string));
     worker.on('completed', (m) => count(completions, m.jobId as string));
     worker.on('granted-degraded', () => grantedWhileDegraded++);
     worker.on('denied-degraded', () => deniedWhileDegraded++);
@@ -226,8 +236,12 @@ export async function runFailover(
     const failed = await queue.getJobs(['failed'], 0, -1);
     const completed = await queue.getCompletedCount();
     let outcomesLost = 0;
-    for (const key of completedOnce)
-      if ((await outcomeClient.exists(outcomeStore.keyOf(key))) === 0) outcomesLost++;
+    let notAcknowledgedMissing = 0;
+    for (const key of completedOnce) {
+      if ((await outcomeClient.exists(outcomeStore.keyOf(key))) === 1) continue;
+      if (notStored.has(key)) notAcknowledgedMissing++;
+      else outcomesLost++;
+    }
     return {
       jobs,
       added: acknowledged.length,
@@ -240,6 +254,8 @@ export async function runFailover(
       deadLettersDoubled: [...records.values()].filter((n) => n > 1).length,
       onceJobs: completedOnce.size,
       outcomesLost,
+      outcomesNotAcknowledged: notStored.size,
+      outcomesNotAcknowledgedMissing: notAcknowledgedMissing,
       sideEffectsRepeated: [...sideEffects.values()].filter((n) => n > 1).length,
       degradedMs: Math.max(0, ...downFor),
       workersDegraded: degradedWorkers.size,

@@ -64,6 +64,7 @@ const guard = idempotencyGuard({
   inFlightTtlMs: 5_000,
   ttlMs: 3_600_000,
 });
+guard.events.on('outcome-not-stored', ({ key }) => tell({ type: 'outcome-not-stored', key }));
 const policy = definePolicy({
   name: 'failover',
   maxAttempts: 4,
