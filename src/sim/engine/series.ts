@@ -1,10 +1,12 @@
 /**
  * A time series in fixed-size bins (bin i covers `[i × binMs, (i + 1) × binMs)`), growing as virtual time
- * advances. Counters add into their bin; gauges keep the last value set in a bin and carry it forward over
- * bins where nothing was set. Both allocate only when they double their capacity.
+ * advances. Counters add whole counts into their bin (four bytes a bin: a simulated day of 50 dependencies
+ * is millions of bins); gauges keep the last value set in a bin and carry it forward over bins where nothing
+ * was set. Both allocate only when they grow, by half their capacity, so a long run holds at most a third
+ * more bins than it reached.
  */
 export class BinnedSeries {
-  #data: Float64Array;
+  #data: Float64Array | Uint32Array;
   #length = 0;
 
   constructor(
@@ -12,8 +14,7 @@ export class BinnedSeries {
     readonly kind: 'counter' | 'gauge' = 'counter',
     initialBins = 256,
   ) {
-    this.#data = new Float64Array(initialBins);
-    if (kind === 'gauge') this.#data.fill(Number.NaN);
+    this.#data = BinnedSeries.#allocate(kind, initialBins);
   }
 
   /** Bins up to and including the last one written. */
@@ -21,7 +22,7 @@ export class BinnedSeries {
     return this.#length;
   }
 
-  /** Counter: adds `n` to the bin holding `t`. */
+  /** Counter: adds `n` (a whole count) to the bin holding `t`. */
   add(t: number, n = 1): void {
     const i = this.#index(t);
     this.#data[i] = (this.#data[i] as number) + n;
@@ -29,7 +30,9 @@ export class BinnedSeries {
 
   /** Gauge: the bin holding `t` takes `value` (the last write in a bin wins). */
   set(t: number, value: number): void {
-    this.#data[this.#index(t)] = value;
+    // The index first: it may grow (replace) the array, which must then be the one written.
+    const i = this.#index(t);
+    this.#data[i] = value;
   }
 
   /** The value of bin `i` (a gauge carries earlier values forward; 0 before its first value). */
@@ -44,14 +47,21 @@ export class BinnedSeries {
 
   /** The first `bins` values as a plain array (padded with 0, or a gauge's last value). */
   toArray(bins = this.#length): number[] {
-    const out = new Array<number>(bins);
-    let carried = 0;
-    for (let i = 0; i < bins; i++) {
-      const v = i < this.#length ? (this.#data[i] as number) : Number.NaN;
-      if (this.kind === 'gauge') {
+    // Built by pushing, not as `new Array(bins)`: V8 keeps a large preallocated array in slow elements.
+    const out: number[] = [];
+    const data = this.#data;
+    const written = Math.min(bins, this.#length);
+    if (this.kind === 'gauge') {
+      let carried = 0;
+      for (let i = 0; i < written; i++) {
+        const v = data[i] as number;
         if (!Number.isNaN(v)) carried = v;
-        out[i] = carried;
-      } else out[i] = Number.isNaN(v) ? 0 : v;
+        out.push(carried);
+      }
+      while (out.length < bins) out.push(carried);
+    } else {
+      for (let i = 0; i < written; i++) out.push(data[i] as number);
+      while (out.length < bins) out.push(0);
     }
     return out;
   }
@@ -71,11 +81,12 @@ export class BinnedSeries {
   }
 
   #grow(minimum: number): void {
-    let capacity = this.#data.length * 2;
-    while (capacity < minimum) capacity *= 2;
-    const data = new Float64Array(capacity);
-    if (this.kind === 'gauge') data.fill(Number.NaN);
+    const data = BinnedSeries.#allocate(this.kind, Math.max(minimum, Math.ceil(this.#data.length * 1.5)));
     data.set(this.#data);
     this.#data = data;
+  }
+
+  static #allocate(kind: 'counter' | 'gauge', bins: number): Float64Array | Uint32Array {
+    return kind === 'gauge' ? new Float64Array(bins).fill(Number.NaN) : new Uint32Array(bins);
   }
 }
