@@ -46,6 +46,11 @@ class BullmqJobHandle implements JobHandle {
     return replayOrigin(this.job).replays;
   }
 
+  /** The record a replay re-added this job from: a replayed job dead-lettered again keeps its lineage. */
+  get replayedFrom(): string | undefined {
+    return replayOrigin(this.job).recordId;
+  }
+
   get replayedTraceLinks(): readonly string[] | undefined {
     return replayOrigin(this.job).traceLinks;
   }
