@@ -15,6 +15,7 @@ export const ATTR = {
   dependency: 'stormguard.dependency',
   attempt: 'stormguard.attempt',
   replays: 'stormguard.replays',
+  replayedFrom: 'stormguard.replayed_from',
   decision: 'stormguard.decision',
   classificationReason: 'stormguard.classification.reason',
   classificationFamily: 'stormguard.classification.family',

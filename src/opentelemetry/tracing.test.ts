@@ -13,7 +13,7 @@ const START = {
   attempt: 1,
   replays: 0,
   earlierAttempts: [],
-  replayedFrom: [],
+  replayedAttempts: [],
 };
 
 describe('openTelemetryTracing', () => {

@@ -100,9 +100,10 @@ class OpenTelemetryAttempt implements AttemptTrace {
     };
     if (system) attributes[ATTR.messagingSystem] = system;
     if (start.replays > 0) attributes[ATTR.replays] = start.replays;
+    if (start.replayedFrom !== undefined) attributes[ATTR.replayedFrom] = start.replayedFrom;
     const links = [
       ...linksTo(start.earlierAttempts, 'earlier-attempt'),
-      ...linksTo(start.replayedFrom, 'replayed-from'),
+      ...linksTo(start.replayedAttempts, 'replayed-from'),
     ];
     this.#span = tracer.startSpan(
       'stormguard.attempt',

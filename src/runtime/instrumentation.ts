@@ -26,7 +26,7 @@ export interface JobInstrumentation {
  *
  * @example
  * const start: AttemptStart = { queue: 'index', task: 'reindex', jobId: '42', dependency: 'search', attempt: 2,
- *   replays: 0, earlierAttempts: ['00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'], replayedFrom: [] };
+ *   replays: 0, earlierAttempts: ['00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'], replayedAttempts: [] };
  */
 export interface AttemptStart {
   queue: string;
@@ -42,7 +42,9 @@ export interface AttemptStart {
   /** The {@link AttemptTrace.carrier}s of this job's earlier attempts, oldest first (at most {@link MAX_TRACE_LINKS}). */
   earlierAttempts: readonly string[];
   /** The carriers of the attempts of the job this one was replayed from (its dead-letter record kept them). */
-  replayedFrom: readonly string[];
+  replayedAttempts: readonly string[];
+  /** The dead-letter record this job was replayed from, when it was. */
+  replayedFrom?: string;
 }
 
 /**

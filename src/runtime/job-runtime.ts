@@ -568,7 +568,8 @@ export class JobRuntime {
         attempt,
         replays: job.replays ?? 0,
         earlierAttempts: state.traceLinks ?? [],
-        replayedFrom: job.replayedTraceLinks ?? [],
+        replayedAttempts: job.replayedTraceLinks ?? [],
+        ...(job.replayedFrom === undefined ? {} : { replayedFrom: job.replayedFrom }),
       });
     } catch (error) {
       settings.internalError(error);

@@ -199,6 +199,7 @@ describe('an incident as a trace', () => {
     expect(replayed.attributes).toMatchObject({
       'stormguard.attempt': 1,
       'stormguard.replays': 1,
+      'stormguard.replayed_from': run.recordId,
       'stormguard.decision': 'completed',
     });
     expect(replayed.attributes['error.type']).toBeUndefined();
