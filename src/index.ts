@@ -59,5 +59,6 @@ export {
   MemoryDeadLetterStore,
   type MemoryDeadLetterStoreOptions,
 } from './runtime/memory-dead-letter-store.js';
+export { type DeadLetterRedaction, redactRecord } from './runtime/redaction.js';
 export { type SettleAction, type SettleJob, type Settlement, settle } from './runtime/settle.js';
 export * from './status/index.js';

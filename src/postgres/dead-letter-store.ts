@@ -25,6 +25,7 @@ import {
   finalStateOf,
   MAX_EVICTIONS_PER_FILING,
 } from '../runtime/dead-letter-store-rules.js';
+import { type DeadLetterRedaction, redactRecord } from '../runtime/redaction.js';
 import { PostgresDatabase, type PostgresStoreOptions } from './database.js';
 
 /**
@@ -34,6 +35,12 @@ import { PostgresDatabase, type PostgresStoreOptions } from './database.js';
  * new PostgresDeadLetterStore({ connection: process.env.DATABASE_URL!, schema: 'shop' });
  */
 export interface PostgresDeadLetterStoreOptions extends PostgresStoreOptions {
+  /**
+   * Applied to every record before it is stored (see {@link DeadLetterRedaction}): set it once here, and
+   * nothing downstream (the CLI, the console, replays, the audit log) ever sees the raw values. Default
+   * none.
+   */
+  redact?: DeadLetterRedaction;
   /**
    * TEST ONLY: use this clock's time instead of the server's `clock_timestamp()`. In production leave it
    * unset: the database server is the fleet's one clock. Default unset.
@@ -72,10 +79,12 @@ interface RecordRow {
 export class PostgresDeadLetterStore implements DeadLetterStore {
   readonly #db: PostgresDatabase;
   readonly #timeOverride: Clock | undefined;
+  readonly #redact: DeadLetterRedaction | undefined;
 
   constructor(options: PostgresDeadLetterStoreOptions) {
     this.#db = new PostgresDatabase(options, 'PostgreSQL dead-letter store');
     this.#timeOverride = options.timeOverride;
+    this.#redact = options.redact;
   }
 
   get #q(): string {
@@ -119,6 +128,7 @@ export class PostgresDeadLetterStore implements DeadLetterStore {
     finalState: AttemptState,
     ttlMs: number,
   ): Promise<{ id: string; created: boolean }> {
+    record = redactRecord(record, this.#redact);
     assertDeadLetterRecord(record);
     const json = JSON.stringify(finalStateOf(record, finalState, '\u0000'));
     const at = json.indexOf(ID_MARK);

@@ -27,6 +27,7 @@ import {
   finalStateOf,
   MAX_EVICTIONS_PER_FILING,
 } from '../runtime/dead-letter-store-rules.js';
+import { type DeadLetterRedaction, redactRecord } from '../runtime/redaction.js';
 import {
   type DurableWrites,
   type DurableWritesOption,
@@ -42,6 +43,12 @@ import { defineScript, type RedisClient, type ScriptSpec } from './scripts.js';
  * const options: RedisDeadLetterStoreOptions = { redis: new Redis(url), prefix: 'shop' };
  */
 export interface RedisDeadLetterStoreOptions {
+  /**
+   * Applied to every record before it is stored (see {@link DeadLetterRedaction}): set it once here, and
+   * nothing downstream (the CLI, the console, replays, the audit log) ever sees the raw values. Default
+   * none.
+   */
+  redact?: DeadLetterRedaction;
   /** Your ioredis client (a `Redis` or a `Cluster`); the store never closes it. */
   redis: RedisClient;
   /** Key prefix, any 1-64 characters (encoded into keys). Default `stormguard`. */
@@ -177,6 +184,7 @@ export class RedisDeadLetterStore implements DeadLetterStore {
   readonly #durable: DurableWrites | undefined;
   readonly #scripts: { [K in keyof typeof SCRIPTS]: Script };
   readonly #registered = new Set<string>();
+  readonly #redact: DeadLetterRedaction | undefined;
   #schemaChecked: Promise<void> | undefined;
 
   constructor(options: RedisDeadLetterStoreOptions) {
@@ -185,6 +193,7 @@ export class RedisDeadLetterStore implements DeadLetterStore {
     this.prefix = prefix;
     this.#redis = options.redis;
     this.#clock = options.clock;
+    this.#redact = options.redact;
     this.#durable = resolveDurableWrites(options.redis, options.durableWrites);
     this.#scripts = Object.fromEntries(
       Object.entries(SCRIPTS).map(([name, spec]) => [name, defineScript(options.redis, spec)]),
@@ -251,6 +260,7 @@ export class RedisDeadLetterStore implements DeadLetterStore {
     finalState: AttemptState,
     ttlMs: number,
   ): Promise<{ id: string; created: boolean }> {
+    record = redactRecord(record, this.#redact);
     assertDeadLetterRecord(record);
     if (!this.#registered.has(record.queue)) await this.registerQueue(record.queue);
     const keys = new QueueKeys(this.prefix, record.queue);

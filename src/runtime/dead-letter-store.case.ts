@@ -14,6 +14,7 @@ import type {
   DeadLetterStore,
   StoredDeadLetter,
 } from './contracts.js';
+import { searchDeadLetters } from './dead-letter-search.js';
 
 /** One fresh, empty store on the given clock, and what the suite needs to reach inside it. */
 export interface DeadLetterStoreHarness {
@@ -400,6 +401,101 @@ export function describeDeadLetterStore(name: string, open: OpenDeadLetterStore)
       await expect((async () => store.file(noReason, STATE, DAY))()).rejects.toSatisfy(isValidationError);
       expect(await store.count('index')).toBe(0);
       expect(await store.readAttempts(sampleDeadLetter('1'))).toBeUndefined();
+    });
+
+    describe('text search (searchDeadLetters over the store)', () => {
+      /** 12 records; jobs 3, 8 and 12 failed with ECONNRESET, job 5 is named "export-csv". */
+      async function seed(store: DeadLetterStore) {
+        for (let i = 1; i <= 12; i++) {
+          const reset = i === 3 || i === 8 || i === 12;
+          await file(
+            store,
+            sampleDeadLetter(`job-${i}`, {
+              deadLetteredAt: T0 + i,
+              name: i === 5 ? 'export-csv' : 'reindex',
+              reason: i % 2 === 0 ? 'permanent' : 'max-attempts',
+              lastError: {
+                name: reset ? 'FetchError' : 'TransientError',
+                message: reset ? 'read ECONNRESET' : 'search timed out',
+                classification: { retryable: true, reason: 'network' },
+              },
+            }),
+          );
+        }
+      }
+      const jobs = (r: { records: { jobId: string }[] }) => r.records.map((x) => x.jobId);
+
+      it('scans at most scanLimit records a call, in order, and goes on from its cursor: "searched n of total"', async () => {
+        const store = await setup();
+        await seed(store);
+        const search = { text: 'econnreset', scanLimit: 5 };
+        const first = await searchDeadLetters(store, 'index', search);
+        expect([jobs(first), first.scanned, first.total]).toEqual([['job-3'], 5, 12]);
+        const second = await searchDeadLetters(store, 'index', { ...search, cursor: first.next! });
+        expect([jobs(second), second.scanned]).toEqual([['job-8'], 10]);
+        const third = await searchDeadLetters(store, 'index', { ...search, cursor: second.next! });
+        expect([jobs(third), third.scanned, third.next]).toEqual([['job-12'], 12, undefined]);
+      });
+
+      it('stops at limit matches, and the next call starts right after the last one', async () => {
+        const store = await setup();
+        await seed(store);
+        const first = await searchDeadLetters(store, 'index', { text: 'REINDEX', limit: 2 });
+        expect([jobs(first), first.scanned]).toEqual([['job-1', 'job-2'], 2]);
+        const rest = await searchDeadLetters(store, 'index', {
+          text: 'REINDEX',
+          limit: 20,
+          cursor: first.next!,
+        });
+        expect(jobs(rest)).toEqual([
+          'job-3',
+          'job-4',
+          'job-6',
+          'job-7',
+          'job-8',
+          'job-9',
+          'job-10',
+          'job-11',
+          'job-12',
+        ]);
+        expect(rest.next).toBeUndefined();
+      });
+
+      it('matches the record id, the job id, the name and the error class; narrows by an indexed filter first', async () => {
+        const store = await setup();
+        await seed(store);
+        expect(jobs(await searchDeadLetters(store, 'index', { text: 'export' }))).toEqual(['job-5']);
+        expect(jobs(await searchDeadLetters(store, 'index', { text: 'job-11' }))).toEqual(['job-11']);
+        expect(jobs(await searchDeadLetters(store, 'index', { text: 'fetcherror' }))).toEqual([
+          'job-3',
+          'job-8',
+          'job-12',
+        ]);
+        const permanent = await searchDeadLetters(store, 'index', {
+          text: 'econnreset',
+          reason: 'permanent',
+        });
+        expect([jobs(permanent), permanent.scanned, permanent.total]).toEqual([['job-8', 'job-12'], 6, 6]);
+        const newest = await searchDeadLetters(store, 'index', {
+          text: 'econnreset',
+          newestFirst: true,
+          limit: 1,
+        });
+        expect(jobs(newest)).toEqual(['job-12']);
+        expect(await searchDeadLetters(store, 'none', { text: 'x' })).toEqual({
+          records: [],
+          scanned: 0,
+          total: 0,
+        });
+      });
+
+      it('refuses an empty text and a cursor from nowhere', async () => {
+        const store = await setup();
+        await expect(searchDeadLetters(store, 'index', { text: ' ' })).rejects.toThrow(/text: search for/);
+        await expect(searchDeadLetters(store, 'index', { text: 'x', cursor: 'nope' })).rejects.toThrow(
+          /not a search cursor/,
+        );
+      });
     });
   });
 }

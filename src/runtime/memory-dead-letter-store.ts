@@ -22,6 +22,7 @@ import {
   readStoredRecord,
 } from './dead-letter-record.js';
 import { assertRetention, finalStateOf, MAX_EVICTIONS_PER_FILING } from './dead-letter-store-rules.js';
+import { type DeadLetterRedaction, redactRecord } from './redaction.js';
 
 /** One record as the memory store keeps it: the indexed fields, the record's JSON text, a replay claim. */
 interface Entry extends ListPosition {
@@ -51,6 +52,12 @@ interface QueueState {
  * const options: MemoryDeadLetterStoreOptions = { clock: new FakeClock(0) };
  */
 export interface MemoryDeadLetterStoreOptions {
+  /**
+   * Applied to every record before it is stored (see {@link DeadLetterRedaction}): set it once here, and
+   * nothing downstream (the CLI, the console, replays, the audit log) ever sees the raw values. Default
+   * none.
+   */
+  redact?: DeadLetterRedaction;
   /** Store time (claims, retention, expiry, registration). Default: the system clock. */
   clock?: Clock;
 }
@@ -68,10 +75,12 @@ export interface MemoryDeadLetterStoreOptions {
  */
 export class MemoryDeadLetterStore implements DeadLetterStore {
   readonly #clock: Clock;
+  readonly #redact: DeadLetterRedaction | undefined;
   readonly #queues = new Map<string, QueueState>();
 
   constructor(options: MemoryDeadLetterStoreOptions = {}) {
     this.#clock = options.clock ?? systemClock;
+    this.#redact = options.redact;
   }
 
   registerQueue(queue: string, retention?: RetentionLimits): void {
@@ -97,6 +106,7 @@ export class MemoryDeadLetterStore implements DeadLetterStore {
   }
 
   file(record: DeadLetterRecord, finalState: AttemptState, ttlMs: number): { id: string; created: boolean } {
+    record = redactRecord(record, this.#redact);
     assertDeadLetterRecord(record);
     const state = this.#open(record.queue);
     const known = this.#liveAttempts(state, record)?.deadLettered?.recordId;

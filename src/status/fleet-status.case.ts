@@ -55,7 +55,15 @@ export function describeFleetStatus(name: string, open: OpenFleetStores): void {
 
     it("shows each dependency's budget, breaker and dead letters, the pressing ones first", async () => {
       const { budget: store, breaker, deadLetters, clock } = await setup();
-      const budget = new RetryBudget({ store, ratio: 0.2, windowMs: 60_000, minAllowance: 2, clock });
+      // A generous timeout: a loaded machine's first PostgreSQL call (it migrates) must not fall back locally.
+      const budget = new RetryBudget({
+        store,
+        ratio: 0.2,
+        windowMs: 60_000,
+        minAllowance: 2,
+        clock,
+        timeoutMs: 60_000,
+      });
       budget.recordSuccess('mail', 20);
       await budget.flush();
       expect((await budget.trySpend('mail')).granted).toBe(true);

@@ -2,6 +2,7 @@
 
 export { attentionOf, needsAttention } from './attention.js';
 export { type BudgetStatus, type BudgetStatusSource, budgetStatus, budgetStatusOf } from './budget.js';
+export { flowStatusOf } from './flow.js';
 export { breakersOf, budgetsOf, readFleetStatus } from './read-fleet-status.js';
 export type {
   AttentionReason,
@@ -11,6 +12,7 @@ export type {
   FleetStatus,
   FleetStatusOptions,
   FleetStatusSources,
+  FlowStatusScope,
   FlowStatusSource,
   ParkedJobsStatus,
   PausedWorkerStatus,

@@ -56,19 +56,10 @@ export async function readFleetStatus(
 
   const budgets = sources.budget ? await attempt('budget', () => budgetStatus(sources.budget!)) : undefined;
   const breakers = sources.breaker ? await attempt('breaker', () => sources.breaker!.list()) : undefined;
-  const flow = sources.flow;
-  const paused = flow?.pausedWorkers
-    ? await attempt('flow', async () => [...(await flow.pausedWorkers!())])
-    : undefined;
-  const parked = flow?.parkedJobs
-    ? await attempt('flow', async () => [...(await flow.parkedJobs!())])
-    : undefined;
 
   const names = new Set<string>(options.dependencies ?? []);
   for (const row of budgets ?? []) names.add(row.dependency);
   for (const row of breakers ?? []) names.add(row.dependency);
-  for (const row of paused ?? []) names.add(row.dependency);
-  for (const row of parked ?? []) names.add(row.dependency);
   const dependencyNames = [...names].sort(byCodeUnits);
 
   let queues: QueueStatus[] = [];
@@ -87,6 +78,22 @@ export async function readFleetStatus(
       deadLetters = read.byDependency;
     }
   }
+
+  // Flow control is asked about what the stores above found; it may add dependencies of its own.
+  const flow = sources.flow;
+  const scope = { dependencies: dependencyNames, queues: options.queues ?? queues.map((q) => q.queue) };
+  const paused = flow?.pausedWorkers
+    ? await attempt('flow', async () => [...(await flow.pausedWorkers!(scope))])
+    : undefined;
+  const parked = flow?.parkedJobs
+    ? await attempt('flow', async () => [...(await flow.parkedJobs!(scope))])
+    : undefined;
+  for (const row of [...(paused ?? []), ...(parked ?? [])])
+    if (!names.has(row.dependency)) {
+      names.add(row.dependency);
+      dependencyNames.push(row.dependency);
+    }
+  dependencyNames.sort(byCodeUnits);
 
   const budgetOf = new Map<string, BudgetStatus>((budgets ?? []).map((b) => [b.dependency, b]));
   const breakerOf = new Map<string, ListedBreaker>((breakers ?? []).map((b) => [b.dependency, b]));

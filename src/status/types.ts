@@ -166,15 +166,28 @@ export interface StatusSourceError {
 export type DeadLetterStatusSource = Pick<DeadLetterStore, 'queues' | 'queue' | 'count'>;
 
 /**
- * What the flow-control part of the read model reads: paused workers and parked jobs, fleet-wide. Each
- * method is optional; a missing one leaves its part of the status absent.
+ * What the flow-control part of the read model reads: paused workers and parked jobs. Each method is
+ * optional; a missing one leaves its part of the status absent. Both are told the dependencies and
+ * queues the rest of the status found, so a store keyed by them (the flow store's park lists) can be
+ * asked about each: {@link flowStatusOf} adapts a `FlowStore`.
  *
  * @example
  * const flow: FlowStatusSource = { parkedJobs: async () => [{ queue: 'mixed', dependency: 'search', count: 3 }] };
  */
 export interface FlowStatusSource {
-  pausedWorkers?(): MaybePromise<readonly PausedWorkerStatus[]>;
-  parkedJobs?(): MaybePromise<readonly ParkedJobsStatus[]>;
+  pausedWorkers?(known: FlowStatusScope): MaybePromise<readonly PausedWorkerStatus[]>;
+  parkedJobs?(known: FlowStatusScope): MaybePromise<readonly ParkedJobsStatus[]>;
+}
+
+/**
+ * The dependencies and queues a {@link FlowStatusSource} is asked about.
+ *
+ * @example
+ * const scope: FlowStatusScope = { dependencies: ['search'], queues: ['index'] };
+ */
+export interface FlowStatusScope {
+  dependencies: readonly string[];
+  queues: readonly string[];
 }
 
 /**

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryBreakerStore } from '../../src/breaker/memory-store.js';
 import { MemoryBudgetStore } from '../../src/budget/memory-store.js';
 import { PostgresBreakerStore } from '../../src/postgres/breaker-store.js';
@@ -9,8 +9,12 @@ import { PostgresDeadLetterStore } from '../../src/postgres/dead-letter-store.js
 import { RedisBreakerStore } from '../../src/redis/breaker-store.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
+import { RedisFlowStore } from '../../src/redis/flow-store.js';
+import { MemoryFlowStore } from '../../src/runtime/flow-control/memory-store.js';
 import { MemoryDeadLetterStore } from '../../src/runtime/memory-dead-letter-store.js';
 import { describeFleetStatus } from '../../src/status/fleet-status.case.js';
+import { flowStatusOf } from '../../src/status/flow.js';
+import { readFleetStatus } from '../../src/status/read-fleet-status.js';
 import { postgresBed } from '../helpers/postgres-bed.js';
 import { uniqueSchema } from '../helpers/postgres-server.js';
 import { TestRedis } from '../helpers/redis-server.js';
@@ -65,4 +69,38 @@ describeFleetStatus('PostgreSQL', async (clock) => {
     deadLetters,
     close: async () => {},
   };
+});
+
+describe('fleet status with flow control', () => {
+  for (const [name, openFlow] of [
+    ['MemoryFlowStore', () => new MemoryFlowStore()],
+    [
+      'RedisFlowStore',
+      () => new RedisFlowStore({ redis, prefix: `status-flow-${process.pid}-${prefixes++}` }),
+    ],
+  ] as const)
+    it(`counts the jobs parked in a ${name} per dependency and queue, and lists them as needing attention`, async () => {
+      const flow = openFlow();
+      const deadLetters = new MemoryDeadLetterStore();
+      await deadLetters.registerQueue('mixed');
+      await deadLetters.registerQueue('index');
+      await flow.park('search', 'mixed', 'job-1', 60_000);
+      await flow.park('search', 'mixed', 'job-2', 60_000);
+      await flow.park('search', 'index', 'job-3', 60_000);
+      await flow.park('mail', 'other', 'job-4', 60_000); // a queue the status does not read
+      const status = await readFleetStatus(
+        { deadLetters, flow: flowStatusOf(flow) },
+        { dependencies: ['mail', 'search'] },
+      );
+      expect(status.parkedJobs).toEqual([
+        { queue: 'index', dependency: 'search', count: 1 },
+        { queue: 'mixed', dependency: 'search', count: 2 },
+      ]);
+      expect(status.dependencies.map((d) => [d.dependency, d.parkedJobs, d.attention])).toEqual([
+        ['mail', 0, []],
+        ['search', 3, ['jobs-parked']],
+      ]);
+      expect(status.needsAttention).toEqual(['search']);
+      expect(status.pausedWorkers).toBeUndefined();
+    });
 });
