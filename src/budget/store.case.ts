@@ -23,6 +23,9 @@ export interface ConformanceOptions {
 
 const WINDOW = 60_000;
 const BUCKET = 6_000;
+// The suite checks what a store answers, not how fast: on a loaded machine a slow answer must not turn into
+// the degraded fallback, which every case here expects not to see (degraded: false).
+const STORE_TIMEOUT_MS = 10_000;
 
 /** Registers the budget store conformance cases under `describe(name)`. */
 export function describeBudgetStore(
@@ -35,6 +38,7 @@ export function describeBudgetStore(
       const clock = new FakeClock(start);
       const store = await factory(clock);
       const budget = new RetryBudget({
+        timeoutMs: STORE_TIMEOUT_MS,
         store,
         ratio: 0.2,
         windowMs: WINDOW,
@@ -257,6 +261,7 @@ export function describeBudgetStore(
             const dependency = `edge-${run++}`;
             clock.set(1_000_000 * run);
             const budget = new RetryBudget({
+              timeoutMs: STORE_TIMEOUT_MS,
               store,
               ratio: permille / 1_000,
               minAllowance,
@@ -296,6 +301,7 @@ export function describeBudgetStore(
       const { clock, store, budget: sixty } = await setup({ windowMs: 60_000, minAllowance: 10 }, 0);
       const overruled: BudgetEvents['overruled'][] = [];
       const thirty = new RetryBudget({
+        timeoutMs: STORE_TIMEOUT_MS,
         store,
         clock,
         windowMs: 30_000,
@@ -328,7 +334,14 @@ export function describeBudgetStore(
     it('never lets a rolling change of windowMs switch the budget off: old and new workers in turn grant no more than one configuration', async () => {
       // The old (60 s) and the new (30 s) settings, no successes, floor 10, 1 000 requests over 100 s.
       const { clock, store, budget: old } = await setup({ windowMs: 60_000, minAllowance: 10 }, 0);
-      const young = new RetryBudget({ store, clock, windowMs: 30_000, minAllowance: 10, log: false });
+      const young = new RetryBudget({
+        timeoutMs: STORE_TIMEOUT_MS,
+        store,
+        clock,
+        windowMs: 30_000,
+        minAllowance: 10,
+        log: false,
+      });
       const grants: number[] = [];
       for (let i = 0; i < 1_000; i++) {
         clock.advance(100);
@@ -345,6 +358,7 @@ export function describeBudgetStore(
     it('rolls a change out with a higher settingsVersion: both configurations bind until the new one holds a whole window', async () => {
       const { clock, store, budget: v0 } = await setup({ windowMs: 60_000, minAllowance: 10 }, 0);
       const v1 = new RetryBudget({
+        timeoutMs: STORE_TIMEOUT_MS,
         store,
         clock,
         windowMs: 30_000,
@@ -367,7 +381,14 @@ export function describeBudgetStore(
       clock.advance(1_000);
       expect(await spend(v0, 'search', 10)).toBe(6);
       // A lower version never takes it back.
-      const back = new RetryBudget({ store, clock, windowMs: 60_000, minAllowance: 50, log: false });
+      const back = new RetryBudget({
+        timeoutMs: STORE_TIMEOUT_MS,
+        store,
+        clock,
+        windowMs: 60_000,
+        minAllowance: 50,
+        log: false,
+      });
       expect(await back.trySpend('search')).toMatchObject({ granted: false, windowMs: 30_000, allowance: 6 });
       await v0.close();
       await v1.close();
@@ -404,6 +425,7 @@ export function describeBudgetStore(
             const budgets = [a, b].map(
               (c) =>
                 new RetryBudget({
+                  timeoutMs: STORE_TIMEOUT_MS,
                   store,
                   clock,
                   windowMs: c.windowMs,
@@ -514,7 +536,14 @@ export function describeBudgetStore(
             // The oracle in integers too: Math.floor(0.009 * 3000) is 26 in floating point, not 27.
             const formula = (successes: number) =>
               Math.max(minAllowance, Math.floor((permille * successes) / 1_000));
-            const budget = new RetryBudget({ store, ratio, minAllowance, windowMs: WINDOW, clock });
+            const budget = new RetryBudget({
+              timeoutMs: STORE_TIMEOUT_MS,
+              store,
+              ratio,
+              minAllowance,
+              windowMs: WINDOW,
+              clock,
+            });
             let successes = 0;
             let granted = 0;
             for (const event of events) {
