@@ -226,6 +226,18 @@ describe('commands shown outside the docs', () => {
   );
 });
 
+describe('docs/benchmarks.md', () => {
+  const sections = text('docs/benchmarks.md').split(/^## /m).slice(1);
+
+  it.each(sections.map((s) => [s.slice(0, s.indexOf('\n')), s] as const))(
+    '"%s" says it was measured, on what machine, and with what command',
+    (_, section) => {
+      expect(section).toMatch(/^- \*\*Measured\*\* on .*\b(\d+-core|2-core)\b/m);
+      expect(section).toMatch(/^- \*\*Command:\*\* `[^`]+`/m);
+    },
+  );
+});
+
 describe('documentation pages', () => {
   // docs/README.md is the table of contents of the pages.
   it.each(PAGES.filter((p) => p.startsWith('docs/') && p !== 'docs/README.md'))(
