@@ -270,6 +270,30 @@ export const METRICS = {
     labels: ['queue'],
     source: 'scrape',
   },
+  flowPaused: {
+    name: 'flow_paused',
+    otel: { name: 'stormguard.flow.paused', unit: '{worker}' },
+    type: 'gauge',
+    help: "1 while this process's worker of the queue holds it paused for the dependency (flow control); summed over the fleet, the paused workers.",
+    labels: ['queue', 'dependency'],
+    source: 'scrape',
+  },
+  flowParked: {
+    name: 'flow_parked_jobs',
+    otel: { name: 'stormguard.flow.parked_jobs', unit: '{job}' },
+    type: 'gauge',
+    help: "Jobs of the queue parked for the dependency while it is down, fleet-wide (its park list's length).",
+    labels: ['queue', 'dependency'],
+    source: 'scrape',
+  },
+  flowHolds: {
+    name: 'flow_holds_total',
+    otel: { name: 'stormguard.flow.holds', unit: '{job}' },
+    type: 'counter',
+    help: 'Jobs flow control held in this process (kind: pause or park); mode="shadow": holds it would have made.',
+    labels: ['queue', 'dependency', 'kind', 'mode'],
+    source: 'events',
+  },
 } as const satisfies Record<string, MetricDefinition>;
 
 /** A key of {@link METRICS}. */

@@ -21,6 +21,8 @@ export interface Subscribable<Events extends object> {
  */
 export interface ObservableWorker {
   readonly events: Subscribable<WorkerEvents>;
+  /** The worker's flow control, when it has one: paused and parked gauges are read from it. */
+  readonly flow?: ObservableFlow | undefined;
 }
 
 /**
@@ -98,4 +100,17 @@ export interface ObservableDeadLetterQueue {
   readonly sourceQueue?: string;
   /** Its replays' `replayed` events, counted in `stormguard_replays_total`. */
   readonly events?: Subscribable<Pick<WorkerEvents, 'replayed'>>;
+}
+
+/**
+ * What the paused and parked gauges read of a worker's flow control (`worker.flow`, a `FlowController`).
+ *
+ * @example
+ * const flow: ObservableFlow = worker.flow;
+ */
+export interface ObservableFlow {
+  readonly queue: string;
+  status(): readonly { dependency: string; paused: boolean }[];
+  dependencies(): readonly string[];
+  parked(dependency: string): Promise<number>;
 }

@@ -182,3 +182,48 @@ describe('createMetrics', () => {
     expect(() => createMetrics({ registry })).not.toThrow();
   });
 });
+
+describe('flow control', () => {
+  it("exports the worker's paused and parked gauges at scrape time and counts its holds by kind and mode", async () => {
+    const registry = new Registry();
+    const metrics = createMetrics({ registry });
+    const events = new EventBus<WorkerEvents>();
+    let parked = 12;
+    metrics.observeWorker({
+      events,
+      flow: {
+        queue: 'index',
+        status: () => [{ dependency: 'search', paused: true }],
+        dependencies: () => ['crm', 'search'],
+        parked: async (dependency) => (dependency === 'crm' ? parked : 0),
+      },
+    });
+    const hold = { queue: 'index', dependency: 'search', forMs: 4_000, reason: 'breaker-open' as const };
+    events.emit('flow-hold', { ...hold, kind: 'pause', shadow: false });
+    events.emit('flow-hold', { ...hold, kind: 'pause', shadow: false });
+    events.emit('flow-hold', { ...hold, dependency: 'crm', kind: 'park', shadow: true });
+    const first = parseExposition(await registry.metrics());
+    expect(sampleValue(first, 'stormguard_flow_paused', { queue: 'index', dependency: 'search' })).toBe(1);
+    expect(sampleValue(first, 'stormguard_flow_paused', { queue: 'index', dependency: 'crm' })).toBe(0);
+    expect(sampleValue(first, 'stormguard_flow_parked_jobs', { queue: 'index', dependency: 'crm' })).toBe(12);
+    expect(
+      sampleValue(first, 'stormguard_flow_holds_total', {
+        queue: 'index',
+        dependency: 'search',
+        kind: 'pause',
+        mode: 'enforce',
+      }),
+    ).toBe(2);
+    expect(
+      sampleValue(first, 'stormguard_flow_holds_total', {
+        queue: 'index',
+        dependency: 'crm',
+        kind: 'park',
+        mode: 'shadow',
+      }),
+    ).toBe(1);
+    parked = 0;
+    const second = parseExposition(await registry.metrics());
+    expect(sampleValue(second, 'stormguard_flow_parked_jobs', { queue: 'index', dependency: 'crm' })).toBe(0);
+  });
+});

@@ -1,8 +1,9 @@
 import type { JobLabels, WorkerEvents } from '../bullmq/types.js';
 import type { Disposable } from '../common/events.js';
+import { withTimeout } from '../common/timeout.js';
 import { noteDependency, type ObserverContext } from './context.js';
 import { DEAD_LETTER_REASON_SET, DEFERRAL_CAUSES, LabelBounds } from './labels.js';
-import type { ObservableWorker, Subscribable } from './sources.js';
+import type { ObservableFlow, ObservableWorker, Subscribable } from './sources.js';
 
 /**
  * Counts a worker's events. A retry that uses up an attempt is a retry; a reschedule that does not
@@ -38,11 +39,49 @@ export function observeWorkerEvents(worker: ObservableWorker, ctx: ObserverConte
     }),
   ];
   subs.push(countReplays(worker.events, ctx));
+  const flow = worker.flow;
+  if (flow) {
+    subs.push(
+      worker.events.on('flow-hold', (e) =>
+        m.flowHolds.inc({
+          queue: bounds.open('queue', e.queue),
+          dependency: noteDependency(ctx, e.dependency),
+          kind: LabelBounds.closed(e.kind, FLOW_HOLD_KINDS),
+          mode: e.shadow ? 'shadow' : 'enforce',
+        }),
+      ),
+    );
+    const removeSource = ctx.scrape.add({ refresh: () => showFlow(flow, ctx) });
+    subs.push({ dispose: removeSource });
+  }
   return {
     dispose: () => {
       for (const sub of subs) sub.dispose();
     },
   };
+}
+
+const FLOW_HOLD_KINDS: ReadonlySet<string> = new Set(['pause', 'park']);
+
+/** Sets the paused gauge from the worker's flow control and the parked gauge from its store, at scrape time. */
+async function showFlow(flow: ObservableFlow, ctx: ObserverContext): Promise<void> {
+  const { instruments: m, bounds } = ctx;
+  const queue = bounds.open('queue', flow.queue);
+  const paused = new Map(flow.status().map((s) => [s.dependency, s.paused]));
+  await Promise.all(
+    flow.dependencies().map(async (dependency) => {
+      const labels = { queue, dependency: noteDependency(ctx, dependency) };
+      m.flowPaused.set(labels, paused.get(dependency) ? 1 : 0);
+      try {
+        m.flowParked.set(
+          labels,
+          await withTimeout(flow.parked(dependency), ctx.readTimeoutMs, 'the flow store'),
+        );
+      } catch (error) {
+        ctx.onError(error);
+      }
+    }),
+  );
 }
 
 /**

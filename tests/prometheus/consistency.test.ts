@@ -128,6 +128,7 @@ describe('alerts', () => {
       'StormguardRetryRatioAboveBudget',
       'StormguardBudgetStoreDegraded',
       'StormguardBreakerOpen',
+      'StormguardDependencyPaused',
     ]);
     expect(alerts.find((a) => a.alert === 'StormguardRetryBudgetExhausted')).toMatchObject({
       for: '10m',

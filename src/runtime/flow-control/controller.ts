@@ -252,6 +252,16 @@ export class FlowController {
     );
   }
 
+  /** The queue this flow control serves. */
+  get queue(): string {
+    return this.#settings.queue;
+  }
+
+  /** How many jobs of this queue are parked for `dependency`, fleet-wide. */
+  async parked(dependency: string): Promise<number> {
+    return this.options.store.parked(dependency, this.#settings.queue);
+  }
+
   /** Dependencies this worker looks after, sorted. */
   dependencies(): string[] {
     return [...this.#watched].sort();
