@@ -1,0 +1,64 @@
+import { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import { RedisFlowStore } from '../../src/redis/flow-store.js';
+import { cli } from '../helpers/cli.js';
+import { cliRedisBed } from '../helpers/cli-redis.js';
+
+const bed = cliRedisBed('flow', async (redis: Redis) => {
+  const store = new RedisFlowStore({ redis, prefix: 'cli' });
+  await store.markDown('search');
+  for (const id of ['1', '2', '3']) await store.park('search', 'index', id, 60_000);
+});
+
+describe('stormguard flow', () => {
+  it('status shows the switch, and per dependency whether it is down and how many jobs are parked', async () => {
+    const { code, stdout } = await bed.cli(
+      'flow',
+      'status',
+      'search',
+      'mail',
+      '--queue',
+      'index',
+      '--prefix',
+      'cli',
+      '--json',
+    );
+    expect(code).toBe(0);
+    expect(JSON.parse(stdout)).toEqual({
+      prefix: 'cli',
+      on: true,
+      queue: 'index',
+      dependencies: [
+        { dependency: 'search', down: true, parked: 3 },
+        { dependency: 'mail', down: false, parked: 0 },
+      ],
+    });
+    const human = await bed.cli('flow', 'status', 'search', '--queue', 'index', '--prefix', 'cli');
+    expect(human.stdout).toBe(
+      'flow control is on fleet-wide (prefix cli)\nsearch: down, 3 parked in index\n',
+    );
+  });
+
+  it('off turns flow control off fleet-wide, on turns it back on', async () => {
+    const off = await bed.cli('flow', 'off', '--prefix', 'cli');
+    expect(off.code).toBe(0);
+    expect(off.stdout).toMatch(/^flow control is OFF fleet-wide \(prefix cli\)/);
+    const redis = new Redis(bed.server.connection);
+    try {
+      const store = new RedisFlowStore({ redis, prefix: 'cli' });
+      expect(await store.switchedOff()).toBe(true);
+      expect((await bed.cli('flow', 'on', '--prefix', 'cli', '--json')).stdout).toBe(
+        `${JSON.stringify({ prefix: 'cli', on: true }, null, 2)}\n`,
+      );
+      expect(await store.switchedOff()).toBe(false);
+    } finally {
+      await redis.quit();
+    }
+  });
+
+  it('refuses PostgreSQL with exit code 2, naming the fix', async () => {
+    const { code, stderr } = await cli('flow', 'off', '--postgres', 'postgres://127.0.0.1:1/none');
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/flow control keeps its state in Redis only; use --redis <url>/);
+  });
+});
