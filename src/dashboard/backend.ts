@@ -1,7 +1,8 @@
+import type { AuditLog } from '../audit/types.js';
+import type { BreakerListing, BreakerStore } from '../breaker/types.js';
 import type { ReplayQueue } from '../bullmq/replay.js';
 import type { DeadLetterStore } from '../runtime/contracts.js';
 import type { FleetStatusSources } from '../status/types.js';
-import type { ConsoleAuditLog } from './audit.js';
 
 /**
  * What the console reads and acts on: the fleet's stores, behind one small interface so the handler is
@@ -17,8 +18,10 @@ export interface ConsoleBackend {
   status: FleetStatusSources & { deadLetters: DeadLetterStore };
   /** Where dead letters are filed (the same store as `status.deadLetters`). */
   deadLetters: DeadLetterStore;
+  /** The breakers operators override (the same store as `status.breaker`). */
+  breakers: BreakerStore & BreakerListing;
   /** Where actions are recorded. */
-  audit: ConsoleAuditLog;
+  audit: AuditLog;
   /** The BullMQ queue replayed jobs go back to (opened on first use, closed by `close`). */
   replayQueue(queue: string): ReplayQueue;
   /** Closes what the backend opened (never a client the caller passed). */

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
 import { auditRoutes } from './api/audit-routes.js';
+import { breakerRoutes } from './api/breaker-routes.js';
 import type { ConsoleContext } from './api/context.js';
 import { deadLetterRoutes } from './api/dead-letter-routes.js';
 import { liveRoutes } from './api/live-routes.js';
@@ -72,9 +73,16 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
     guard,
     now,
     actorOf: (req) => options.identify?.(req) || 'anonymous',
-    audit: (req, entry) => options.backend.audit.append({ atMs: now(), actor: ctx.actorOf(req), ...entry }),
+    audit: async (req, entry) => {
+      await options.backend.audit.append({ by: ctx.actorOf(req), ...entry });
+    },
   };
-  const router = new Router([...liveRoutes(ctx, basePath), ...deadLetterRoutes(ctx), ...auditRoutes(ctx)]);
+  const router = new Router([
+    ...liveRoutes(ctx, basePath),
+    ...deadLetterRoutes(ctx),
+    ...breakerRoutes(ctx),
+    ...auditRoutes(ctx),
+  ]);
   let assets: Assets | undefined;
 
   const handler = ((req, res, next) => {

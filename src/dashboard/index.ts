@@ -3,7 +3,6 @@
  * backends that read them. See docs/console.md.
  */
 
-export type { AuditEntry, ConsoleAuditLog } from './audit.js';
 export type { ConsoleBackend } from './backend.js';
 export { createDashboard, type DashboardHandler, type DashboardOptions } from './handler.js';
 export { CONTENT_SECURITY_POLICY } from './http/security.js';

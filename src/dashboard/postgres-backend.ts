@@ -3,7 +3,6 @@ import type { QueueBackendFactory } from '../bullmq/worker-options.js';
 import { DEFAULT_PREFIX } from '../common/keys.js';
 import type { PostgresConnection } from '../postgres/database.js';
 import type { ConsoleBackend } from './backend.js';
-import { memoryAuditLog } from './redis-audit.js';
 
 /**
  * Options of {@link postgresConsoleBackend}.
@@ -40,13 +39,19 @@ export async function postgresConsoleBackend(
   options: PostgresConsoleBackendOptions,
 ): Promise<ConsoleBackend> {
   // Loaded here, so `stormguard/dashboard` on Redis never needs pg.
-  const [{ PostgresBreakerStore }, { PostgresBudgetStore }, { PostgresDeadLetterStore }, { DEFAULT_SCHEMA }] =
-    await Promise.all([
-      import('../postgres/breaker-store.js'),
-      import('../postgres/budget-store.js'),
-      import('../postgres/dead-letter-store.js'),
-      import('../postgres/schema.js'),
-    ]);
+  const [
+    { PostgresBreakerStore },
+    { PostgresBudgetStore },
+    { PostgresDeadLetterStore },
+    { DEFAULT_SCHEMA },
+    { PostgresAuditLog },
+  ] = await Promise.all([
+    import('../postgres/breaker-store.js'),
+    import('../postgres/budget-store.js'),
+    import('../postgres/dead-letter-store.js'),
+    import('../postgres/schema.js'),
+    import('../postgres/audit-log.js'),
+  ]);
   const common = {
     connection: options.connection,
     schema: options.schema ?? DEFAULT_SCHEMA,
@@ -62,8 +67,8 @@ export async function postgresConsoleBackend(
   return {
     status: { budget: budgets, breaker: breakers, deadLetters },
     deadLetters,
-    // No shared audit table on PostgreSQL yet: this console's actions are kept while it runs.
-    audit: memoryAuditLog(),
+    breakers,
+    audit: new PostgresAuditLog(common),
     replayQueue(queue) {
       if (!options.queueUrl || !factory)
         throw new Error(

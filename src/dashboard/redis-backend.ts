@@ -1,11 +1,11 @@
 import { Queue } from 'bullmq';
 import { DEFAULT_PREFIX } from '../common/keys.js';
+import { RedisAuditLog } from '../redis/audit-log.js';
 import { RedisBreakerStore } from '../redis/breaker-store.js';
 import { RedisBudgetStore } from '../redis/budget-store.js';
 import { RedisDeadLetterStore } from '../redis/dead-letter-store.js';
 import type { RedisClient } from '../redis/scripts.js';
 import type { ConsoleBackend } from './backend.js';
-import { redisAuditLog } from './redis-audit.js';
 
 /**
  * Options of {@link redisConsoleBackend}.
@@ -41,7 +41,8 @@ export function redisConsoleBackend(options: RedisConsoleBackendOptions): Consol
   return {
     status: { budget: budgets, breaker: breakers, deadLetters },
     deadLetters,
-    audit: redisAuditLog(options.redis, prefix),
+    breakers,
+    audit: new RedisAuditLog({ redis: options.redis, prefix }),
     replayQueue(queue) {
       let opened = queues.get(queue);
       if (!opened) {

@@ -52,6 +52,7 @@ describe('the console in Chromium, against real Redis and worker processes', () 
   async function open(path: string, withToken = true): Promise<Page> {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
+    page.setDefaultTimeout(10_000);
     page.on('dialog', (dialog) => {
       throw new Error(`unexpected dialog: ${dialog.message()}`);
     });
@@ -97,6 +98,70 @@ describe('the console in Chromium, against real Redis and worker processes', () 
       .poll(async () => Number(await cell(page, 'dead-letters').textContent()), { timeout: 10_000 })
       .toBeGreaterThan(0);
     await page.screenshot({ path: `${ARTIFACTS}console-overview.png`, fullPage: true });
+    await page.context().close();
+  });
+
+  it('forcing the breaker open from the breakers page stops the workers calling the dependency, and is audited', async () => {
+    // Start from a quiet queue: nothing in flight that could still call.
+    await waitFor(
+      async () => {
+        const c = await jobs.getJobCounts('waiting', 'active', 'delayed');
+        return c.waiting === 0 && c.active === 0 && c.delayed === 0;
+      },
+      20_000,
+      'the queue to settle',
+    );
+    const page = await open('#/breakers');
+    const row = page.locator('tr[data-dependency="search"]');
+    await row.getByLabel('Action on search').selectOption({ label: 'Force open' });
+    await row.getByLabel('Reason for the search override').fill('search reindexing <script>');
+    await row.getByRole('button', { name: 'Apply' }).click();
+    await expect
+      .poll(() => row.locator('[data-field="state"]').textContent(), { timeout: 10_000 })
+      .toBe('open');
+    expect(await row.locator('[data-field="override"]').textContent()).toBe(
+      'forced open by anonymous: search reindexing <script>',
+    );
+    // Workers honour an override within their breaker's state cache (100 ms in the fixture).
+    const appliedAt = Date.now();
+    await waitFor(() => Date.now() > appliedAt + 300, 1_000, 'the state cache time to pass');
+    const callsBefore = Number(await client.get('fixture:calls:search'));
+    await jobs.addBulk(Array.from({ length: 10 }, (_, i) => ({ name: 'reindex', data: { doc: 500 + i } })));
+    await waitFor(
+      async () => {
+        const c = await jobs.getJobCounts('waiting', 'active');
+        return c.waiting === 0 && c.active === 0;
+      },
+      20_000,
+      'the workers to take the 10 jobs',
+    );
+    expect(Number(await client.get('fixture:calls:search'))).toBe(callsBefore);
+
+    await page.goto(`${consoleServer.url}#/audit`);
+    const entry = page.locator('table[aria-label="Audit log"] tbody tr').first();
+    await entry.waitFor();
+    expect(await entry.locator('[data-field="action"]').textContent()).toBe('breaker.force-open');
+    expect(await entry.locator('[data-field="target"]').textContent()).toBe('search');
+    expect(await entry.locator('[data-field="reason"]').textContent()).toBe('search reindexing <script>');
+
+    // Reset from the page, and the dependency comes back: the held jobs reach it again.
+    await client.del('fixture:down:search');
+    await page.goto(`${consoleServer.url}#/breakers`);
+    await row.getByLabel('Action on search').selectOption({ label: 'Reset (lift the override)' });
+    await row.getByLabel('Reason for the search override').fill('reindex done');
+    await row.getByRole('button', { name: 'Apply' }).click();
+    // A reset lifts the override (and may clear the breaker's state: then the row goes).
+    await waitFor(
+      async () => {
+        const { breakers } = (await (await fetch(`${consoleServer.url}api/breakers`)).json()) as {
+          breakers: { dependency: string; override?: unknown }[];
+        };
+        return !breakers.some((b) => b.dependency === 'search' && b.override);
+      },
+      10_000,
+      'the override to be lifted',
+    );
+    await expect.poll(() => page.getByText('forced open by').count(), { timeout: 10_000 }).toBe(0);
     await page.context().close();
   });
 
@@ -192,12 +257,12 @@ describe('the console in Chromium, against real Redis and worker processes', () 
     expect(done.status).toBe(200);
     expect(await store.get(QUEUE, first?.id ?? '')).toBeUndefined();
     const audit = (await (await fetch(`${consoleServer.url}api/audit`)).json()) as {
-      entries: { action: string; target: string; actor: string }[];
+      entries: { action: string; target: string; by: string }[];
     };
     expect(audit.entries[0]).toMatchObject({
       action: 'dead-letter.delete',
       target: `${QUEUE}/${first?.id}`,
-      actor: 'anonymous',
+      by: 'anonymous',
     });
   });
 });

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import type { AuditEntry } from '../audit.js';
+import type { AuditWrite } from '../../audit/types.js';
 import type { ConsoleBackend } from '../backend.js';
 import type { OverviewFeed } from '../feed.js';
 import type { ActionGuard } from '../http/security.js';
@@ -13,5 +13,5 @@ export interface ConsoleContext {
   actorOf(req: IncomingMessage): string;
   now(): number;
   /** Records an action in the audit log, with its actor and time. */
-  audit(req: IncomingMessage, entry: Omit<AuditEntry, 'atMs' | 'actor'>): Promise<void>;
+  audit(req: IncomingMessage, entry: Omit<AuditWrite, 'by'>): Promise<void>;
 }

@@ -86,7 +86,7 @@ export function deadLetterRoutes(ctx: ConsoleContext): Route[] {
         await ctx.audit(req, {
           action: 'dead-letter.delete',
           target: `${queue}/${id}`,
-          detail: removed ? 'deleted' : 'already gone',
+          detail: { removed },
         });
         ctx.feed.refresh().catch(() => {});
         sendJson(res, removed ? 200 : 404, {

@@ -1,5 +1,6 @@
 /** The shapes the server's API answers with (see src/dashboard). */
 
+export type { AuditEntry, AuditPage } from '../../audit/types.js';
 export type { ListedBreaker } from '../../breaker/types.js';
 export type {
   DeadLetterQueueSummary,

@@ -1,25 +1,19 @@
+import { useState } from 'preact/hooks';
 import { get } from '../api.js';
 import { when } from '../components/format.js';
 import { useData } from '../components/use-data.js';
+import type { AuditPage as AuditPageData } from '../types.js';
 
-/** One entry of the audit log, as the server lists it. */
-interface AuditEntry {
-  atMs: number;
-  actor: string;
-  action: string;
-  target: string;
-  reason?: string;
-  detail?: string;
-}
-
-/** Who did what, when and why: every action taken through the console. */
+/** Who did what, when and why: every action taken through the console or the CLI, newest first. */
 export function AuditPage() {
-  const { data, error } = useData(() => get<{ entries: AuditEntry[] }>('/audit'), 'audit');
+  const [cursors, setCursors] = useState<string[]>([]);
+  const cursor = cursors.at(-1);
+  const { data, error } = useData(() => get<AuditPageData>('/audit', { cursor }), cursor ?? '');
   return (
     <section aria-labelledby="audit-title">
       <h1 id="audit-title">Audit log</h1>
       {error && <p role="alert">{error}</p>}
-      {data && data.entries.length === 0 && <p>No action has been taken yet.</p>}
+      {data && data.entries.length === 0 && <p>No action has been recorded yet.</p>}
       {data && data.entries.length > 0 && (
         <table class="grid" aria-label="Audit log">
           <thead>
@@ -29,23 +23,39 @@ export function AuditPage() {
               <th scope="col">What</th>
               <th scope="col">On</th>
               <th scope="col">Why</th>
-              <th scope="col">Outcome</th>
+              <th scope="col">Details</th>
             </tr>
           </thead>
           <tbody>
-            {data.entries.map((e, i) => (
-              <tr key={`${e.atMs}-${i}`}>
+            {data.entries.map((e) => (
+              <tr key={e.id} data-audit={e.id}>
                 <td>{when(e.atMs)}</td>
-                <td>{e.actor}</td>
+                <td>{e.by}</td>
                 <td data-field="action">{e.action}</td>
-                <td>{e.target}</td>
-                <td>{e.reason ?? ''}</td>
-                <td>{e.detail ?? ''}</td>
+                <td data-field="target">{e.target}</td>
+                <td data-field="reason">{e.reason ?? ''}</td>
+                <td class="meta">{e.detail ? JSON.stringify(e.detail) : ''}</td>
               </tr>
             ))}
           </tbody>
         </table>
       )}
+      <nav class="pager" aria-label="Pages of the audit log">
+        <button
+          type="button"
+          disabled={cursors.length === 0}
+          onClick={() => setCursors(cursors.slice(0, -1))}
+        >
+          Newer
+        </button>
+        <button
+          type="button"
+          disabled={!data?.next}
+          onClick={() => data?.next && setCursors([...cursors, data.next])}
+        >
+          Older
+        </button>
+      </nav>
     </section>
   );
 }

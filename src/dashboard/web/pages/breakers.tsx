@@ -8,9 +8,9 @@ import type { ListedBreaker } from '../types.js';
 type Breaker = ListedBreaker;
 
 const ACTIONS = [
-  { value: 'open', label: 'Force open' },
-  { value: 'closed', label: 'Force closed' },
-  { value: 'reset', label: 'Reset (clear override and counts)' },
+  { value: 'force-open', label: 'Force open' },
+  { value: 'force-closed', label: 'Force closed' },
+  { value: 'reset', label: 'Reset (lift the override)' },
 ];
 
 /** Every breaker, with force open / force closed / reset, each with a required reason. */
@@ -67,7 +67,7 @@ export function BreakersPage() {
 }
 
 function OverrideForm(props: { dependency: string; enabled: boolean; onDone: () => void }) {
-  const [action, setAction] = useState('open');
+  const [action, setAction] = useState('force-open');
   const [reason, setReason] = useState('');
   const [message, setMessage] = useState<string>();
   const disabled = !canAct() || !props.enabled;
