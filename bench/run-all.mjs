@@ -1,5 +1,6 @@
 // Runs every benchmark in bench/<name>/index.ts one after another (they compete for the same cores),
 // passing any arguments through: `npm run bench`, `npm run bench -- --json`, `npm run bench -- sim budget`.
+// An option only some scripts take goes with their names: `npm run bench -- fleet hot-key --quick`.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
