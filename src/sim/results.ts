@@ -89,6 +89,11 @@ export interface StrategyResult {
   attemptsHistogram: { completed: number[]; deadLettered: number[] };
   /** Events the engine processed (for benchmarks). */
   events: number;
+  /**
+   * Under flow control, per dependency, the virtual times (ms) its breaker closed after being open: each
+   * starts a slow-start ramp. Empty for the other strategies.
+   */
+  slowStartsMs: Record<string, number[]>;
 }
 
 /**
@@ -178,7 +183,9 @@ export function strategyResult(
   let peak = 0;
   let refused = 0;
   let queueOps = 0;
+  const slowStartsMs: Record<string, number[]> = {};
   output.dependencies.forEach((d, i) => {
+    slowStartsMs[d.name] = [...(output.rampStarts[i] ?? [])];
     const series = toTimeline(d, seconds);
     const periods = unhealthy[i] ?? [];
     timeline[d.name] = series;
@@ -215,6 +222,7 @@ export function strategyResult(
       deadLettered: Array.from(output.attemptsHistogram.deadLettered, (n) => n ?? 0),
     },
     events: output.events,
+    slowStartsMs,
   };
 }
 

@@ -1,14 +1,16 @@
 import { CircuitBreaker } from '../breaker/circuit-breaker.js';
 import { MemoryBreakerStore } from '../breaker/memory-store.js';
+import { DEFAULT_BREAKER_OPTIONS } from '../breaker/options.js';
 import { MemoryBudgetStore } from '../budget/memory-store.js';
 import { RetryBudget } from '../budget/retry-budget.js';
 import type { Clock } from '../common/clock.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
 import { isValidationError, ValidationError } from '../errors/validation-error.js';
-import type { SimBreaker, SimBudget, StrategyRuntime } from './engine/runtime.js';
+import type { SimBudget, StrategyRuntime } from './engine/runtime.js';
 import {
   type BreakerSettings,
   type BudgetSettings,
+  type FlowControlSettings,
   type Scenario,
   STRATEGY_KINDS,
   type StrategyKind,
@@ -23,6 +25,8 @@ export interface ResolvedStrategy {
   label: string;
   budget: BudgetSettings;
   breaker: BreakerSettings;
+  /** Flow control's settings (used by `flow-control` only). */
+  flowControl: FlowControlSettings;
 }
 
 const LABELS: Record<StrategyKind, string> = {
@@ -30,7 +34,24 @@ const LABELS: Record<StrategyKind, string> = {
   'fleet-budget': 'ceiling + fleet budget',
   'per-worker-budgets': 'ceiling + per-worker budgets',
   'budget-and-breaker': 'ceiling + budget + breaker',
+  'flow-control': 'flow control',
 };
+
+/**
+ * What a `flow-control` strategy changes in the scenario's settings unless its own entry says otherwise:
+ * a budget denial defers the job (flow control holds work back, it does not dead-letter it), and the
+ * breaker runs one probe per half-open period.
+ */
+function flowControlDefaults(
+  budget: BudgetSettings,
+  breaker: BreakerSettings,
+  own: { budget?: Partial<BudgetSettings>; breaker?: BreakerSettings } = {},
+): { budget: BudgetSettings; breaker: BreakerSettings } {
+  return {
+    budget: { ...budget, onExhausted: own.budget?.onExhausted ?? 'defer' },
+    breaker: { ...breaker, halfOpenProbes: own.breaker?.halfOpenProbes ?? breaker.halfOpenProbes ?? 1 },
+  };
+}
 
 /**
  * The scenario's strategies with their budget settings resolved, optionally narrowed to `only` (the CLI's
@@ -41,25 +62,21 @@ const LABELS: Record<StrategyKind, string> = {
  */
 export function resolveStrategies(scenario: Scenario, only?: readonly string[]): ResolvedStrategy[] {
   const all = scenario.strategies.map((entry): ResolvedStrategy => {
-    if (typeof entry === 'string')
-      return {
-        name: entry,
-        kind: entry,
-        label: LABELS[entry],
-        budget: scenario.budget,
-        breaker: scenario.breaker,
-      };
+    if (typeof entry === 'string') return builtIn(entry, scenario);
+    const budget = { ...scenario.budget, ...entry.budget };
+    const breaker = { ...scenario.breaker, ...entry.breaker };
     return {
       name: entry.name,
       kind: entry.kind,
       label: entry.name,
-      budget: { ...scenario.budget, ...entry.budget },
-      breaker: { ...scenario.breaker, ...entry.breaker },
+      ...(entry.kind === 'flow-control' ? flowControlDefaults(budget, breaker, entry) : { budget, breaker }),
+      flowControl: { ...scenario.flowControl, ...entry.flowControl },
     };
   });
   if (!only || only.length === 0) return all;
   return only.map((name) => {
-    const found = all.find((s) => s.name === name) ?? builtIn(name, scenario);
+    const kind = STRATEGY_KINDS.find((k) => k === name);
+    const found = all.find((s) => s.name === name) ?? (kind ? builtIn(kind, scenario) : undefined);
     if (!found)
       throw new InvalidInputError(
         `--strategies: "${name}" is not a strategy of this scenario; use one of: ${[...new Set([...all.map((s) => s.name), ...STRATEGY_KINDS])].join(', ')}`,
@@ -68,18 +85,22 @@ export function resolveStrategies(scenario: Scenario, only?: readonly string[]):
   });
 }
 
-function builtIn(name: string, scenario: Scenario): ResolvedStrategy | undefined {
-  const kind = STRATEGY_KINDS.find((k) => k === name);
-  return kind
-    ? { name: kind, kind, label: LABELS[kind], budget: scenario.budget, breaker: scenario.breaker }
-    : undefined;
+function builtIn(kind: StrategyKind, scenario: Scenario): ResolvedStrategy {
+  const { budget, breaker, flowControl } = scenario;
+  return {
+    name: kind,
+    kind,
+    label: LABELS[kind],
+    ...(kind === 'flow-control' ? flowControlDefaults(budget, breaker) : { budget, breaker }),
+    flowControl,
+  };
 }
 
 /**
  * Builds the strategy's gates on `clock`: stormguard's own `RetryBudget` over a `MemoryBudgetStore`, one
  * shared by every worker (`fleet-budget`) or one per worker (`per-worker-budgets`, which is how a budget kept
  * in worker memory behaves), or none (`ceiling-only`); `budget-and-breaker` adds one fleet-wide
- * `CircuitBreaker` on a `MemoryBreakerStore`.
+ * `CircuitBreaker` on a `MemoryBreakerStore`, and `flow-control` adds flow control's settings to those two.
  *
  * @example
  * const runtime = createRuntime(strategy, scenario.workers.count, new FakeClock(0));
@@ -94,6 +115,32 @@ export function createRuntime(strategy: ResolvedStrategy, workers: number, clock
       return budgetPerWorker(workers, () => createBudget(strategy, clock));
     case 'budget-and-breaker':
       return { ...sharedBudget(createBudget(strategy, clock)), breaker: createBreaker(strategy, clock) };
+    case 'flow-control': {
+      const breaker = createBreaker(strategy, clock);
+      const {
+        slowStartMs,
+        floorPerSecond,
+        maxRatePerSecond,
+        probeWaitMs,
+        maxPaceWaitMs,
+        releaseIntervalMs,
+        releaseBatch,
+      } = strategy.flowControl;
+      return {
+        ...sharedBudget(createBudget(strategy, clock)),
+        breaker,
+        flow: {
+          slowStartMs,
+          floorPerSecond,
+          ...(maxRatePerSecond === undefined ? {} : { maxRatePerSecond }),
+          probeWaitMs,
+          maxPaceWaitMs,
+          releaseIntervalMs,
+          releaseBatch,
+          halfOpenProbes: strategy.breaker.halfOpenProbes ?? DEFAULT_BREAKER_OPTIONS.halfOpenProbes,
+        },
+      };
+    }
   }
 }
 
@@ -158,7 +205,7 @@ function createBudget(strategy: ResolvedStrategy, clock: Clock): SimBudget {
 }
 
 /** The fleet's breaker (one, shared) on a memory store; settings it refuses are reported against `breaker.<field>`. */
-function createBreaker(strategy: ResolvedStrategy, clock: Clock): SimBreaker {
+function createBreaker(strategy: ResolvedStrategy, clock: Clock): CircuitBreaker {
   const settings = Object.fromEntries(Object.entries(strategy.breaker).filter(([, v]) => v !== undefined));
   try {
     return new CircuitBreaker({ ...settings, store: new MemoryBreakerStore({ clock }) });

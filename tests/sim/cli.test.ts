@@ -55,6 +55,7 @@ describe('stormguard simulate (built binary)', () => {
       'ceiling-only',
       'fleet-budget',
       'per-worker-budgets',
+      'flow-control',
     ]);
     for (const s of json.strategies) {
       expect(Object.keys(s)).toEqual(STRATEGY_JSON_FIELDS);

@@ -80,15 +80,20 @@ describe('the HTML report renders in headless Chromium', () => {
         return { count, coloured };
       }),
     );
-    // Load on search, first attempts vs retries for each of 3 strategies, the budget, the dead letters.
-    expect(inked.length).toBe(6);
+    // Load on search, first attempts vs retries for each of 4 strategies, the budget, queue operations,
+    // the dead letters.
+    expect(inked.length).toBe(8);
     for (const { count, coloured } of inked) {
       expect(count).toBeGreaterThan(50_000);
       expect(coloured).toBeGreaterThan(1_000);
     }
-    for (const id of ['load', 'split', 'budget', 'dead'])
+    for (const id of ['load', 'split', 'budget', 'queue', 'dead'])
       expect(await page.locator(`#${id} canvas`).count(), id).toBeGreaterThan(0);
-    expect(await page.locator('#summary').textContent()).toContain('ceiling + fleet budget');
+    const summary = await page.locator('#summary').textContent();
+    expect(summary).toContain('ceiling + fleet budget');
+    expect(summary).toMatch(/^queue operations\s+[\d,]+/m);
+    expect(summary).toMatch(/^refused before calling\s+[\d,]+/m);
+    expect(summary).toMatch(/^ {2}while down or degraded\s+[\d,]+/m);
 
     await page.screenshot({ path: `${artifacts}sim-report.png`, fullPage: true });
     expect(errors).toEqual([]);

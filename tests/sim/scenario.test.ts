@@ -131,7 +131,46 @@ describe('scenario validation', () => {
       'per-worker-budgets',
       'deferring-budget',
       'budget-and-breaker',
+      'flow-control',
     ]);
+  });
+
+  it('flow control holds work back instead of dead-lettering it: a budget denial defers, one probe per half-open period, unless its entry says otherwise', () => {
+    const scenario = parseScenario({
+      ...structuredClone(DEFAULT_SCENARIO),
+      strategies: [
+        'flow-control',
+        {
+          name: 'strict',
+          kind: 'flow-control',
+          budget: { onExhausted: 'dead-letter' },
+          breaker: { halfOpenProbes: 2 },
+          flowControl: { slowStartMs: '2m' },
+        },
+      ],
+    });
+    const [builtIn, strict] = resolveStrategies(scenario);
+    expect(builtIn).toMatchObject({
+      label: 'flow control',
+      budget: { onExhausted: 'defer' },
+      breaker: { halfOpenProbes: 1 },
+    });
+    expect(builtIn!.flowControl).toEqual({
+      slowStartMs: 30_000,
+      floorPerSecond: 1,
+      maxPaceWaitMs: 1_000,
+      probeWaitMs: 1_000,
+      releaseIntervalMs: 250,
+      releaseBatch: 100,
+    });
+    expect(strict).toMatchObject({
+      budget: { onExhausted: 'dead-letter' },
+      breaker: { halfOpenProbes: 2 },
+      flowControl: { slowStartMs: 120_000 },
+    });
+    expect(() =>
+      parseScenario({ ...structuredClone(DEFAULT_SCENARIO), flowControl: { floorPerSecond: 0 } }),
+    ).toThrow(/flowControl\.floorPerSecond: 0 is invalid: must be > 0/);
   });
 
   it('--strategies narrows the run and names what exists when a name is unknown', () => {

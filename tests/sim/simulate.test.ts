@@ -21,7 +21,8 @@ function expectConservation(result: SimulationResult): void {
     expect(s.completed + deadLetters(s), s.name).toBe(s.jobs);
     // Each job sends one first attempt, unless a breaker refused it every time.
     const firsts = sum(Object.values(s.requests).map((r) => r.first));
-    if (s.kind === 'budget-and-breaker') expect(firsts).toBeLessThanOrEqual(s.jobs);
+    if (s.kind === 'budget-and-breaker' || s.kind === 'flow-control')
+      expect(firsts).toBeLessThanOrEqual(s.jobs);
     else expect(firsts, s.name).toBe(s.jobs);
   }
 }
@@ -61,6 +62,7 @@ describe('the default scenario (40 000 search-indexing jobs, the search cluster 
       'ceiling-only',
       'fleet-budget',
       'per-worker-budgets',
+      'flow-control',
     ]);
     expectConservation(result);
     expect(result.strategies[0]!.jobs).toBeGreaterThanOrEqual(40_000);
@@ -160,6 +162,7 @@ describe('determinism and the example scenario', () => {
       'per-worker-budgets',
       'deferring-budget',
       'budget-and-breaker',
+      'flow-control',
     ]);
     expect(Object.keys(first.strategies[0]!.requests)).toEqual(['mail', 'crm']);
     // The breaker refuses calls only once the outage has made calls fail, never before.

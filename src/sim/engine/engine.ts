@@ -4,11 +4,13 @@ import { BrokenCircuitError } from '../../errors/broken-circuit-error.js';
 import { decide, decideSync } from '../../policy/decide.js';
 import type { DecideContext, Decision, RetryPolicy } from '../../policy/types.js';
 import type { AttemptState, JobRef } from '../../runtime/contracts.js';
+import { admit } from '../../runtime/flow-control/admission.js';
 import { type SettleJob, settle } from '../../runtime/settle.js';
 import { type DependencySpec, expectedJobs, type Scenario } from '../scenario/schema.js';
 import { ArrivalStreams } from './arrivals.js';
 import { CallOutcome, DependencyModel } from './dependency-model.js';
 import { EventQueue } from './event-queue.js';
+import { SimFlowControl } from './flow.js';
 import { IntQueue } from './int-queue.js';
 import { JobTable } from './job-table.js';
 import type { SimBudget, StrategyRuntime } from './runtime.js';
@@ -25,6 +27,11 @@ const ARRIVAL = 0;
 const ATTEMPT_DONE = 1;
 const RETRY_DUE = 2;
 const TICK = 3;
+/** Flow control: a hold of one dependency ends, or a release is due (the payload is the dependency's index). */
+const FLOW_WAKE = 4;
+/** Flow control: a slot's paced slot has come; it starts the job it holds (the payload is the slot). */
+const PACED_START = 5;
+const RUN_NOW = { type: 'run', waitMs: 0 } as const;
 const KIND_BITS = 3;
 const KIND_MASK = 7;
 
@@ -84,6 +91,8 @@ export interface EngineOutput {
   /** `attemptsHistogram.completed[n]`: jobs that completed after n attempts; likewise for dead letters. */
   attemptsHistogram: { completed: number[]; deadLettered: number[] };
   events: number;
+  /** Under flow control, per dependency (by index), when each slow-start ramp began; empty otherwise. */
+  rampStarts: number[][];
 }
 
 /** Streams of randomness for one run, the same for every strategy so they see the same arrivals. */
@@ -227,39 +236,59 @@ export async function runEngine(
    */
   const quietMs = 2 * (runtime.budgetWindowMs ?? 0) + TICK_MS + 2 * BIN_MS;
 
+  /** Flow control (the `flow-control` strategy): the gate a worker asks before it takes a job. */
+  const flow =
+    runtime.flow === undefined
+      ? undefined
+      : new SimFlowControl(
+          new Set(classes.map((c) => c.dependency)).size > 1 ? 'park' : 'pause',
+          dependencyNames,
+          scenario.name,
+          runtime.flow,
+          clock,
+          (d, atMs) => queue.push(atMs, (d << KIND_BITS) | FLOW_WAKE),
+        );
+  /** The one dependency of a queue whose jobs all need it (what a paused queue waits for). */
+  const onlyDependency = (classes[0] as EngineJobClass).dependency;
+
   const enqueue = (job: number, t: number): void => {
+    if (flow) {
+      waiting.push(job);
+      fill(t);
+      return;
+    }
     const slot = idle.shift();
     if (slot >= 0) start(slot, job, t);
     else waiting.push(job);
   };
 
   /**
-   * A slot takes a job (one fetch from the queue). A retry that holds no grant from its budget (it was
-   * deferred, or held back by an open breaker) asks the budget first, as a worker does before it calls
-   * anything. Under a breaker the call must then be admitted. Both are asked now (the memory stores update
-   * synchronously, in event order) and their answers handled before the next event.
+   * A slot takes a job (one fetch from the queue). A run that holds no grant (a deferred job, one an open
+   * breaker held back) is admitted first by stormguard's own `admit`, as a worker does before it calls
+   * anything: the breaker, then the budget. Under a breaker the call must then be acquired. Each is asked
+   * now (the memory stores update synchronously, in event order) and answered before the next event.
    */
   const start = (slot: number, job: number, t: number): void => {
     slotJob[slot] = job;
-    const d = (classes[jobs.jobClass[job] as number] as EngineJobClass).dependency;
+    const jobClass = classes[jobs.jobClass[job] as number] as EngineJobClass;
+    const d = jobClass.dependency;
     (series[d] as DependencySeries).queueOps.add(t);
-    const budget = budgetOf(slot);
-    if (budget && jobs.sent[job] === 1 && jobs.granted[job] === 0) {
+    if (gated && jobs.sent[job] === 1 && jobs.granted[job] === 0) {
+      const context = contextFor(job, jobClass, slot, t, undefined);
+      context.attemptsMade = (jobs.charged[job] as number) + 1;
       admissions.push(
-        Promise.resolve(budget.trySpend(dependencyNames[d] as string)).then((verdict) => {
-          if (!verdict.granted) return deniedBeforeCall(slot, job, t, verdict.windowMs);
-          jobs.granted[job] = 1;
-          admit(slot, job, d, t);
-          return undefined;
+        admit(context).then((refusal) => {
+          if (refusal === undefined) acquire(slot, job, d, t);
+          else refusedAtAdmission(slot, job, d, t, refusal);
         }),
       );
       return;
     }
-    admit(slot, job, d, t);
+    acquire(slot, job, d, t);
   };
 
   /** Asks the breaker (when the strategy has one) whether the job's call may go downstream now. */
-  const admit = (slot: number, job: number, d: number, t: number): void => {
+  const acquire = (slot: number, job: number, d: number, t: number): void => {
     const breaker = runtime.breaker;
     if (!breaker) {
       call(slot, job, t);
@@ -267,6 +296,7 @@ export async function runEngine(
     }
     admissions.push(
       breaker.acquire(dependencyNames[d] as string).then((admission) => {
+        flow?.learn(d, admission.snapshot, t, true);
         if (admission.ticket === undefined) delete slotTicket[slot]?.ticket;
         else slotTicket[slot] = { ticket: admission.ticket };
         if (admission.allowed) call(slot, job, t);
@@ -285,10 +315,8 @@ export async function runEngine(
     if (jobs.sent[job] === 0) {
       jobs.sent[job] = 1;
       s.first.add(t);
-    } else {
-      s.retries.add(t);
-      jobs.granted[job] = 0;
-    }
+    } else s.retries.add(t);
+    jobs.granted[job] = 0;
     jobs.attempts[job] = (jobs.attempts[job] as number) + 1;
     jobs.charged[job] = (jobs.charged[job] as number) + 1;
     slotOutcome[slot] = outcome;
@@ -328,34 +356,83 @@ export async function runEngine(
   };
 
   /**
-   * A retry that held no grant asked its budget and was denied: nothing is sent. The job is settled as a
-   * budget denial of its last failure (deferred again with `onExhausted: 'defer'`, dead-lettered
-   * `budget-exhausted` otherwise, or past its max age), through `decide` with a budget that answers what
-   * this one just did, so the denial is counted once.
+   * A run that held no grant was refused at admission (the breaker open, or the budget denied the retry):
+   * nothing is sent, and `admit`'s decision is settled as a refusal, charging no attempt.
    */
-  const deniedBeforeCall = (slot: number, job: number, t: number, windowMs: number): Promise<void> => {
-    const jobClass = classes[jobs.jobClass[job] as number] as EngineJobClass;
-    const d = jobClass.dependency;
+  const refusedAtAdmission = (slot: number, job: number, d: number, t: number, decision: Decision): void => {
     (series[d] as DependencySeries).refused.add(t);
     jobs.attempts[job] = (jobs.attempts[job] as number) + 1;
     jobs.charged[job] = (jobs.charged[job] as number) + 1;
-    const budget = budgetOf(slot) as SimBudget;
-    const context = contextFor(
-      job,
-      jobClass,
-      slot,
-      t,
-      (models[d] as DependencyModel).errors[CallOutcome.Flaky],
-    );
-    context.budget = {
-      onExhausted: budget.onExhausted ?? 'dead-letter',
-      trySpend: () => ({ granted: false, windowMs }),
-    };
-    delete context.breaker;
-    return decide(context).then((decision) => {
-      apply(decision, job, d, t);
-      nextJob(slot, t);
-    });
+    apply(decision, job, d, t);
+    nextJob(slot, t);
+  };
+
+  /**
+   * Under flow control, a free slot asks the gate before it takes the job at the head of the queue. A
+   * queue whose jobs all need one dependency is paused while it is held (the job fetched to find out is
+   * put back, and no slot fetches until the gate wakes); in a queue that mixes dependencies, a held job is
+   * parked (fetched and set aside, nothing called) and the slot takes the next one.
+   */
+  const flowNext = (flowControl: SimFlowControl, slot: number, t: number): boolean => {
+    for (;;) {
+      if (waiting.size === 0) return false;
+      if (flowControl.kind === 'pause') {
+        const answer = flowControl.gate(onlyDependency, t);
+        if (answer.type === 'paused') return false;
+        if (answer.type === 'pause') {
+          // The fetch that found the queue held, and the rate limit that puts the job back.
+          (series[onlyDependency] as DependencySeries).queueOps.add(t, 2);
+          return false;
+        }
+        runPaced(slot, waiting.shift(), t, answer.type === 'run' ? answer.waitMs : 0);
+        return true;
+      }
+      const job = waiting.shift();
+      const d = (classes[jobs.jobClass[job] as number] as EngineJobClass).dependency;
+      const answer = flowControl.passes(d, job) ? RUN_NOW : flowControl.gate(d, t);
+      if (answer.type === 'run') {
+        runPaced(slot, job, t, answer.waitMs);
+        return true;
+      }
+      const s = series[d] as DependencySeries;
+      s.queueOps.add(t, 2); // fetched, then parked (delayed far ahead, its id on the park list) or delayed
+      s.refused.add(t);
+      if (answer.type === 'delay') {
+        run.delayed++;
+        queue.push(t + answer.forMs, (job << KIND_BITS) | RETRY_DUE);
+      } else flowControl.park(d, job);
+    }
+  };
+
+  /** A job taken under flow control: at once, or once the paced slot it reserved comes (the worker waits for it). */
+  const runPaced = (slot: number, job: number, t: number, waitMs: number): void => {
+    if (waitMs <= 0) {
+      start(slot, job, t);
+      return;
+    }
+    slotJob[slot] = job;
+    queue.push(t + waitMs, (slot << KIND_BITS) | PACED_START);
+  };
+
+  /** Free slots take jobs while the gate lets them (flow control only). */
+  const fill = (t: number): void => {
+    if (!flow) return;
+    while (idle.size > 0 && waiting.size > 0) {
+      const slot = idle.shift();
+      if (!flowNext(flow, slot, t)) {
+        idle.push(slot);
+        return;
+      }
+    }
+  };
+
+  /** A hold of dependency `d` ended: released parked jobs are promoted back into the queue, then slots fill. */
+  const wake = (d: number, t: number): void => {
+    if (!flow) return;
+    const released = flow.onWake(d, t);
+    if (released.length > 0) (series[d] as DependencySeries).queueOps.add(t, released.length);
+    for (const job of released) waiting.push(job);
+    fill(t);
   };
 
   /** A decision's context of its own (gated decisions may be in flight together). */
@@ -384,6 +461,10 @@ export async function runEngine(
   };
 
   const nextJob = (slot: number, t: number): void => {
+    if (flow) {
+      if (!flowNext(flow, slot, t)) idle.push(slot);
+      return;
+    }
     const job = waiting.shift();
     if (job >= 0) start(slot, job, t);
     else idle.push(slot);
@@ -423,9 +504,8 @@ export async function runEngine(
     }
     jobs.charged[job] = state.attempts;
     jobs.previousDelay[job] = state.previousDelayMs ?? Number.NaN;
-    // A retry scheduled by backoff passed the budget's step in `decide`: it holds a grant (a breaker's
-    // delay or a deferral adds none, and a refused job keeps the one it had).
-    if (action.cause === 'backoff' || action.cause === 'retry-after') jobs.granted[job] = 1;
+    // A charged retry passed the budget's step in `decide`: it runs without asking again. Anything else asks.
+    jobs.granted[job] = state.granted === true ? 1 : 0;
     const s = series[d] as DependencySeries;
     s.queueOps.add(t);
     if (action.type === 'retry') s.granted.add(t);
@@ -433,6 +513,10 @@ export async function runEngine(
     run.delayed++;
     queue.push(action.dueAtMs, (job << KIND_BITS) | RETRY_DUE);
   };
+
+  /** Under flow control, what the breaker answered a recorded outcome tells the gate. */
+  const learnFrom = (d: number, t: number, recorded: Promise<unknown>): Promise<unknown> =>
+    flow ? recorded.then((snapshot) => flow.learn(d, snapshot as { state: string }, t, false)) : recorded;
 
   const attemptDone = (slot: number, t: number): Promise<void> | undefined => {
     const job = slotJob[slot] as number;
@@ -448,7 +532,10 @@ export async function runEngine(
         budget.recordSuccess(dependencyNames[d] as string);
         unflushed.add(budget);
       }
-      if (breaker) admissions.push(breaker.recordSuccess(dependencyNames[d] as string, slotTicket[slot]));
+      if (breaker)
+        admissions.push(
+          learnFrom(d, t, breaker.recordSuccess(dependencyNames[d] as string, slotTicket[slot])),
+        );
       finish(job, t, undefined);
       nextJob(slot, t);
       return undefined;
@@ -459,9 +546,13 @@ export async function runEngine(
       // A permanent error means the dependency answered: a success for its health (CircuitBreaker's contract).
       const name = dependencyNames[d] as string;
       admissions.push(
-        outcome === CallOutcome.Permanent
-          ? breaker.recordSuccess(name, slotTicket[slot])
-          : breaker.recordFailure(name, slotTicket[slot]),
+        learnFrom(
+          d,
+          t,
+          outcome === CallOutcome.Permanent
+            ? breaker.recordSuccess(name, slotTicket[slot])
+            : breaker.recordFailure(name, slotTicket[slot]),
+        ),
       );
     }
     if (!gated) {
@@ -505,7 +596,12 @@ export async function runEngine(
     const sample = bin !== run.lastSampledBin;
     if (sample) run.lastSampledBin = bin;
     const pending = flushAndSample(t, sample);
-    const working = arrivals.active > 0 || run.delayed > 0 || waiting.size > 0 || idle.size < slotCount;
+    const working =
+      arrivals.active > 0 ||
+      run.delayed > 0 ||
+      waiting.size > 0 ||
+      idle.size < slotCount ||
+      (flow !== undefined && flow.parked > 0);
     if (working && t - run.lastActivity < quietMs) queue.push(t + TICK_MS, TICK);
     else run.ticking = false;
     return pending;
@@ -594,6 +690,12 @@ export async function runEngine(
         case TICK:
           pending = tick(t);
           break;
+        case FLOW_WAKE:
+          wake(value, t);
+          break;
+        case PACED_START:
+          start(value, slotJob[value] as number, t);
+          break;
       }
       if (++run.events % progressEvery === 0) {
         options.onProgress?.(run.finished, expected);
@@ -629,7 +731,8 @@ export async function runEngine(
   options.onProgress?.(run.finished, Math.max(run.finished, expected));
 
   const inFlight = slotCount - idle.size;
-  const unfinished = waiting.size + inFlight + run.delayed;
+  const parked = flow?.parked ?? 0;
+  const unfinished = waiting.size + inFlight + run.delayed + parked;
   let deadLetterCount = 0;
   for (const dl of deadLettered.values()) deadLetterCount += dl.total();
   return {
@@ -637,13 +740,14 @@ export async function runEngine(
     completed: run.completed,
     deadLettered,
     unfinished,
-    pending: { waiting: waiting.size, running: inFlight, delayed: run.delayed },
+    pending: { waiting: waiting.size, running: inFlight, delayed: run.delayed + parked },
     lost: jobs.size - run.completed - deadLetterCount - unfinished,
     drainMs: run.drainMs,
     stoppedAtHorizon: stoppedAtHorizon && unfinished > 0,
     dependencies: series,
     attemptsHistogram: histogram,
     events: run.events,
+    rampStarts: flow?.rampStarts ?? dependencyNames.map(() => []),
   };
 }
 

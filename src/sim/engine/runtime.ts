@@ -1,5 +1,6 @@
 import type { BudgetSnapshot } from '../../budget/types.js';
 import type { BreakerGate, BudgetGate } from '../../policy/types.js';
+import type { FlowSettings } from './flow.js';
 
 /** A retry budget as the engine drives it; stormguard's `RetryBudget` is one. */
 export interface SimBudget extends BudgetGate {
@@ -15,7 +16,7 @@ export interface SimBreaker extends BreakerGate {
   acquire(dependency: string): Promise<{
     allowed: boolean;
     ticket?: string;
-    snapshot: { state: string; halfOpenAtMs?: number; nowMs?: number };
+    snapshot: { state: string; halfOpenAtMs?: number; nowMs?: number; probesInFlight?: number };
   }>;
   /** `admission` carries the probe ticket of a half-open probe: only those outcomes move the breaker. */
   recordSuccess(dependency: string, admission?: { ticket?: string }): Promise<unknown>;
@@ -45,4 +46,6 @@ export interface StrategyRuntime {
    */
   readonly unused?: SimBudget;
   readonly breaker?: SimBreaker;
+  /** Flow control's settings: with them, workers ask the flow gate before they take a job. */
+  readonly flow?: FlowSettings;
 }

@@ -14,8 +14,10 @@ export interface ReportData {
     /** Per dependency, per second averaged over the step. */
     first: Record<string, number[]>;
     retries: Record<string, number[]>;
-    /** Attempts a breaker refused, per dependency (all zero without a breaker). */
+    /** Attempts refused before calling, per dependency (a breaker, a budget asked again, a park). */
     refused: Record<string, number[]>;
+    /** Queue operations the strategy caused (fetches, re-delays, parks, releases, pauses), per dependency. */
+    queueOps: Record<string, number[]>;
     /** Per dependency; empty arrays for a strategy without a budget. */
     allowance: Record<string, number[]>;
     spent: Record<string, number[]>;
@@ -65,6 +67,7 @@ export function reportData(result: SimulationResult): ReportData {
       first: perDependency((n) => s.timeline[n]?.first ?? [], averaged),
       retries: perDependency((n) => s.timeline[n]?.retries ?? [], averaged),
       refused: perDependency((n) => s.timeline[n]?.refused ?? [], averaged),
+      queueOps: perDependency((n) => s.timeline[n]?.queueOps ?? [], averaged),
       allowance: perDependency((n) => s.timeline[n]?.allowance ?? [], sampled),
       spent: perDependency((n) => s.timeline[n]?.spent ?? [], sampled),
       deadLettered: s.deadLettered,

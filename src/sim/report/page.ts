@@ -3,7 +3,7 @@ export const REPORT_STYLE = `
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 1180px; padding: 16px 24px; color: #1f2328; background: #fff; }
 h1 { font-size: 22px; margin: 8px 0 4px; } h2 { font-size: 17px; margin: 28px 0 4px; } p { margin: 2px 0 8px; color: #57606a; }
 pre { background: #f6f8fa; padding: 12px; overflow-x: auto; font-size: 12.5px; border-radius: 6px; }
-#load, #split, #budget, #dead { width: 100%; }
+#load, #split, #budget, #queue, #dead { width: 100%; }
 .chart { width: 100%; height: 300px; }
 `;
 
@@ -14,7 +14,7 @@ pre { background: #f6f8fa; padding: 12px; overflow-x: auto; font-size: 12.5px; b
 export const REPORT_SCRIPT = `
 (function () {
   var data = JSON.parse(document.getElementById('report-data').textContent);
-  var palette = ['#d62728', '#ff7f0e', '#2ca02c', '#1f77b4', '#9467bd', '#8c564b'];
+  var palette = ['#d62728', '#ff7f0e', '#2ca02c', '#9467bd', '#8c564b', '#e377c2'];
   var charts = [];
   function clock(s) { s = Math.round(s); var h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), r = s % 60;
     return (h ? h + ':' + String(m).padStart(2, '0') : m) + ':' + String(r).padStart(2, '0'); }
@@ -61,7 +61,7 @@ export const REPORT_SCRIPT = `
         { name: 'retries', type: 'line', stack: 'req', areaStyle: {}, showSymbol: false, color: palette[i % palette.length], data: points(s.retries[d.name]) }
       ];
       if (s.refused[d.name].some(function (v) { return v > 0; }))
-        option.series.push({ name: 'refused by the breaker (not sent)', type: 'line', showSymbol: false, color: '#7f7f7f', lineStyle: { type: 'dotted' }, data: points(s.refused[d.name]) });
+        option.series.push({ name: 'refused before calling (not sent)', type: 'line', showSymbol: false, color: '#7f7f7f', lineStyle: { type: 'dotted' }, data: points(s.refused[d.name]) });
       make('split', 260).setOption(option);
     });
   });
@@ -83,6 +83,16 @@ export const REPORT_SCRIPT = `
     option.series[0].markArea = shaded(d);
     make('budget', 320).setOption(option);
   });
+
+  var queue = base('Queue operations per second (all dependencies)', 'ops/s');
+  queue.series = data.strategies.map(function (s, i) {
+    var total = data.t.map(function () { return 0; });
+    data.dependencies.forEach(function (d) { total = sum(total, s.queueOps[d.name]); });
+    var series = { name: s.label, type: 'line', showSymbol: false, lineStyle: { width: 1.5 }, color: palette[i % palette.length], data: points(total) };
+    if (i === 0 && data.dependencies.length > 0) series.markArea = shaded(data.dependencies[0]);
+    return series;
+  });
+  make('queue', 320).setOption(queue);
 
   var reasons = [];
   data.strategies.forEach(function (s) { Object.keys(s.deadLettered).forEach(function (r) { if (reasons.indexOf(r) < 0) reasons.push(r); }); });

@@ -24,6 +24,7 @@ export const DEFAULT_SCENARIO: ScenarioInput = {
         maxAttempts: 5,
         backoff: { type: 'exponential', baseMs: '2s', factor: 2, maxDelayMs: '5m' },
         jitter: 'full',
+        maxAgeMs: '2h',
       },
       permanentErrorRate: 0.0005,
     },
@@ -43,7 +44,7 @@ export const DEFAULT_SCENARIO: ScenarioInput = {
     },
   },
   budget: { ratio: 0.2, windowMs: '60s', minAllowance: 10 },
-  strategies: ['ceiling-only', 'fleet-budget', 'per-worker-budgets'],
+  strategies: ['ceiling-only', 'fleet-budget', 'per-worker-budgets', 'flow-control'],
 };
 
 /**

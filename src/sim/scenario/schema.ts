@@ -10,17 +10,28 @@ const name = () =>
 
 /**
  * The kinds of strategy the simulator knows: a per-job ceiling alone, plus a fleet budget, plus one budget
- * per worker, or plus a fleet budget and a circuit breaker. A scenario that names none runs the first three.
+ * per worker, plus a fleet budget and a circuit breaker, or flow control (the fleet budget and breaker, with
+ * workers that stop taking a down dependency's jobs and ramp back up after it recovers). A scenario that
+ * names none runs all but `budget-and-breaker`.
  *
  * @example
- * STRATEGY_KINDS.includes('fleet-budget'); // true
+ * STRATEGY_KINDS.includes('flow-control'); // true
  */
 export const STRATEGY_KINDS = [
   'ceiling-only',
   'fleet-budget',
   'per-worker-budgets',
   'budget-and-breaker',
+  'flow-control',
 ] as const;
+
+/** The strategies a scenario runs when it names none. */
+export const DEFAULT_STRATEGIES: readonly StrategyKind[] = [
+  'ceiling-only',
+  'fleet-budget',
+  'per-worker-budgets',
+  'flow-control',
+];
 export type StrategyKind = (typeof STRATEGY_KINDS)[number];
 
 const BudgetSettings = z.strictObject({
@@ -42,6 +53,27 @@ const BreakerSettings = z.strictObject({
   successesToClose: z.number().optional(),
 });
 
+/**
+ * Flow control's settings, with the worker's meaning and defaults (`FlowControlOptions`): the slow-start
+ * ramp after a dependency's breaker closes (the admitted rate starts at `floorPerSecond` and doubles ten
+ * times over `slowStartMs`, then is unlimited), an optional `maxRatePerSecond` that holds at all times
+ * (first attempts too), how long a worker waits for its paced slot, how long a job is held while the
+ * half-open breaker's probes are all in flight, and how often and how many parked jobs are released.
+ */
+const FlowControlSettings = z.strictObject({
+  slowStartMs: duration().default(30_000),
+  floorPerSecond: z.number().gt(0, 'must be > 0 (attempts per second)').default(1),
+  maxRatePerSecond: z.number().gt(0, 'must be > 0 (attempts per second)').optional(),
+  maxPaceWaitMs: duration().default(1_000),
+  probeWaitMs: duration()
+    .refine((ms) => ms >= 10, 'must be >= 10 ms')
+    .default(1_000),
+  releaseIntervalMs: duration()
+    .refine((ms) => ms >= 10, 'must be >= 10 ms')
+    .default(250),
+  releaseBatch: z.number().int('must be a whole number').min(1, 'must be >= 1').default(100),
+});
+
 const StrategyEntry = z.union(
   [
     z.enum(STRATEGY_KINDS, { error: `must be one of ${STRATEGY_KINDS.join(', ')} (or { name, kind })` }),
@@ -52,6 +84,8 @@ const StrategyEntry = z.union(
       budget: BudgetSettings.partial().optional(),
       /** Breaker settings for this strategy only, over the scenario's `breaker`. */
       breaker: BreakerSettings.optional(),
+      /** Flow control settings for this strategy only, over the scenario's `flowControl`. */
+      flowControl: FlowControlSettings.partial().optional(),
     }),
   ],
   { error: `must be one of ${STRATEGY_KINDS.join(', ')}, or { name, kind, budget, breaker }` },
@@ -187,12 +221,21 @@ export const ScenarioSchema = z
       mode: 'enforce',
       onExhausted: 'dead-letter',
     }),
-    /** The breaker of the `budget-and-breaker` strategy; unset fields take CircuitBreaker's defaults. */
+    /** The breaker of the `budget-and-breaker` and `flow-control` strategies; unset fields take CircuitBreaker's defaults. */
     breaker: BreakerSettings.default({}),
+    /** Flow control's settings (the `flow-control` strategy). */
+    flowControl: FlowControlSettings.default({
+      slowStartMs: 30_000,
+      floorPerSecond: 1,
+      maxPaceWaitMs: 1_000,
+      probeWaitMs: 1_000,
+      releaseIntervalMs: 250,
+      releaseBatch: 100,
+    }),
     strategies: z
       .array(StrategyEntry)
       .min(1, 'must list at least one strategy')
-      .default(['ceiling-only', 'fleet-budget', 'per-worker-budgets']),
+      .default([...DEFAULT_STRATEGIES]),
   })
   .superRefine((s, ctx) => {
     const classes = Object.keys(s.jobClasses);
@@ -250,6 +293,7 @@ export type ScenarioInput = z.input<typeof ScenarioSchema>;
 export type Scenario = z.output<typeof ScenarioSchema>;
 export type BudgetSettings = z.output<typeof BudgetSettings>;
 export type BreakerSettings = z.output<typeof BreakerSettings>;
+export type FlowControlSettings = z.output<typeof FlowControlSettings>;
 export type ArrivalSpec = Scenario['arrivals'][number];
 export type DependencySpec = Scenario['dependencies'][string];
 export type PhaseSpec = DependencySpec['timeline'][number];
