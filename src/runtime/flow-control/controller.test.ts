@@ -1,0 +1,145 @@
+import { describe, expect, it, vi } from 'vitest';
+import { CircuitBreaker } from '../../breaker/circuit-breaker.js';
+import { MemoryBreakerStore } from '../../breaker/memory-store.js';
+import { FakeClock } from '../../common/clock.js';
+import { type FlowAction, FlowController, type FlowEvents } from './controller.js';
+import { MemoryFlowStore } from './memory-store.js';
+
+/** A breaker, a flow store and a controller of queue `index` on one fake clock. */
+function setup(options: { queueDependency?: string } = {}) {
+  const clock = new FakeClock(1_000_000);
+  const breaker = new CircuitBreaker({
+    store: new MemoryBreakerStore({ clock }),
+    clock,
+    consecutiveFailures: 1,
+    coolDownMs: 5_000,
+    halfOpenProbes: 1,
+    successesToClose: 1,
+  });
+  const store = new MemoryFlowStore({ clock });
+  const events: string[] = [];
+  const slept: number[] = [];
+  const flow = new FlowController(
+    { store, slowStartMs: 10_000, floorPerSecond: 2, stateCacheMs: 0, ...options },
+    {
+      queue: 'index',
+      breaker,
+      clock,
+      emit: <K extends keyof FlowEvents>(event: K, payload: FlowEvents[K]) =>
+        events.push(`${event}:${JSON.stringify(payload)}`),
+      internalError: (error) => events.push(`error:${String(error)}`),
+      sleep: async (ms) => {
+        slept.push(ms);
+      },
+    },
+  );
+  const open = async () => {
+    await breaker.recordFailure('search');
+    expect((await breaker.state('search')).state).toBe('open');
+  };
+  return { clock, breaker, store, flow, events, slept, open };
+}
+
+describe('FlowController (memory stores, fake clock)', () => {
+  it('runs while closed and not recovering, without pacing', async () => {
+    const { flow, slept } = setup();
+    expect(await flow.beforeRun('search', { jobId: '1', starts: 1 })).toEqual({ type: 'run' });
+    expect(slept).toEqual([]);
+  });
+
+  it('parks a mixed queue’s job while the breaker is open, and marks the dependency down', async () => {
+    const { flow, store, open } = setup();
+    await open();
+    expect(await flow.beforeRun('search', { jobId: '1', starts: 1 })).toEqual({ type: 'park', forMs: 5_000 });
+    expect(store.read('search').down).toBe(true);
+  });
+
+  it('releases parked jobs oldest first: one probe while half-open, then paced by the ramp once closed', async () => {
+    const { clock, flow, breaker, store, open } = setup();
+    await open();
+    for (const id of ['1', '2', '3', '4', '5']) {
+      const action: FlowAction = await flow.beforeRun('search', { jobId: id, starts: 1 });
+      expect(action.type).toBe('park');
+      await flow.park('search', id);
+    }
+    const promoted: string[] = [];
+    const promote = async (id: string) => {
+      promoted.push(id);
+      return 'promoted' as const;
+    };
+    expect(await flow.releaseOnce(promote)).toBe(0); // open: nothing comes back
+    clock.advance(5_000); // half-open: one free probe slot
+    expect(await flow.releaseOnce(promote)).toBe(1);
+    expect(promoted).toEqual(['1']);
+    // The probe runs and succeeds: the breaker closes, the next read marks the dependency up (ramp starts).
+    const probe = await breaker.acquire('search');
+    await breaker.recordSuccess('search', probe);
+    // The ramp's floor is 2 per second: one slot starts within the 250 ms release tick, the next 500 ms on.
+    expect(await flow.releaseOnce(promote)).toBe(1);
+    expect(store.read('search').recoveredAtMs).toBe(clock.now());
+    clock.advance(500);
+    expect(await flow.releaseOnce(promote)).toBe(1);
+    expect(promoted).toEqual(['1', '2', '3']);
+    // A released job runs at once: its release was its slot.
+    expect(await flow.beforeRun('search', { jobId: '2', starts: 2 })).toEqual({ type: 'run' });
+    expect(store.parked('search', 'index')).toBe(2);
+  });
+
+  it('paces a fresh attempt while the dependency recovers: waits for a near slot, delays past maxPaceWaitMs', async () => {
+    const { clock, flow, breaker, open, slept } = setup();
+    await open();
+    // A job met the open breaker: the dependency is marked down, so its recovery starts a ramp.
+    expect((await flow.beforeRun('search', { jobId: 'early', starts: 1 })).type).toBe('park');
+    clock.advance(5_000);
+    await breaker.recordSuccess('search', await breaker.acquire('search'));
+    for (let n = 0; n < 3; n++)
+      expect(await flow.beforeRun('search', { jobId: `j${n}`, starts: 1 })).toEqual({ type: 'run' });
+    // 2 per second: slots at +0, +500, +1000 ms; the third is 1 000 ms away, within the default 1 000 ms wait.
+    expect(slept).toEqual([500, 1_000]);
+    expect(await flow.beforeRun('search', { jobId: 'j3', starts: 1 })).toEqual({
+      type: 'delay',
+      forMs: 1_500,
+    });
+  });
+
+  it('in shadow mode reports the hold and runs the job', async () => {
+    const clock = new FakeClock(0);
+    const breaker = new CircuitBreaker({
+      store: new MemoryBreakerStore({ clock }),
+      clock,
+      consecutiveFailures: 1,
+    });
+    await breaker.recordFailure('search');
+    const events: boolean[] = [];
+    const flow = new FlowController(
+      { store: new MemoryFlowStore({ clock }), mode: 'shadow' },
+      {
+        queue: 'index',
+        breaker,
+        clock,
+        emit: (_e, p) => events.push((p as { shadow: boolean }).shadow),
+        internalError: () => {},
+      },
+    );
+    expect(await flow.beforeRun('search', { jobId: '1', starts: 1 })).toEqual({ type: 'run' });
+    expect(events).toEqual([true]);
+  });
+
+  it('holds a paused queue’s job in hand, pausing the queue once, and hands it back when the worker stops', async () => {
+    const { flow, open } = setup({ queueDependency: 'search' });
+    await open();
+    const held = flow.beforeRun('search', { jobId: '1', starts: 1 });
+    await vi.waitFor(() =>
+      expect(flow.status()).toEqual([{ dependency: 'search', paused: true, pausedUntilMs: 1_005_000 }]),
+    );
+    await flow.stop();
+    expect(await held).toEqual({ type: 'pause', forMs: 5_000 });
+  });
+
+  it('with the kill switch on, nothing is held', async () => {
+    const { flow, store, open } = setup();
+    await open();
+    store.setOff(true);
+    expect(await flow.beforeRun('search', { jobId: '1', starts: 1 })).toEqual({ type: 'run' });
+  });
+});
