@@ -60,5 +60,11 @@ export {
   type MemoryDeadLetterStoreOptions,
 } from './runtime/memory-dead-letter-store.js';
 export { type DeadLetterRedaction, redactRecord } from './runtime/redaction.js';
+export {
+  MemoryReplayRunStore,
+  type ReplayPreview,
+  type ReplayRun,
+  type ReplayRunStore,
+} from './runtime/replay-runs.js';
 export { type SettleAction, type SettleJob, type Settlement, settle } from './runtime/settle.js';
 export * from './status/index.js';

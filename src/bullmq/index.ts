@@ -50,6 +50,14 @@ export {
   realSleep,
   type Sleep,
 } from './replay-pacing.js';
+export {
+  type CreateReplayRunOptions,
+  cancelReplayRun,
+  createReplayRun,
+  previewReplay,
+  type RunReplayOptions,
+  runReplay,
+} from './replay-runs.js';
 export type * from './types.js';
 export {
   createWorker,

@@ -139,7 +139,7 @@ const MAX_CANDIDATES = 5;
 const PAGE = 500;
 
 /** The part of a record the replay loop keeps from its snapshot; the rest is read when its turn comes. */
-type Planned = Pick<
+export type Planned = Pick<
   StoredDeadLetter,
   'id' | 'jobId' | 'name' | 'reason' | 'dependency' | 'replays' | 'replay'
 >;
@@ -269,10 +269,12 @@ async function snapshot(
   return planned;
 }
 
-type Outcome = { moved: true; record: StoredDeadLetter; replayJobId: string } | { moved: false; why: string };
+export type Outcome =
+  | { moved: true; record: StoredDeadLetter; replayJobId: string }
+  | { moved: false; why: string };
 
 /** Claim, add (once), remove: see {@link replayDeadLetters} for why each step is safe to repeat. */
-async function replayOne(target: ReplayTarget, plan: Planned, dedupTtlMs: number): Promise<Outcome> {
+export async function replayOne(target: ReplayTarget, plan: Planned, dedupTtlMs: number): Promise<Outcome> {
   const { store, queue } = target;
   const record = await store.get(queue, plan.id);
   if (!record) return { moved: false, why: 'no longer in the dead-letter store' };

@@ -31,4 +31,5 @@ export {
   RedisIdempotencyStore,
   type RedisIdempotencyStoreOptions,
 } from './idempotency-store.js';
+export { RedisReplayRunStore, type RedisReplayRunStoreOptions } from './replay-run-store.js';
 export { defineScript, luaSource, type RedisClient, type ScriptSpec } from './scripts.js';

@@ -1,0 +1,340 @@
+import { randomUUID } from 'node:crypto';
+import type { AuditLog } from '../audit/types.js';
+import { type Clock, systemClock } from '../common/clock.js';
+import { InvalidInputError } from '../errors/invalid-input-error.js';
+import type { DeadLetterReason } from '../policy/types.js';
+import type { DeadLetterStore } from '../runtime/contracts.js';
+import type { ReplayPreview, ReplayRun, ReplayRunStore } from '../runtime/replay-runs.js';
+import { type DeadLetterFilter, resolveFilter } from './dead-letter-filter.js';
+import { type Planned, type ReplayTarget, replayOne } from './replay.js';
+import { type HealthGate, Pacer, realSleep, type Sleep, waitUntilHealthy } from './replay-pacing.js';
+
+const PAGE = 500;
+const MAX_FAILURES_KEPT = 1_000;
+/** Progress is written at least every this many records (and at every stop). */
+const SAVE_EVERY = 25;
+const DEFAULT_LEASE_MS = 30_000;
+
+/** A snapshot of the records a filter matches now: their ids, and the preview of them. */
+async function takeSnapshot(
+  store: DeadLetterStore,
+  queue: string,
+  filter: DeadLetterFilter,
+  ratePerSecond: number | undefined,
+  clock: Clock,
+): Promise<{ preview: ReplayPreview; ids: string[] }> {
+  const resolved = resolveFilter(filter, clock.now());
+  const ids: string[] = [];
+  const byReason: Partial<Record<DeadLetterReason, number>> = {};
+  const byDependency: Record<string, number> = {};
+  let malformed = 0;
+  let cursor: string | undefined;
+  for (;;) {
+    const page = await store.list(queue, { ...resolved, limit: PAGE, ...(cursor ? { cursor } : {}) });
+    for (const r of page.records) {
+      ids.push(r.id);
+      byReason[r.reason] = (byReason[r.reason] ?? 0) + 1;
+      byDependency[r.dependency] = (byDependency[r.dependency] ?? 0) + 1;
+    }
+    malformed += page.malformed.length;
+    if (!page.next) break;
+    cursor = page.next;
+  }
+  const preview: ReplayPreview = {
+    queue,
+    filter: resolved,
+    total: ids.length,
+    byReason,
+    byDependency,
+    malformed,
+  };
+  if (ratePerSecond !== undefined) {
+    preview.ratePerSecond = ratePerSecond;
+    preview.estimatedMs = Math.ceil((ids.length / ratePerSecond) * 1_000);
+  }
+  return { preview, ids };
+}
+
+/**
+ * The dry run of a bulk replay: what the filter matches now, by reason and dependency, and how long it
+ * would take at `ratePerSecond`. Moves nothing.
+ *
+ * @example
+ * const preview = await previewReplay(store, 'index', { reason: 'breaker-open' }, { ratePerSecond: 20 });
+ * console.log(`${preview.total} records, about ${Math.round(preview.estimatedMs! / 1000)} s`);
+ */
+export async function previewReplay(
+  store: DeadLetterStore,
+  queue: string,
+  filter: DeadLetterFilter = {},
+  options: { ratePerSecond?: number; clock?: Clock } = {},
+): Promise<ReplayPreview> {
+  checkRate(options.ratePerSecond);
+  return (await takeSnapshot(store, queue, filter, options.ratePerSecond, options.clock ?? systemClock))
+    .preview;
+}
+
+/**
+ * Options of {@link createReplayRun}.
+ *
+ * @example
+ * await createReplayRun({ store, runs }, 'index', { reason: 'breaker-open', ratePerSecond: 20, by: 'alice', why: 'search is back' });
+ */
+export interface CreateReplayRunOptions extends DeadLetterFilter {
+  ratePerSecond?: number;
+  /** Wait while a record's dependency is unhealthy (the runner's `whenHealthy` gate). Default false. */
+  whenHealthy?: boolean;
+  /** Who starts it (default `anonymous`) and why: recorded in the run and the audit log. */
+  by?: string;
+  why?: string;
+  clock?: Clock;
+}
+
+/**
+ * Creates a bulk replay run from a snapshot: the ids of the records the filter matches now (records
+ * dead-lettered later are not swept up), its preview, and its progress, all stored in `runs`, so any
+ * process can run it ({@link runReplay}), be stopped, and another go on. Appends `replay.create` to the
+ * audit log when one is given.
+ *
+ * @example
+ * const run = await createReplayRun({ store, runs, audit }, 'index', { dependency: 'search', ratePerSecond: 20, whenHealthy: true, by: 'alice' });
+ * await runReplay({ store, runs, queue: 'index', jobs }, run.id);
+ */
+export async function createReplayRun(
+  target: { store: DeadLetterStore; runs: ReplayRunStore; audit?: AuditLog },
+  queue: string,
+  options: CreateReplayRunOptions = {},
+): Promise<ReplayRun> {
+  const {
+    ratePerSecond,
+    whenHealthy = false,
+    by = 'anonymous',
+    why,
+    clock = systemClock,
+    ...filter
+  } = options;
+  checkRate(ratePerSecond);
+  const { preview, ids } = await takeSnapshot(target.store, queue, filter, ratePerSecond, clock);
+  const now = clock.now();
+  const run = await target.runs.createRun(
+    {
+      queue,
+      status: 'pending',
+      preview,
+      createdBy: by,
+      ...(why === undefined ? {} : { reason: why }),
+      createdAtMs: now,
+      whenHealthy,
+      ...(ratePerSecond === undefined ? {} : { ratePerSecond }),
+      total: ids.length,
+      cursor: 0,
+      moved: 0,
+      skipped: 0,
+      failed: 0,
+      failures: [],
+      updatedAtMs: now,
+    },
+    ids,
+  );
+  await target.audit?.append({
+    by,
+    action: 'replay.create',
+    target: queue,
+    ...(why === undefined ? {} : { reason: why }),
+    detail: { run: run.id, total: run.total, filter: preview.filter },
+  });
+  return run;
+}
+
+/**
+ * Options of {@link runReplay}.
+ *
+ * @example
+ * await runReplay(target, runId, { owner: 'console-1', signal, whenHealthy: { budget } });
+ */
+export interface RunReplayOptions {
+  /** This process's name while it holds the run. Default: a random id. */
+  owner?: string;
+  /** How long a claim on the run lasts without progress; another process takes over after it. Default 30 s. */
+  leaseMs?: number;
+  /** The health gate of a run created with `whenHealthy: true`. */
+  whenHealthy?: HealthGate;
+  signal?: AbortSignal;
+  onProgress?: (run: ReplayRun) => void;
+  clock?: Clock;
+  sleep?: Sleep;
+  dedupTtlMs?: number;
+}
+
+/**
+ * Runs (or goes on with) a stored bulk replay: takes the run's lease, then replays its snapshot from the
+ * progress cursor, paced at its rate and, when it was created `whenHealthy`, waiting while a record's
+ * dependency is unhealthy; progress and each failure (with the reason) are written back as it goes.
+ * Stopped anywhere (the signal, a crash, a restart), the run can be run again by any process: once the
+ * lease has lapsed it goes on from the cursor. No record is ever moved twice: each goes through the
+ * claim-add-remove of `replayDeadLetters` (a record claimed by an interrupted run is re-added under the
+ * same job id, which BullMQ ignores), so even the records between the last saved cursor and the stop
+ * are safe to handle again. Returns the run as it was left; `undefined` when there is no such run.
+ *
+ * @example
+ * const run = await runReplay({ store, runs, queue: 'index', jobs: new Queue('index', { connection }) }, '3');
+ * console.log(`${run?.moved} moved, ${run?.failed} failed`);
+ */
+export async function runReplay(
+  target: ReplayTarget & { runs: ReplayRunStore; audit?: AuditLog },
+  runId: string,
+  options: RunReplayOptions = {},
+): Promise<ReplayRun | undefined> {
+  const clock = options.clock ?? systemClock;
+  const sleep = options.sleep ?? realSleep;
+  const owner = options.owner ?? randomUUID();
+  const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
+  const { runs, store, queue } = target;
+  let run = await runs.getRun(runId);
+  if (!run) return undefined;
+  if (run.queue !== queue)
+    throw new InvalidInputError(`replay run ${runId} is of queue "${run.queue}", not "${queue}"`);
+  if (run.status === 'done' || run.status === 'cancelled') return run;
+  const held = run.owner !== undefined && run.owner !== owner && (run.leaseUntilMs ?? 0) > clock.now();
+  if (held) return run;
+  const claimed = await runs.updateRun({
+    ...run,
+    status: 'running',
+    owner,
+    leaseUntilMs: clock.now() + leaseMs,
+    updatedAtMs: clock.now(),
+  });
+  if (!claimed) return runs.getRun(runId); // another process took it first
+  run = claimed;
+
+  const save = async (changes: Partial<ReplayRun>): Promise<boolean> => {
+    const next = await runs.updateRun({
+      ...run!,
+      ...changes,
+      leaseUntilMs: changes.leaseUntilMs ?? clock.now() + leaseMs,
+      updatedAtMs: clock.now(),
+    });
+    if (!next) return false; // cancelled, or taken over after our lease lapsed: stop here
+    run = next;
+    options.onProgress?.(next);
+    return true;
+  };
+
+  const pacer = new Pacer(run.ratePerSecond, clock, sleep);
+  let pending = 0;
+  let stoppedBecause: string | undefined;
+  outer: while (run.cursor < run.total) {
+    const ids = await runs.runRecordIds(run.id, run.cursor, PAGE);
+    if (ids.length === 0) break;
+    for (const id of ids) {
+      if (options.signal?.aborted) {
+        stoppedBecause = 'interrupted';
+        break outer;
+      }
+      const record = await store.get(queue, id);
+      const plan: Planned | undefined =
+        record && !('malformed' in record)
+          ? {
+              id: record.id,
+              jobId: record.jobId,
+              name: record.name,
+              reason: record.reason,
+              dependency: record.dependency,
+              replays: record.replays,
+              ...(record.replay ? { replay: record.replay } : {}),
+            }
+          : undefined;
+      const progress: Partial<ReplayRun> = { cursor: run.cursor + 1 };
+      try {
+        if (plan && run.whenHealthy && options.whenHealthy)
+          await waitUntilHealthy(
+            plan.dependency,
+            options.whenHealthy,
+            sleep,
+            options.signal,
+            () => undefined,
+          );
+        if (plan) await pacer.next(options.signal);
+      } catch (error) {
+        if (options.signal?.aborted) {
+          stoppedBecause = 'interrupted';
+          break outer;
+        }
+        throw error;
+      }
+      if (!plan) progress.skipped = run.skipped + 1;
+      else
+        try {
+          const outcome = await replayOne(target, plan, options.dedupTtlMs ?? 7 * 86_400_000);
+          if (outcome.moved) {
+            progress.moved = run.moved + 1;
+            target.events?.emit('replayed', {
+              queue,
+              task: outcome.record.name,
+              reason: outcome.record.reason,
+            });
+          } else progress.skipped = run.skipped + 1;
+        } catch (error) {
+          progress.failed = run.failed + 1;
+          progress.failures = [
+            ...run.failures,
+            { id, jobId: plan.jobId, error: error instanceof Error ? error.message : String(error) },
+          ].slice(-MAX_FAILURES_KEPT);
+        }
+      // Kept in memory between saves; a stop in between re-handles at most SAVE_EVERY records, safely.
+      run = { ...run, ...progress };
+      if (++pending >= SAVE_EVERY || progress.failed !== undefined) {
+        pending = 0;
+        if (!(await save({}))) return runs.getRun(runId);
+      }
+    }
+  }
+  const done = run.cursor >= run.total;
+  const finished: Partial<ReplayRun> = done
+    ? { status: 'done', finishedAtMs: clock.now() }
+    : { status: 'pending', ...(stoppedBecause ? { stoppedBecause } : {}) };
+  // The lease is given back, so another process may go on at once.
+  if (!(await save({ ...finished, leaseUntilMs: 0 }))) return runs.getRun(runId);
+  if (done)
+    await target.audit?.append({
+      by: run.createdBy,
+      action: 'replay.finish',
+      target: queue,
+      detail: { run: run.id, moved: run.moved, skipped: run.skipped, failed: run.failed },
+    });
+  return run;
+}
+
+/**
+ * Cancels a run: whoever runs it stops at its next save; records already moved stay moved.
+ *
+ * @example
+ * await cancelReplayRun({ runs, audit }, '3', { by: 'alice', reason: 'wrong filter' });
+ */
+export async function cancelReplayRun(
+  target: { runs: ReplayRunStore; audit?: AuditLog },
+  runId: string,
+  request: { by?: string; reason?: string } = {},
+): Promise<ReplayRun | undefined> {
+  for (let attempt = 0; attempt < 10; attempt++) {
+    const run = await target.runs.getRun(runId);
+    if (!run || run.status === 'done' || run.status === 'cancelled') return run;
+    const cancelled = await target.runs.updateRun({ ...run, status: 'cancelled', leaseUntilMs: 0 });
+    if (cancelled) {
+      await target.audit?.append({
+        by: request.by ?? 'anonymous',
+        action: 'replay.cancel',
+        target: run.queue,
+        ...(request.reason === undefined ? {} : { reason: request.reason }),
+        detail: { run: run.id, moved: run.moved },
+      });
+      return cancelled;
+    }
+  }
+  throw new Error(`replay run ${runId} kept changing while being cancelled; try again`);
+}
+
+function checkRate(rate: number | undefined): void {
+  if (rate !== undefined && !(Number.isFinite(rate) && rate > 0))
+    throw new InvalidInputError(`ratePerSecond: ${JSON.stringify(rate)} must be a number above 0, like 20`);
+}

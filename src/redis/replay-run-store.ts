@@ -1,0 +1,87 @@
+import { DEFAULT_PREFIX, encodeKeyPart, globalKey } from '../common/keys.js';
+import { assertPrefix } from '../common/names.js';
+import type { ReplayRun, ReplayRunStore } from '../runtime/replay-runs.js';
+import { defineScript, type RedisClient } from './scripts.js';
+
+const UPDATE = {
+  command: 'stormguardReplayRunUpdateV1',
+  file: 'replay-run-update-1.lua',
+  numberOfKeys: 1,
+} as const;
+const CHUNK = 1_000;
+
+/**
+ * Options of {@link RedisReplayRunStore}.
+ *
+ * @example
+ * new RedisReplayRunStore({ redis, prefix: 'shop' });
+ */
+export interface RedisReplayRunStoreOptions {
+  redis: RedisClient;
+  /** Key prefix, any 1-64 characters. Default `stormguard`. */
+  prefix?: string;
+}
+
+/**
+ * Replay runs on Redis, under the prefix's global tag (one slot, Cluster too): the run as JSON at
+ * `{<prefix>:g}:replay-run:<id>`, its snapshot of record ids as a list beside it, the runs' index a
+ * sorted set. An update is one script, a compare-and-set on the run's version.
+ *
+ * @example
+ * import { RedisReplayRunStore } from 'stormguard/redis';
+ * const runs = new RedisReplayRunStore({ redis });
+ */
+export class RedisReplayRunStore implements ReplayRunStore {
+  readonly #redis: RedisClient;
+  readonly #prefix: string;
+  readonly #update: ReturnType<typeof defineScript>;
+
+  constructor(options: RedisReplayRunStoreOptions) {
+    this.#prefix = options.prefix ?? DEFAULT_PREFIX;
+    assertPrefix(this.#prefix);
+    this.#redis = options.redis;
+    this.#update = defineScript(options.redis, UPDATE);
+  }
+
+  #key(id: string): string {
+    return `${globalKey(this.#prefix, 'replay-run')}:${encodeKeyPart(id)}`;
+  }
+
+  async createRun(run: Omit<ReplayRun, 'id' | 'version'>, recordIds: readonly string[]): Promise<ReplayRun> {
+    const id = String(await this.#redis.incr(globalKey(this.#prefix, 'replay-run-seq')));
+    const stored: ReplayRun = { ...run, id, version: 1 };
+    // The ids first, the run last: a run that exists always has its whole snapshot.
+    for (let i = 0; i < recordIds.length; i += CHUNK)
+      await this.#redis.rpush(`${this.#key(id)}:ids`, ...recordIds.slice(i, i + CHUNK));
+    await this.#redis.set(this.#key(id), versionFirst(stored));
+    await this.#redis.zadd(globalKey(this.#prefix, 'replay-runs'), Number(id), id);
+    return stored;
+  }
+
+  async getRun(id: string): Promise<ReplayRun | undefined> {
+    const json = await this.#redis.get(this.#key(id));
+    return json ? (JSON.parse(json) as ReplayRun) : undefined;
+  }
+
+  async listRuns(): Promise<ReplayRun[]> {
+    const ids = await this.#redis.zrevrange(globalKey(this.#prefix, 'replay-runs'), 0, 99);
+    const runs = await Promise.all(ids.map((id) => this.getRun(id)));
+    return runs.filter((r): r is ReplayRun => r !== undefined);
+  }
+
+  async runRecordIds(id: string, from: number, count: number): Promise<string[]> {
+    if (count <= 0) return [];
+    return this.#redis.lrange(`${this.#key(id)}:ids`, from, from + count - 1);
+  }
+
+  async updateRun(run: ReplayRun): Promise<ReplayRun | undefined> {
+    const next = { ...run, version: run.version + 1 };
+    const written = await this.#update([this.#key(run.id)], [String(run.version), versionFirst(next)]);
+    return Number(written) === 1 ? next : undefined;
+  }
+}
+
+/** The run's JSON with `version` first, where the update script reads it (no later text can shadow it). */
+function versionFirst({ version, ...rest }: ReplayRun): string {
+  return JSON.stringify({ version, ...rest });
+}

@@ -1,0 +1,120 @@
+import type { DeadLetterReason } from '../policy/types.js';
+import type { DeadLetterFilter } from './contracts.js';
+
+/**
+ * A dry run of a bulk replay, on a snapshot: what would move, and how long it would take.
+ *
+ * @example
+ * // { queue: 'index', total: 1200, byReason: { 'breaker-open': 1200 }, byDependency: { search: 1200 },
+ * //   ratePerSecond: 20, estimatedMs: 60000 }
+ */
+export interface ReplayPreview {
+  queue: string;
+  filter: DeadLetterFilter;
+  total: number;
+  byReason: Partial<Record<DeadLetterReason, number>>;
+  byDependency: Record<string, number>;
+  /** Malformed records the filter met: never replayed. */
+  malformed: number;
+  ratePerSecond?: number;
+  /** `total / ratePerSecond` in ms; absent without a rate (as fast as the queue takes them). */
+  estimatedMs?: number;
+}
+
+/**
+ * A bulk replay stored beside the dead letters, so any process can run it, stop, and another go on:
+ * its snapshot of record ids (kept apart, see {@link ReplayRunStore.runRecordIds}), its progress cursor,
+ * and each record that failed with the reason. Plain JSON.
+ *
+ * @example
+ * // { id: '3', queue: 'index', status: 'running', total: 1200, cursor: 400, moved: 398, skipped: 1, ... }
+ */
+export interface ReplayRun {
+  id: string;
+  queue: string;
+  status: 'pending' | 'running' | 'done' | 'cancelled';
+  preview: ReplayPreview;
+  /** Who created it (identity or `anonymous`), and why. */
+  createdBy: string;
+  reason?: string;
+  createdAtMs: number;
+  /** Wait while the record's dependency is unhealthy (budget denying, breaker open) before each record. */
+  whenHealthy: boolean;
+  ratePerSecond?: number;
+  total: number;
+  /** How many snapshot entries were handled: the next record is `runRecordIds(id, cursor, …)[0]`. */
+  cursor: number;
+  moved: number;
+  skipped: number;
+  /** Records that could not be moved, with the reason (the newest 1 000); they stay in the store. */
+  failures: { id: string; jobId?: string; error: string }[];
+  failed: number;
+  /** The process running it, and until when its lease holds (epoch ms on the runners' clock). */
+  owner?: string;
+  leaseUntilMs?: number;
+  updatedAtMs: number;
+  finishedAtMs?: number;
+  stoppedBecause?: string;
+  /** Bumped by every update: an update names the version it read, and loses to any other in between. */
+  version: number;
+}
+
+/**
+ * Where replay runs live, next to the dead letters (memory, Redis). Every write of a run is a
+ * compare-and-set on its `version`, so two processes never both run one.
+ *
+ * @example
+ * const runs: ReplayRunStore = new MemoryReplayRunStore();
+ */
+export interface ReplayRunStore {
+  /** Stores a new run with its snapshot of record ids; returns it with its id. */
+  createRun(run: Omit<ReplayRun, 'id' | 'version'>, recordIds: readonly string[]): Promise<ReplayRun>;
+  getRun(id: string): Promise<ReplayRun | undefined>;
+  /** Every run, newest first (the newest 100). */
+  listRuns(): Promise<ReplayRun[]>;
+  /** `count` ids of the snapshot from position `from`. */
+  runRecordIds(id: string, from: number, count: number): Promise<string[]>;
+  /** Writes `run` if the stored version is `run.version`, bumping it; false (and nothing written) otherwise. */
+  updateRun(run: ReplayRun): Promise<ReplayRun | undefined>;
+}
+
+/**
+ * Replay runs in one process's memory: for tests and single-process tools.
+ *
+ * @example
+ * const runs = new MemoryReplayRunStore();
+ */
+export class MemoryReplayRunStore implements ReplayRunStore {
+  readonly #runs = new Map<string, { json: string; ids: readonly string[] }>();
+  #seq = 0;
+
+  async createRun(run: Omit<ReplayRun, 'id' | 'version'>, recordIds: readonly string[]): Promise<ReplayRun> {
+    const stored: ReplayRun = { ...run, id: String(++this.#seq), version: 1 };
+    this.#runs.set(stored.id, { json: JSON.stringify(stored), ids: [...recordIds] });
+    return stored;
+  }
+
+  async getRun(id: string): Promise<ReplayRun | undefined> {
+    const entry = this.#runs.get(id);
+    return entry ? (JSON.parse(entry.json) as ReplayRun) : undefined;
+  }
+
+  async listRuns(): Promise<ReplayRun[]> {
+    return [...this.#runs.values()]
+      .map((e) => JSON.parse(e.json) as ReplayRun)
+      .sort((a, b) => Number(b.id) - Number(a.id))
+      .slice(0, 100);
+  }
+
+  async runRecordIds(id: string, from: number, count: number): Promise<string[]> {
+    return [...(this.#runs.get(id)?.ids ?? []).slice(from, from + count)];
+  }
+
+  async updateRun(run: ReplayRun): Promise<ReplayRun | undefined> {
+    const entry = this.#runs.get(run.id);
+    if (!entry || (JSON.parse(entry.json) as ReplayRun).version !== run.version) return undefined;
+    const next = { ...run, version: run.version + 1 };
+    entry.json = JSON.stringify(next);
+    return next;
+  }
+}

@@ -1,0 +1,139 @@
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import { MemoryAuditLog } from '../../src/audit/memory-audit-log.js';
+import { replayOrigin } from '../../src/bullmq/dead-letter-ids.js';
+import { deadLetterQueue } from '../../src/bullmq/dead-letter-queue.js';
+import { createReplayRun, previewReplay, runReplay } from '../../src/bullmq/replay-runs.js';
+import { FakeClock } from '../../src/common/clock.js';
+import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
+import { RedisReplayRunStore } from '../../src/redis/replay-run-store.js';
+import { deadLetter, redisForFile, uniqueQueue } from './dlq-fixtures.js';
+
+const env = redisForFile();
+let prefixes = 0;
+
+describe('server-side bulk replay runs', () => {
+  it('previews a snapshot, then moves every record exactly once across an interrupted run, a crashed owner and a second process', async () => {
+    const queue = uniqueQueue('runs');
+    const prefix = `runs-${process.pid}-${prefixes++}`;
+    const clock = new FakeClock(1_700_000_000_000);
+    const sleep = async (ms: number) => {
+      clock.advance(ms);
+    };
+    // "Process" one: its own connection, stores and queue.
+    const redisA = new Redis(env.server.connection);
+    const storeA = new RedisDeadLetterStore({ redis: redisA, prefix });
+    const runsA = new RedisReplayRunStore({ redis: redisA, prefix });
+    const jobsA = new Queue(queue, { connection: env.connection });
+    const dlq = deadLetterQueue(queue, { store: storeA, queue: jobsA });
+    for (let i = 0; i < 60; i++)
+      await dlq.add(
+        deadLetter(`job-${i}`, {
+          queue,
+          deadLetteredAt: 10_000 + i,
+          reason: i < 40 ? 'breaker-open' : 'max-attempts',
+          dependency: i % 2 === 0 ? 'search' : 'mail',
+        }),
+      );
+    const audit = new MemoryAuditLog({ clock });
+
+    expect(await previewReplay(storeA, queue, {}, { ratePerSecond: 20 })).toEqual({
+      queue,
+      filter: {},
+      total: 60,
+      byReason: { 'breaker-open': 40, 'max-attempts': 20 },
+      byDependency: { search: 30, mail: 30 },
+      malformed: 0,
+      ratePerSecond: 20,
+      estimatedMs: 3_000,
+    });
+    const created = await createReplayRun({ store: storeA, runs: runsA, audit }, queue, {
+      ratePerSecond: 20,
+      by: 'alice',
+      why: 'search is back',
+      clock,
+    });
+    expect(created).toMatchObject({ status: 'pending', total: 60, cursor: 0, createdBy: 'alice' });
+    // Dead-lettered after the snapshot: not swept up by this run.
+    for (let i = 60; i < 63; i++)
+      await dlq.add(deadLetter(`late-${i}`, { queue, deadLetteredAt: 20_000 + i }));
+
+    // Process one stops after 30 records (a deploy, Ctrl-C): its progress is stored.
+    const stop = new AbortController();
+    let moved = 0;
+    const events = {
+      emit: () => {
+        if (++moved === 30) stop.abort();
+      },
+    };
+    const stopped = await runReplay(
+      { store: storeA, runs: runsA, queue, jobs: jobsA, events, audit },
+      created.id,
+      {
+        owner: 'a',
+        signal: stop.signal,
+        clock,
+        sleep,
+      },
+    );
+    expect(stopped).toMatchObject({
+      status: 'pending',
+      cursor: 30,
+      moved: 30,
+      stoppedBecause: 'interrupted',
+    });
+
+    // It is taken up again and "crashes" holding the lease (as a killed process leaves it).
+    const taken = await runsA.updateRun({
+      ...stopped!,
+      status: 'running',
+      owner: 'a',
+      leaseUntilMs: clock.now() + 30_000,
+    });
+    expect(taken).toBeDefined();
+    await jobsA.close();
+    await dlq.close();
+    redisA.disconnect();
+
+    // Process two: everything of its own. While the dead owner's lease holds, it leaves the run alone.
+    const redisB = new Redis(env.server.connection);
+    const storeB = new RedisDeadLetterStore({ redis: redisB, prefix });
+    const runsB = new RedisReplayRunStore({ redis: redisB, prefix });
+    const jobsB = new Queue(queue, { connection: env.connection });
+    try {
+      const target = { store: storeB, runs: runsB, queue, jobs: jobsB, audit };
+      const blocked = await runReplay(target, created.id, { owner: 'b', clock, sleep });
+      expect(blocked).toMatchObject({ owner: 'a', cursor: 30 });
+      clock.advance(30_001);
+      const finished = await runReplay(target, created.id, { owner: 'b', clock, sleep });
+      expect(finished).toMatchObject({
+        status: 'done',
+        cursor: 60,
+        moved: 60,
+        skipped: 0,
+        failed: 0,
+        failures: [],
+      });
+
+      const originals = (await jobsB.getJobs()).map((job) => replayOrigin(job).originalJobId).sort();
+      expect(originals).toEqual(Array.from({ length: 60 }, (_, i) => `job-${i}`).sort());
+      const left = await storeB.list(queue, { limit: 100 });
+      expect(left.records.map((r) => r.jobId)).toEqual(['late-60', 'late-61', 'late-62']);
+      // Run again, it changes nothing.
+      expect(await runReplay(target, created.id, { owner: 'c', clock, sleep })).toMatchObject({
+        status: 'done',
+      });
+      expect(await jobsB.count()).toBe(60);
+      const { entries } = await audit.list({ limit: 10 });
+      expect(entries.map((e) => [e.action, e.by, e.detail?.run])).toEqual([
+        ['replay.finish', 'alice', created.id],
+        ['replay.create', 'alice', created.id],
+      ]);
+    } finally {
+      await jobsB.obliterate({ force: true });
+      await jobsB.close();
+      redisB.disconnect();
+    }
+  });
+});
