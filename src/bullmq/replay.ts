@@ -1,5 +1,6 @@
 import type { JobsOptions } from 'bullmq';
 import { z } from 'zod';
+import type { AuditLog } from '../audit/types.js';
 import { type Clock, systemClock } from '../common/clock.js';
 import { parseWith } from '../common/validation.js';
 import type { DeadLetterReason } from '../policy/types.js';
@@ -37,6 +38,13 @@ export interface ReplayOptions extends DeadLetterFilter {
   onProgress?: (progress: ReplayProgress) => void;
   /** Time source for the rate limit and `sinceMs`. Default: the system clock. */
   clock?: Clock;
+  /**
+   * Where a replay that moved anything is recorded (`replay.run`: who, the filter and the counts). A log
+   * that cannot be written never fails the replay: the report's `auditError` says so. Default none.
+   */
+  audit?: AuditLog;
+  /** Who runs the replay, for the audit log. Default `anonymous`. */
+  by?: string;
   /** How the replay waits. Default: real timers. Tests pass a sleep that advances a FakeClock. */
   sleep?: Sleep;
 }
@@ -98,6 +106,8 @@ export interface ReplayReport {
   interrupted: boolean;
   /** Why the replay stopped early, when it did. */
   stoppedBecause?: string;
+  /** Set when the audit log could not record the replay (the replay itself stands). */
+  auditError?: string;
 }
 
 /** What a replay needs: the store and queue the records come from, and the BullMQ queue they go back to. */
@@ -128,6 +138,7 @@ const OptionsSchema = z.object({
   dryRun: z.boolean().optional(),
   dedupTtlMs: z.number().int().positive().optional(),
   whenHealthy: z.object({ pollMs: z.number().int().positive().optional() }).loose().optional(),
+  by: z.string().trim().min(1).max(200).optional(),
 });
 
 const DEFAULT_DEDUP_TTL_MS = 7 * 86_400_000;
@@ -191,7 +202,8 @@ export async function replayDeadLetters(
 
   // A snapshot first (of what the loop needs only): records dead-lettered again while this replay runs
   // wait for the next one. `sinceMs` is resolved once, on this replay's clock.
-  const planned = await snapshot(store, queue, resolveFilter(options, clock.now()), limit, report);
+  const filter = resolveFilter(options, clock.now());
+  const planned = await snapshot(store, queue, filter, limit, report);
   report.matched = planned.length;
   const progress = (waitingFor?: string) =>
     onProgress?.({
@@ -244,6 +256,23 @@ export async function replayDeadLetters(
   const handled = report.moved.length + report.skipped.length + report.failed.length;
   report.interrupted = signal?.aborted === true && handled < planned.length;
   if (report.interrupted) report.stoppedBecause ??= 'interrupted';
+  if (options.audit && handled > 0)
+    await options.audit
+      .append({
+        by: options.by ?? 'anonymous',
+        action: 'replay.run',
+        target: queue,
+        detail: {
+          filter,
+          moved: report.moved.length,
+          skipped: report.skipped.length,
+          failed: report.failed.length,
+          interrupted: report.interrupted,
+        },
+      })
+      .catch((error: unknown) => {
+        report.auditError = error instanceof Error ? error.message : String(error);
+      });
   return report;
 }
 

@@ -6,6 +6,7 @@ import { RetryBudget } from '../../src/budget/retry-budget.js';
 import { replayOrigin } from '../../src/bullmq/dead-letter-ids.js';
 import { type DeadLetterQueue, deadLetterQueue } from '../../src/bullmq/dead-letter-queue.js';
 import { queueTag } from '../../src/common/keys.js';
+import { RedisAuditLog } from '../../src/redis/audit-log.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
 import { type CliResult, ensureCliBuilt, cli as runCli, spawnCli } from '../helpers/cli.js';
@@ -154,6 +155,10 @@ describe('stormguard dlq', () => {
       expect(report.moved).toHaveLength(2);
       expect(report.malformed.map((m) => m.id)).toEqual([ids[1]]);
       expect(await replayedOriginals(source)).toEqual(['job-0', 'job-2']);
+      // Recorded in the audit log, with who (nobody named here) and the counts.
+      const { entries } = await new RedisAuditLog({ redis: env.redis }).list({ limit: 100 });
+      const mine = entries.find((e) => e.action === 'replay.run' && e.target === dlq.sourceQueue);
+      expect(mine).toMatchObject({ by: 'anonymous', detail: { moved: 2, skipped: 0, failed: 0 } });
     });
   });
 

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { AuditLog } from '../../audit/types.js';
 import type { RetryBudget } from '../../budget/retry-budget.js';
 import type { BudgetStore } from '../../budget/store.js';
 import type { DeadLetterQueue, DeadLetterQueueOptions } from '../../bullmq/dead-letter-queue.js';
@@ -36,6 +37,7 @@ type ReplayFlags = CommonDlqOptions &
     budgetWindow: string;
     budgetFloor: string;
     pollInterval: string;
+    by?: string;
   };
 type PurgeFlags = CommonDlqOptions & FilterFlags & { yes?: boolean };
 
@@ -115,8 +117,10 @@ export function register(program: Command, io: CliIO): void {
     .option('--budget-window <duration>', "the workers' budget window (with --when-healthy)", '60s')
     .option('--budget-floor <n>', "the workers' minimum allowance (with --when-healthy)", '10')
     .option('--poll-interval <duration>', 'how often to look at the budget while waiting', '1s')
+    .option('--by <name>', 'who replays, for the audit log (default: $STORMGUARD_OPERATOR, else "anonymous")')
     .action((queue: string, flags: ReplayFlags, command: Command) => {
       const options: ReplayOptions = { ...parseFilterFlags(flags), signal: io.signal, dryRun: flags.dryRun };
+      options.by = flags.by ?? process.env.STORMGUARD_OPERATOR ?? 'anonymous';
       if (flags.rate !== undefined) options.ratePerSecond = parseRate(flags.rate);
       if (flags.limit !== undefined) options.limit = parseWholeNumber(flags.limit, '--limit', 1);
       const budgetSettings = flags.whenHealthy ? parseBudgetFlags(flags) : undefined;
@@ -125,6 +129,7 @@ export function register(program: Command, io: CliIO): void {
           ? await budgetReader(await backend.budgetStore(), budgetSettings)
           : undefined;
         if (budget && budgetSettings) options.whenHealthy = { budget, pollMs: budgetSettings.pollMs };
+        options.audit = await backend.auditLog();
         const progress = await progressBar(io);
         options.onProgress = progress.update;
         try {
@@ -132,6 +137,10 @@ export function register(program: Command, io: CliIO): void {
           progress.stop();
           if (flags.json) printJson(io, report);
           else io.stdout.write(formatReport(report));
+          if (report.auditError !== undefined)
+            io.stderr.write(
+              `stormguard: the replay stands, but the audit log could not record it: ${report.auditError}\n`,
+            );
           if (report.failed.length > 0 || report.stoppedBecause) io.exitCode = 1;
         } finally {
           progress.stop();
@@ -168,6 +177,8 @@ interface DlqBackend {
   queueOptions: Pick<DeadLetterQueueOptions, 'connection' | 'backend' | 'prefix'>;
   /** The workers' retry budgets, for `--when-healthy`. */
   budgetStore(): Promise<BudgetStore>;
+  /** The audit log replays are recorded in. */
+  auditLog(): Promise<AuditLog>;
 }
 
 /**
@@ -192,6 +203,10 @@ async function withStore(
           const { RedisBudgetStore } = await import('../../redis/budget-store.js');
           return new RedisBudgetStore({ redis, prefix: flags.prefix });
         },
+        auditLog: async () => {
+          const { RedisAuditLog } = await import('../../redis/audit-log.js');
+          return new RedisAuditLog({ redis, prefix: flags.prefix });
+        },
       });
     } finally {
       redis.disconnect();
@@ -213,6 +228,15 @@ async function withStore(
         budgetStore: async () => {
           const { PostgresBudgetStore } = await import('../../postgres/budget-store.js');
           return new PostgresBudgetStore({
+            connection: pool,
+            schema: backend.schema,
+            prefix: flags.prefix,
+            migrate: false,
+          });
+        },
+        auditLog: async () => {
+          const { PostgresAuditLog } = await import('../../postgres/audit-log.js');
+          return new PostgresAuditLog({
             connection: pool,
             schema: backend.schema,
             prefix: flags.prefix,
