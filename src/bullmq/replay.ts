@@ -5,7 +5,7 @@ import { type Clock, systemClock } from '../common/clock.js';
 import { parseWith } from '../common/validation.js';
 import type { DeadLetterReason } from '../policy/types.js';
 import type { DeadLetterStore, ReplayClaim, StoredDeadLetter } from '../runtime/contracts.js';
-import { isMalformedDeadLetter } from '../runtime/dead-letter-record.js';
+import { isMalformedDeadLetter, matchesFilter } from '../runtime/dead-letter-record.js';
 import { type DeadLetterFilter, resolveFilter } from './dead-letter-filter.js';
 import { replayJobCandidate, replayJobId, replayJobOptions, replayOrigin } from './dead-letter-ids.js';
 import { type HealthGate, Pacer, realSleep, type Sleep, waitUntilHealthy } from './replay-pacing.js';
@@ -26,6 +26,12 @@ export interface ReplayOptions extends DeadLetterFilter {
   dryRun?: boolean;
   /** Replay at most this many records (oldest first). Default: all that match. */
   limit?: number;
+  /**
+   * Replay these records only (by record id, in this order), those of them the filter matches: a
+   * snapshot taken earlier, such as the console's bulk-replay preview. Records gone meanwhile are
+   * skipped. Default: every record the filter matches.
+   */
+  ids?: readonly string[];
   /**
    * How long BullMQ keeps each replay job's deduplication key, ms: a replay interrupted and run again
    * within this time never adds a job twice, even one that already completed and was removed. Default:
@@ -134,6 +140,7 @@ export interface ReplayQueue {
 
 const OptionsSchema = z.object({
   ratePerSecond: z.number().positive().optional(),
+  ids: z.array(z.string()).optional(),
   limit: z.number().int().nonnegative().optional(),
   dryRun: z.boolean().optional(),
   dedupTtlMs: z.number().int().positive().optional(),
@@ -203,7 +210,9 @@ export async function replayDeadLetters(
   // A snapshot first (of what the loop needs only): records dead-lettered again while this replay runs
   // wait for the next one. `sinceMs` is resolved once, on this replay's clock.
   const filter = resolveFilter(options, clock.now());
-  const planned = await snapshot(store, queue, filter, limit, report);
+  const planned = options.ids
+    ? await snapshotOf(store, queue, options.ids, filter, limit, report)
+    : await snapshot(store, queue, filter, limit, report);
   report.matched = planned.length;
   const progress = (waitingFor?: string) =>
     onProgress?.({
@@ -294,6 +303,34 @@ async function snapshot(
     for (const { id, problem } of page.malformed) report.malformed.push({ id, problem });
     if (!page.next) break;
     cursor = page.next;
+  }
+  return planned;
+}
+
+/** The plan for given record ids: each read once, kept when it still reads and matches the filter. */
+async function snapshotOf(
+  store: DeadLetterStore,
+  queue: string,
+  ids: readonly string[],
+  filter: ReturnType<typeof resolveFilter>,
+  limit: number | undefined,
+  report: ReplayReport,
+): Promise<Planned[]> {
+  const planned: Planned[] = [];
+  for (const id of ids) {
+    if (limit !== undefined && planned.length >= limit) break;
+    const record = await store.get(queue, id);
+    if (!record) {
+      report.skipped.push({ id, why: 'no longer in the dead-letter store' });
+      continue;
+    }
+    if (isMalformedDeadLetter(record)) {
+      report.malformed.push({ id, problem: record.problem });
+      continue;
+    }
+    if (!matchesFilter({ ...record, at: record.deadLetteredAt }, filter)) continue;
+    const { jobId, name, reason, dependency, replays, replay } = record;
+    planned.push({ id, jobId, name, reason, dependency, replays, ...(replay ? { replay } : {}) });
   }
   return planned;
 }

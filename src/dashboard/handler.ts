@@ -5,12 +5,14 @@ import { breakerRoutes } from './api/breaker-routes.js';
 import type { ConsoleContext } from './api/context.js';
 import { deadLetterRoutes } from './api/dead-letter-routes.js';
 import { liveRoutes } from './api/live-routes.js';
+import { replayRoutes } from './api/replay-routes.js';
 import type { ConsoleBackend } from './backend.js';
 import { OverviewFeed } from './feed.js';
 import { Assets } from './http/assets.js';
 import { sendError, sendJson } from './http/respond.js';
 import { Router } from './http/router.js';
 import { ActionGuard, SECURITY_HEADERS } from './http/security.js';
+import { ReplayRunner } from './replay-runner.js';
 
 /**
  * Options of {@link createDashboard}.
@@ -77,10 +79,14 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
       await options.backend.audit.append({ by: ctx.actorOf(req), ...entry });
     },
   };
+  const runner = new ReplayRunner(options.backend);
+  // Runs a stopped console left behind go on; a failure to list them is reported on the run's page.
+  runner.resumeAll().catch(() => {});
   const router = new Router([
     ...liveRoutes(ctx, basePath),
     ...deadLetterRoutes(ctx),
     ...breakerRoutes(ctx),
+    ...replayRoutes(ctx, runner),
     ...auditRoutes(ctx),
   ]);
   let assets: Assets | undefined;
@@ -133,6 +139,7 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
 
   handler.close = async () => {
     feed.close();
+    await runner.close();
     await options.backend.close();
   };
   return handler;

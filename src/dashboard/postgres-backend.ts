@@ -3,6 +3,7 @@ import type { QueueBackendFactory } from '../bullmq/worker-options.js';
 import { DEFAULT_PREFIX } from '../common/keys.js';
 import type { PostgresConnection } from '../postgres/database.js';
 import type { ConsoleBackend } from './backend.js';
+import { memoryReplayRuns } from './replay-runs.js';
 
 /**
  * Options of {@link postgresConsoleBackend}.
@@ -68,6 +69,8 @@ export async function postgresConsoleBackend(
     status: { budget: budgets, breaker: breakers, deadLetters },
     deadLetters,
     breakers,
+    // No shared run store on PostgreSQL yet: runs last while this console does.
+    runs: memoryReplayRuns(),
     audit: new PostgresAuditLog(common),
     replayQueue(queue) {
       if (!options.queueUrl || !factory)

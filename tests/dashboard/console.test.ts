@@ -53,10 +53,15 @@ describe('the console in Chromium, against real Redis and worker processes', () 
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
     page.setDefaultTimeout(10_000);
+    page.on('pageerror', (error) => console.error('page error:', error.message));
     page.on('dialog', (dialog) => {
       throw new Error(`unexpected dialog: ${dialog.message()}`);
     });
-    if (withToken) await page.goto(`${consoleServer.url}#token=${TOKEN}`);
+    if (withToken) {
+      await page.goto(`${consoleServer.url}#token=${TOKEN}`);
+      // The page has taken the token (and replaced the address) before it is sent elsewhere.
+      await page.getByText('Actions enabled').waitFor();
+    }
     await page.goto(`${consoleServer.url}${path}`);
     return page;
   }
@@ -163,6 +168,110 @@ describe('the console in Chromium, against real Redis and worker processes', () 
     );
     await expect.poll(() => page.getByText('forced open by').count(), { timeout: 10_000 }).toBe(0);
     await page.context().close();
+  });
+
+  it('a bulk replay started from the page moves every record once, though the page closes and the console is killed half-way', async () => {
+    const store = new RedisDeadLetterStore({ redis: client, prefix: PREFIX });
+    const N = 40;
+    for (let i = 0; i < N; i++)
+      await store.file(
+        {
+          queue: QUEUE,
+          jobId: `bulk-${i}`,
+          createdAt: 1_700_000_000_000 + i,
+          name: 'bulk',
+          data: { doc: `bulk-${i}` },
+          opts: {},
+          reason: 'max-attempts',
+          detail: '4 of 4 attempts used',
+          lastError: {
+            name: 'Error',
+            message: 'ETIMEDOUT',
+            classification: { retryable: true, reason: 'network' },
+          },
+          attemptsMade: 4,
+          dependency: 'search',
+          deadLetteredAt: 1_700_000_100_000 + i,
+          replays: 0,
+        },
+        { attempts: 4, deferrals: 0 },
+        60_000,
+      );
+    const page = await open(`#/replay/${QUEUE}?name=bulk`);
+    await page.getByLabel('Jobs per second').fill('10');
+    await page.getByLabel('Only while the dependency is healthy').uncheck();
+    await page.getByRole('button', { name: 'Preview (dry run)' }).click();
+    await expect
+      .poll(() => page.getByTestId('preview-total').textContent())
+      .toMatch(/^40 records in the snapshot; about 4s at 10\/s/);
+    // Records dead-lettered after the preview are not in its snapshot.
+    await store.file(
+      {
+        queue: QUEUE,
+        jobId: 'bulk-late',
+        createdAt: 1_700_000_000_999,
+        name: 'bulk',
+        data: { doc: 'bulk-late' },
+        opts: {},
+        reason: 'max-attempts',
+        detail: '4 of 4 attempts used',
+        lastError: {
+          name: 'Error',
+          message: 'ETIMEDOUT',
+          classification: { retryable: true, reason: 'network' },
+        },
+        attemptsMade: 4,
+        dependency: 'search',
+        deadLetteredAt: 1_700_000_100_999,
+        replays: 0,
+      },
+      { attempts: 4, deferrals: 0 },
+      60_000,
+    );
+    await page.getByRole('button', { name: 'Start replay of 40 records' }).click();
+    await page.getByTestId('run-state').waitFor();
+    const runId = decodeURIComponent(new URL(page.url()).hash.split('/').at(-1) ?? '');
+    const run = async (url: string) =>
+      (await (await fetch(`${url}api/replays/${runId}`)).json()) as {
+        state: string;
+        moved: number;
+        skipped: number;
+        failed: unknown[];
+      };
+    await waitFor(async () => (await run(consoleServer.url)).moved >= 10, 15_000, 'ten records moved');
+    await page.context().close();
+    await consoleServer.stop('SIGKILL');
+    const halfway = JSON.parse((await client.hget('{sg:g}:console-replays', runId)) ?? '{}') as {
+      state: string;
+      moved: number;
+    };
+    expect(halfway.state).toBe('running');
+    expect(halfway.moved).toBeLessThan(N);
+
+    consoleServer = await startConsole(['--redis', redis.url, '--prefix', PREFIX], {
+      STORMGUARD_DASHBOARD_TOKEN: TOKEN,
+    });
+    const again = await open(`#/replay/${QUEUE}/${runId}`);
+    await again.locator('[data-testid="run-state"][data-state="done"]').waitFor({ timeout: 20_000 });
+    const done = await run(consoleServer.url);
+    expect(done.failed).toEqual([]);
+    expect(done.moved + done.skipped).toBe(N);
+
+    // Every record went back exactly once, the late one stayed in the store, and the workers ran them.
+    await waitFor(
+      async () => (await jobs.getJobs(['completed'])).filter((j) => j.name === 'bulk').length >= N,
+      20_000,
+      'the workers to complete the replayed jobs',
+    );
+    const replayed = (await jobs.getJobs(['completed', 'waiting', 'active', 'delayed', 'failed'])).filter(
+      (j) => j.name === 'bulk',
+    );
+    expect(replayed.map((j) => (j.data as { doc: string }).doc).sort()).toEqual(
+      Array.from({ length: N }, (_, i) => `bulk-${i}`).sort(),
+    );
+    const left = await store.list(QUEUE, { name: 'bulk', limit: 100 });
+    expect(left.records.map((r) => r.jobId)).toEqual(['bulk-late']);
+    await again.context().close();
   });
 
   it('a record whose data and error are HTML renders them as text', async () => {

@@ -13,3 +13,4 @@ export type { OverviewSnapshot } from '../overview.js';
 export type { SearchChunk } from '../search.js';
 
 export const REASONS = ['permanent', 'max-attempts', 'max-age', 'budget-exhausted', 'breaker-open'] as const;
+export type { ReplayRun } from '../replay-runs.js';

@@ -4,7 +4,7 @@ import { count, duration, when } from '../components/format.js';
 import { QueuePicker } from '../components/queue-picker.js';
 import { canAct } from '../components/token-box.js';
 import { href, navigate } from '../route.js';
-import { REASONS } from '../types.js';
+import { REASONS, type ReplayRun } from '../types.js';
 
 /** A dry run on a snapshot: what a replay would move. */
 interface Preview {
@@ -16,20 +16,8 @@ interface Preview {
   estimateMs?: number;
 }
 
-/** A replay running on the server. */
-interface Run {
-  id: string;
-  queue: string;
-  state: 'running' | 'waiting' | 'done' | 'stopped' | 'failed';
-  total: number;
-  moved: number;
-  skipped: number;
-  failed: { id: string; jobId?: string; error: string }[];
-  startedAtMs: number;
-  finishedAtMs?: number;
-  waitingFor?: string;
-  ratePerSecond?: number;
-}
+/** A replay running on the server (see src/dashboard/replay-runs.ts). */
+type Run = ReplayRun;
 
 /** Bulk replay: a preview on a snapshot, then a paced run on the server that outlives this page. */
 export function BulkReplayPage(props: {
@@ -191,7 +179,7 @@ function RunView({ queue, runId }: { queue: string; runId: string }) {
         .then((r) => {
           setRun(r);
           setError(undefined);
-          if (!stop && (r.state === 'running' || r.state === 'waiting')) setTimeout(poll, 1_000);
+          if (!stop && r.state === 'running') setTimeout(poll, 1_000);
         })
         .catch((e: unknown) => {
           setError(String(e));
@@ -216,11 +204,7 @@ function RunView({ queue, runId }: { queue: string; runId: string }) {
             {run.waitingFor ? ` (waiting for ${run.waitingFor} to be healthy)` : ''}: {count(run.moved)}{' '}
             moved, {count(run.skipped)} skipped, {count(run.failed.length)} failed of {count(run.total)}
           </p>
-          <progress
-            max={run.total}
-            value={run.moved + run.skipped + run.failed.length}
-            aria-label="Replay progress"
-          />
+          <progress max={run.total} value={run.handled} aria-label="Replay progress" />
           <p class="meta">
             Runs on the server: closing this page does not stop it. Started {when(run.startedAtMs)}
             {run.finishedAtMs ? `, finished ${when(run.finishedAtMs)}` : ''}.
