@@ -127,6 +127,7 @@ describe('the console in Chromium, against real Redis and worker processes', () 
     expect(await row.locator('[data-field="override"]').textContent()).toBe(
       'forced open by anonymous: search reindexing <script>',
     );
+    await page.screenshot({ path: `${ARTIFACTS}console-breakers.png`, fullPage: true });
     // Workers honour an override within their breaker's state cache (100 ms in the fixture).
     const appliedAt = Date.now();
     await waitFor(() => Date.now() > appliedAt + 300, 1_000, 'the state cache time to pass');
@@ -146,6 +147,7 @@ describe('the console in Chromium, against real Redis and worker processes', () 
     const entry = page.locator('table[aria-label="Audit log"] tbody tr').first();
     await entry.waitFor();
     expect(await entry.locator('[data-field="action"]').textContent()).toBe('breaker.force-open');
+    await page.screenshot({ path: `${ARTIFACTS}console-audit.png`, fullPage: true });
     expect(await entry.locator('[data-field="target"]').textContent()).toBe('search');
     expect(await entry.locator('[data-field="reason"]').textContent()).toBe('search reindexing <script>');
 
@@ -254,6 +256,7 @@ describe('the console in Chromium, against real Redis and worker processes', () 
     const again = await open(`#/replay/${QUEUE}/${runId}`);
     await again.locator('[data-testid="run-state"][data-state="done"]').waitFor({ timeout: 20_000 });
     const done = await run(consoleServer.url);
+    await again.screenshot({ path: `${ARTIFACTS}console-bulk-replay.png`, fullPage: true });
     expect(done.failed).toEqual([]);
     expect(done.moved + done.skipped).toBe(N);
 
@@ -294,10 +297,12 @@ describe('the console in Chromium, against real Redis and worker processes', () 
     const { id } = await store.file(record, { attempts: 1, deferrals: 0 }, 60_000);
     const page = await open('#/dead-letters/xss');
     await page.locator(`tr[data-record="${id}"]`).waitFor();
+    await page.screenshot({ path: `${ARTIFACTS}console-dead-letters.png`, fullPage: true });
     expect(await page.locator(`tr[data-record="${id}"] td.error-text`).textContent()).toBe(XSS);
     await page.goto(`${consoleServer.url}#/dead-letters/xss/${id}`);
     await page.locator('[data-testid="record-data"]').waitFor();
     expect(await page.locator('[data-testid="record-data"]').textContent()).toBe(JSON.stringify(XSS));
+    await page.screenshot({ path: `${ARTIFACTS}console-record.png`, fullPage: true });
     expect(await page.locator('img').count()).toBe(0);
     expect(await page.locator('b').count()).toBe(0);
     await page.context().close();
