@@ -3,12 +3,14 @@ import type { AuditLog } from '../../audit/types.js';
 import type { RetryBudget } from '../../budget/retry-budget.js';
 import type { BudgetStore } from '../../budget/store.js';
 import type { DeadLetterQueue, DeadLetterQueueOptions } from '../../bullmq/dead-letter-queue.js';
-import type { ReplayOptions, ReplayProgress } from '../../bullmq/replay.js';
+import type { ReplayOptions, ReplayProgress, ReplayReport } from '../../bullmq/replay.js';
+import { realSleep } from '../../bullmq/replay-pacing.js';
 import type { QueueBackendFactory } from '../../bullmq/worker-options.js';
 import { systemClock } from '../../common/clock.js';
 import { parseDuration } from '../../common/duration.js';
 import { assertPrefix } from '../../common/names.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
+import type { DeadLetterReason } from '../../policy/types.js';
 import type { DeadLetterStore } from '../../runtime/contracts.js';
 import { readSchema, withPostgres } from '../connect-postgres.js';
 import { connectRedis } from '../connect-redis.js';
@@ -31,6 +33,7 @@ type ReplayFlags = CommonDlqOptions &
   FilterFlags & {
     rate?: string;
     whenHealthy?: boolean;
+    follow?: boolean;
     dryRun?: boolean;
     limit?: string;
     budgetRatio: string;
@@ -111,6 +114,10 @@ export function register(program: Command, io: CliIO): void {
     .description('put dead-lettered jobs back on their queue (safe to interrupt and run again)')
     .option('--rate <rate>', 'at most this many jobs per second: 50/s, 600/m')
     .option('--when-healthy', "wait while the dependency's retry budget is denying retries")
+    .option(
+      '--follow',
+      'keep running until interrupted: replay records as they are filed (budget-exhausted and breaker-open unless --reason names one), each once its dependency is healthy (implies --when-healthy)',
+    )
     .option('--dry-run', 'show what would be replayed and replay nothing')
     .option('--limit <n>', 'replay at most this many jobs')
     .option('--budget-ratio <ratio>', "the workers' budget ratio (with --when-healthy)", '0.2')
@@ -123,13 +130,23 @@ export function register(program: Command, io: CliIO): void {
       options.by = flags.by ?? process.env.STORMGUARD_OPERATOR ?? 'anonymous';
       if (flags.rate !== undefined) options.ratePerSecond = parseRate(flags.rate);
       if (flags.limit !== undefined) options.limit = parseWholeNumber(flags.limit, '--limit', 1);
-      const budgetSettings = flags.whenHealthy ? parseBudgetFlags(flags) : undefined;
+      const budgetSettings = flags.whenHealthy || flags.follow ? parseBudgetFlags(flags) : undefined;
       return withDlq(queue, flags, command, async (dlq, backend) => {
         const budget = budgetSettings
           ? await budgetReader(await backend.budgetStore(), budgetSettings)
           : undefined;
         if (budget && budgetSettings) options.whenHealthy = { budget, pollMs: budgetSettings.pollMs };
         options.audit = await backend.auditLog();
+        if (flags.follow && budgetSettings) {
+          try {
+            await follow(io, queue, flags, budgetSettings.pollMs, (reason) =>
+              dlq.replay({ ...options, reason }),
+            );
+          } finally {
+            await budget?.close();
+          }
+          return;
+        }
         const progress = await progressBar(io);
         options.onProgress = progress.update;
         try {
@@ -350,4 +367,38 @@ async function progressBar(io: CliIO): Promise<{ update: (p: ReplayProgress) => 
       }),
     stop: bar.stop,
   };
+}
+
+/** The reasons `--follow` replays when `--reason` names none: what an outage leaves, not what a bug does. */
+const FOLLOWED_REASONS: readonly DeadLetterReason[] = ['budget-exhausted', 'breaker-open'];
+
+/**
+ * `dlq replay --follow`: replays, pass after pass every `pollMs`, the records of each followed reason (each
+ * once its dependency is healthy, paced by `--rate`), until the signal stops it. Prints a line per pass that
+ * moved something, and the totals at the end.
+ */
+async function follow(
+  io: CliIO,
+  queue: string,
+  flags: ReplayFlags,
+  pollMs: number,
+  replay: (reason: DeadLetterReason) => Promise<ReplayReport>,
+): Promise<void> {
+  const reasons = flags.reason === undefined ? FOLLOWED_REASONS : [flags.reason as DeadLetterReason];
+  let moved = 0;
+  let failed = 0;
+  while (!io.signal?.aborted) {
+    for (const reason of reasons) {
+      const report = await replay(reason);
+      moved += report.moved.length;
+      failed += report.failed.length;
+      if (report.moved.length + report.failed.length > 0 && !flags.json)
+        io.stdout.write(formatReport(report));
+      if (io.signal?.aborted) break;
+    }
+    await realSleep(pollMs, io.signal).catch(() => {});
+  }
+  if (flags.json) printJson(io, { queue, follow: true, reasons, moved, failed });
+  else io.stdout.write(`stopped following: replayed ${moved} jobs, ${failed} failed\n`);
+  if (failed > 0) io.exitCode = 1;
 }
