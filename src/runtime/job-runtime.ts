@@ -310,7 +310,7 @@ export class JobRuntime {
       // The breaker refused the job's own dependency (its probes are all in flight): hold the job as the
       // gate would, instead of delaying it by the policy.
       if (flow && isBrokenCircuitError(error) && error.dependency === dependency) {
-        const action = flow.heldByBreaker(dependency, error);
+        const action = await flow.heldByBreaker(dependency, error);
         if (action && action.type !== 'run') return this.#hold(flow, job, dependency, action);
       }
       return this.#settle(job, error, ctx, state, stored !== undefined, undefined, trace);

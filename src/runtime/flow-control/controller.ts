@@ -218,9 +218,9 @@ export class FlowController {
    * opened since the gate read it): how to hold the job instead of delaying it by its policy. `undefined`
    * when flow control does not hold (off, or in shadow mode).
    */
-  heldByBreaker(dependency: string, refusal: BrokenCircuitError): FlowAction | undefined {
+  async heldByBreaker(dependency: string, refusal: BrokenCircuitError): Promise<FlowAction | undefined> {
     const { options } = this;
-    if (!options.enabled || this.#health.get(dependency)?.flow.off) return undefined;
+    if (!options.enabled || this.#stopped || (await this.#switchedOff())) return undefined;
     this.#health.delete(dependency); // the next gate reads afresh
     const forMs = Math.max(MIN_HOLD_MS, refusal.halfOpenInMs ?? options.probeWaitMs);
     const verdict = {
