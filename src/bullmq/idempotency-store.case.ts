@@ -14,7 +14,7 @@ const CLAIM_MS = 150;
 const OUTCOME_MS = 60_000;
 
 /**
- * The idempotency store contract, written once and run against every implementation (memory, Redis).
+ * The idempotency store contract, written once and run against every implementation (memory, Redis, PostgreSQL).
  *
  * @example
  * idempotencyStoreCases('MemoryIdempotencyStore', async () => {
@@ -55,6 +55,28 @@ export function idempotencyStoreCases(name: string, open: () => Promise<Idempote
       expect(await store.finish(k, 'a', '"again"', OUTCOME_MS)).toBe(false);
       expect(await store.begin(k, 'd', CLAIM_MS)).toEqual({ state: 'done', value: '"receipt"' });
       expect(await store.release(k, 'a')).toBe(false);
+    });
+
+    it('answers a repeated finish by the holder with the same outcome as stored (its first reply may be lost)', async () => {
+      const { store } = await fresh();
+      const k = key();
+      await store.begin(k, 'a', CLAIM_MS);
+      expect(await store.finish(k, 'a', '"receipt"', OUTCOME_MS)).toBe(true);
+      expect(await store.finish(k, 'a', '"receipt"', OUTCOME_MS)).toBe(true);
+      expect(await store.begin(k, 'c', CLAIM_MS)).toEqual({ state: 'done', value: '"receipt"' });
+    });
+
+    it('still refuses a finish of a done key by another token, or by the holder with another outcome', async () => {
+      const { store } = await fresh();
+      const k = key();
+      await store.begin(k, 'a', CLAIM_MS);
+      expect(await store.finish(k, 'a', '"receipt"', OUTCOME_MS)).toBe(true);
+      expect(await store.finish(k, 'b', '"receipt"', OUTCOME_MS)).toBe(false);
+      expect(await store.finish(k, 'a', '"other"', OUTCOME_MS)).toBe(false);
+      expect(await store.begin(k, 'c', CLAIM_MS)).toEqual({ state: 'done', value: '"receipt"' });
+      expect(await store.renew(k, 'a', CLAIM_MS)).toBe(false);
+      expect(await store.release(k, 'a')).toBe(false);
+      expect(await store.begin(k, 'd', CLAIM_MS)).toEqual({ state: 'done', value: '"receipt"' });
     });
 
     it('frees a key only for the caller that holds it', async () => {

@@ -3,7 +3,7 @@ import type { IdempotencyClaim, IdempotencyStore } from '../redis/idempotency-st
 
 type Entry =
   | { state: 'running'; token: string; expiresAt: number }
-  | { state: 'done'; value: string; expiresAt: number };
+  | { state: 'done'; token: string; value: string; expiresAt: number };
 
 /**
  * The idempotency store in one process, on an injectable clock: for tests of your own jobs and for the
@@ -33,8 +33,10 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
 
   async finish(key: string, token: string, value: string, ttlMs: number): Promise<boolean> {
     const entry = this.#live(key);
-    if (entry?.state === 'done' || (entry?.state === 'running' && entry.token !== token)) return false;
-    this.#entries.set(key, { state: 'done', value, expiresAt: this.#clock.now() + ttlMs });
+    // The holder repeating a finish that landed (its reply was lost) is answered as stored.
+    if (entry?.state === 'done') return entry.token === token && entry.value === value;
+    if (entry?.state === 'running' && entry.token !== token) return false;
+    this.#entries.set(key, { state: 'done', token, value, expiresAt: this.#clock.now() + ttlMs });
     return true;
   }
 

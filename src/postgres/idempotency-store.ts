@@ -18,7 +18,7 @@ export interface PostgresIdempotencyStoreOptions extends PostgresStoreOptions {
 
 /**
  * The idempotency guard's store in PostgreSQL: one row per key, one function call (one round trip) per
- * step (`sql/002-idempotency.sql`), with the Redis store's contract: a claim lives `inFlightTtlMs`, an
+ * step (`sql/002-idempotency.sql`, `sql/007-idempotency-finish-again.sql`), with the Redis store's contract: a claim lives `inFlightTtlMs`, an
  * outcome `ttlMs`, both on the server's clock. Expired rows read as absent; each claim deletes up to
  * 4 of them, so the table needs no scheduled clean-up.
  *

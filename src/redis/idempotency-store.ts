@@ -35,7 +35,7 @@ export interface RedisIdempotencyStoreOptions {
 
 const SCRIPTS = {
   begin: { command: 'stormguardIdempotencyBeginV1', file: 'idempotency-begin-1.lua', numberOfKeys: 1 },
-  finish: { command: 'stormguardIdempotencyFinishV1', file: 'idempotency-finish-1.lua', numberOfKeys: 1 },
+  finish: { command: 'stormguardIdempotencyFinishV2', file: 'idempotency-finish-1.lua', numberOfKeys: 1 },
   release: { command: 'stormguardIdempotencyReleaseV1', file: 'idempotency-release-1.lua', numberOfKeys: 1 },
   renew: { command: 'stormguardIdempotencyRenewV1', file: 'idempotency-renew-1.lua', numberOfKeys: 1 },
 } as const satisfies Record<string, ScriptSpec>;

@@ -1,7 +1,8 @@
 --[[
   Claims an idempotency key for one caller, or reports what holds it.
 
-  KEYS[1]  the key's hash: state ('running' | 'done'), token (the running caller), value (JSON outcome)
+  KEYS[1]  the key's hash: state ('running' | 'done'), token (the caller that holds or finished it),
+           value (JSON outcome)
   ARGV[1]  the caller's token (unique per call)
   ARGV[2]  in-flight time to live, ms: how long a claim survives a caller that crashed
 
