@@ -120,11 +120,13 @@ describe('IdempotencyGuard on an injected clock', () => {
   it('an outcome that cannot be stored is returned, and reported as not stored', async () => {
     const store = new MemoryIdempotencyStore();
     store.finish = () => Promise.reject(new Error('store gone'));
-    const guard = idempotencyGuard({ store });
+    const guard = idempotencyGuard({ store, outcomeRetryDelayMs: 0 });
     const notStored: string[] = [];
-    guard.events.on('outcome-not-stored', (e) => notStored.push(`${e.key}:${(e.error as Error).message}`));
+    guard.events.on('outcome-not-stored', (e) =>
+      notStored.push(`${e.key}:${(e.error as Error).message}:${e.attempts}`),
+    );
     expect(await guard.run('mail:4', () => 'sent')).toEqual({ value: 'sent', ran: true });
-    expect(notStored).toEqual(['mail:4:store gone']);
+    expect(notStored).toEqual(['mail:4:store gone:3']);
   });
 
   it('refuses a clock without now()', () => {

@@ -5,7 +5,7 @@ import { type Clock, systemClock } from '../common/clock.js';
 import { EventBus } from '../common/events.js';
 import { parseWith } from '../common/validation.js';
 import { ClaimLostError } from '../errors/claim-lost-error.js';
-import { InvalidInputError } from '../errors/invalid-input-error.js';
+import { InvalidInputError, isInvalidInputError } from '../errors/invalid-input-error.js';
 import { TransientError } from '../errors/transient-error.js';
 import type { DurableWritesOption } from '../redis/durable-writes.js';
 import { type IdempotencyStore, RedisIdempotencyStore } from '../redis/idempotency-store.js';
@@ -50,6 +50,14 @@ export interface IdempotencyGuardOptions {
   /** First poll interval while waiting, ms; doubles up to 1 000. Default: 25. */
   pollMs?: number;
   /**
+   * How many times the guard tries to store an outcome after the work ran: a write the store rejected (a
+   * connection lost, a failover, no replica confirming it in time) is tried again, which is safe because
+   * finishing again with the same token and outcome counts as stored. 1 tries once. Default: 3.
+   */
+  outcomeAttempts?: number;
+  /** Pause before the second try to store an outcome, ms; doubles before each further one. Default: 250. */
+  outcomeRetryDelayMs?: number;
+  /**
    * Where the guard reads the time it has waited for another caller (`waitTimeoutMs`). Claims and outcomes
    * expire on the store's clock (Redis: `PEXPIRE`), never this one. Default: the system clock.
    */
@@ -83,8 +91,13 @@ export interface IdempotencyGuardEvents {
   'claim-lost': { key: string; detectedBy: 'renewal' | 'finish' };
   /** The work on `key` ran and another caller's outcome was stored instead: it may have run twice. */
   'duplicate-run': { key: string };
-  /** The outcome of `key` could not be stored (the store failed); a later caller may run the work again. */
-  'outcome-not-stored': { key: string; error: unknown };
+  /**
+   * The work on `key` ran, the call returned its value (the job completes), but every one of `attempts`
+   * tries to store the outcome was rejected; `error` is the last rejection. The outcome may be missing
+   * (or, when the store kept a write it could not confirm, lost in a later failover): a later caller with
+   * this key, such as a replay of the job, may run the side effect again.
+   */
+  'outcome-not-stored': { key: string; error: unknown; attempts: number };
 }
 
 /**
@@ -103,6 +116,8 @@ const OptionsSchema = z.object({
   inFlightTtlMs: z.number().int().positive(),
   waitTimeoutMs: z.number().int().nonnegative(),
   pollMs: z.number().int().positive(),
+  outcomeAttempts: z.number().int().min(1).max(100),
+  outcomeRetryDelayMs: z.number().int().nonnegative(),
 });
 
 const MAX_POLL_MS = 1_000;
@@ -122,8 +137,9 @@ const MAX_POLL_MS = 1_000;
  * stored and returned as usual. The outcome is stored as JSON (so a `Date` comes back as a string, `undefined` as `undefined`);
  * a value JSON cannot hold is returned to the caller that ran `fn` and stored as `undefined`.
  * A failure is never stored: the key is freed so a retry may run `fn` again. When Redis cannot be reached
- * before `fn` runs, `once` rejects and `fn` does not run (never unguarded); when the outcome cannot be
- * stored after it ran, the caller still gets its value.
+ * before `fn` runs, `once` rejects and `fn` does not run (never unguarded); a rejected write of the outcome
+ * is tried again (`outcomeAttempts`, backing off from `outcomeRetryDelayMs`), and when every try fails the
+ * caller still gets its value and `outcome-not-stored` is emitted (a later caller may run `fn` again).
  *
  * @example
  * const guard = idempotencyGuard({ redis, ttlMs: 7 * 86_400_000 });
@@ -158,6 +174,8 @@ export class IdempotencyGuard {
         inFlightTtlMs,
         waitTimeoutMs: options.waitTimeoutMs ?? 2 * inFlightTtlMs,
         pollMs: options.pollMs ?? 25,
+        outcomeAttempts: options.outcomeAttempts ?? 3,
+        outcomeRetryDelayMs: options.outcomeRetryDelayMs ?? 250,
       },
       'idempotency guard',
     );
@@ -236,15 +254,10 @@ export class IdempotencyGuard {
       throw error;
     }
     clearInterval(renewal);
-    // The side effect has happened. If the outcome cannot be stored (the store is gone), the caller still
-    // gets its value: failing it would retry the job into a store that may not know the key.
-    let stored: boolean;
-    try {
-      stored = await this.#store.finish(key, token, encode(value), ttlMs);
-    } catch (error) {
-      this.events.emit('outcome-not-stored', { key, error });
-      return value;
-    }
+    // The side effect has happened. If the outcome cannot be stored even after the retries, the caller
+    // still gets its value: failing the job would make its retry run the side effect again at once.
+    const stored = await this.#storeOutcome(key, token, encode(value), ttlMs);
+    if (stored === 'not-stored') return value;
     if (!stored) {
       // Refused: another caller claimed the key after ours expired, or already stored its outcome.
       claimLost('finish');
@@ -253,11 +266,38 @@ export class IdempotencyGuard {
     }
     return value;
   }
+
+  /**
+   * Stores the outcome, trying again after a rejection (a write whose reply was lost may have landed: the
+   * store answers a repeat by the same token and outcome as stored). `'not-stored'` once every try failed.
+   */
+  async #storeOutcome(
+    key: string,
+    token: string,
+    value: string,
+    ttlMs: number,
+  ): Promise<boolean | 'not-stored'> {
+    const { outcomeAttempts, outcomeRetryDelayMs } = this.#options;
+    let delayMs = outcomeRetryDelayMs;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#store.finish(key, token, value, ttlMs);
+      } catch (error) {
+        if (attempt >= outcomeAttempts || isInvalidInputError(error)) {
+          this.events.emit('outcome-not-stored', { key, error, attempts: attempt });
+          return 'not-stored';
+        }
+      }
+      await sleep(delayMs);
+      delayMs *= 2;
+    }
+  }
 }
 
 /**
  * Builds an {@link IdempotencyGuard}. Defaults: prefix `stormguard`, ttlMs 24 h, inFlightTtlMs 30 s,
- * waitTimeoutMs 2 × inFlightTtlMs, pollMs 25, clock the system clock.
+ * waitTimeoutMs 2 × inFlightTtlMs, pollMs 25, outcomeAttempts 3, outcomeRetryDelayMs 250, clock the
+ * system clock.
  *
  * @example
  * const guard = idempotencyGuard({ redis: new Redis(url), ttlMs: 86_400_000, inFlightTtlMs: 30_000 });

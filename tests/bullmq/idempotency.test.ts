@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { idempotencyGuard } from '../../src/bullmq/idempotency-guard.js';
 import { FakeClock } from '../../src/common/clock.js';
+import { isClaimLostError } from '../../src/errors/claim-lost-error.js';
 import { isInvalidInputError } from '../../src/errors/invalid-input-error.js';
 import { isTransientError } from '../../src/errors/transient-error.js';
 import { isValidationError } from '../../src/errors/validation-error.js';
@@ -205,7 +206,7 @@ describe('idempotencyGuard.once', () => {
     client.on('error', () => {});
     await client.connect();
     try {
-      const guard = idempotencyGuard({ redis: client, ttlMs: 60_000 });
+      const guard = idempotencyGuard({ redis: client, ttlMs: 60_000, outcomeRetryDelayMs: 10 });
       let runs = 0;
       // Redis dies while the side effect runs: the caller still gets the value (its job must not retry).
       const value = await guard.once(freshKey(), async () => {
@@ -236,5 +237,99 @@ describe('idempotencyGuard.once', () => {
     const guard = idempotencyGuard({ redis });
     expect([guard.ttlMs, guard.inFlightTtlMs]).toEqual([86_400_000, 30_000]);
     await expect(guard.once('', () => 1)).rejects.toSatisfy(isInvalidInputError);
+  });
+});
+
+/** The Redis store, with `finish` wrapped: `around` decides what each call (1, 2, …) does. */
+function wrappedFinish(
+  store: RedisIdempotencyStore,
+  around: (call: number, finish: () => Promise<boolean>) => Promise<boolean>,
+) {
+  const real = store.finish.bind(store);
+  let calls = 0;
+  store.finish = (...args) => around(++calls, () => real(...args));
+  return { store, calls: () => calls };
+}
+
+/** Records the guard's events as `event:key` (and `:attempts` for outcome-not-stored). */
+function eventsOf(guard: ReturnType<typeof idempotencyGuard>): string[] {
+  const seen: string[] = [];
+  guard.events.on('claim-lost', (e) => seen.push(`claim-lost:${e.key}`));
+  guard.events.on('duplicate-run', (e) => seen.push(`duplicate-run:${e.key}`));
+  guard.events.on('outcome-not-stored', (e) => seen.push(`outcome-not-stored:${e.key}:${e.attempts}`));
+  return seen;
+}
+
+describe('storing the outcome again after a rejected write', () => {
+  it('retries a write that landed but whose reply was lost, and counts it as stored (no ClaimLostError)', async () => {
+    const { store, calls } = wrappedFinish(new RedisIdempotencyStore(redis), async (call, finish) => {
+      const stored = await finish();
+      if (call === 1) throw new Error(`connection lost before the reply (the write returned ${stored})`);
+      return stored;
+    });
+    const guard = idempotencyGuard({ store, ttlMs: 60_000, outcomeRetryDelayMs: 5 });
+    const seen = eventsOf(guard);
+    const key = freshKey();
+    let runs = 0;
+    const result = await guard.run(key, () => ({ receipt: `r-${++runs}` }));
+    expect(result).toEqual({ value: { receipt: 'r-1' }, ran: true });
+    expect(calls()).toBe(2);
+    expect(seen).toEqual([]);
+    // A replay (another worker) finds the outcome and does not run the side effect again.
+    const replay = await idempotencyGuard({ redis }).run(key, () => ({ receipt: `r-${++runs}` }));
+    expect(replay).toEqual({ value: { receipt: 'r-1' }, ran: false });
+    expect(runs).toBe(1);
+  });
+
+  it('retries a write that failed, and stores it on the next try', async () => {
+    const { store, calls } = wrappedFinish(new RedisIdempotencyStore(redis), async (call, finish) => {
+      if (call === 1) throw new Error('connection reset');
+      return finish();
+    });
+    const guard = idempotencyGuard({ store, ttlMs: 60_000, outcomeRetryDelayMs: 5 });
+    const seen = eventsOf(guard);
+    const key = freshKey();
+    expect(await guard.run(key, () => 'sent')).toEqual({ value: 'sent', ran: true });
+    expect(calls()).toBe(2);
+    expect(seen).toEqual([]);
+    expect(await idempotencyGuard({ redis }).run(key, () => 'again')).toEqual({ value: 'sent', ran: false });
+  });
+
+  it('retries when no replica confirms the outcome, then reports it not stored and still returns the value', async () => {
+    // This Redis has no replica, so every WAIT falls short: a durability shortfall on each try.
+    const durable = new RedisIdempotencyStore(redis, { durableWrites: { replicas: 1, timeoutMs: 20 } });
+    const { store, calls } = wrappedFinish(durable, (_call, finish) => finish());
+    const guard = idempotencyGuard({ store, ttlMs: 60_000, outcomeAttempts: 3, outcomeRetryDelayMs: 5 });
+    const seen = eventsOf(guard);
+    const key = freshKey();
+    expect(await guard.run(key, () => 'charged')).toEqual({ value: 'charged', ran: true });
+    expect(calls()).toBe(3);
+    expect(seen).toEqual([`outcome-not-stored:${key}:3`]);
+  });
+
+  it('still rejects with ClaimLostError when another caller’s outcome is stored, however often it retries', async () => {
+    const key = freshKey();
+    const other = new RedisIdempotencyStore(redis);
+    const { store, calls } = wrappedFinish(new RedisIdempotencyStore(redis), async (call, finish) => {
+      if (call === 1) {
+        // Our claim is taken over and another caller stores its outcome, then our write is rejected.
+        await redis.del(other.keyOf(key));
+        await other.begin(key, 'other-worker', 5_000);
+        await other.finish(key, 'other-worker', JSON.stringify({ value: 'theirs' }), 60_000);
+        throw new Error('connection reset');
+      }
+      return finish();
+    });
+    const guard = idempotencyGuard({ store, ttlMs: 60_000, outcomeRetryDelayMs: 5 });
+    const seen = eventsOf(guard);
+    const error = await guard.run(key, () => 'ours').catch((e: unknown) => e);
+    expect(isClaimLostError(error)).toBe(true);
+    expect(calls()).toBe(2);
+    expect(seen).toEqual([`claim-lost:${key}`, `duplicate-run:${key}`]);
+  });
+
+  it('refuses outcomeAttempts below 1 and a negative outcomeRetryDelayMs, naming them', () => {
+    expect(() => idempotencyGuard({ redis, outcomeAttempts: 0 })).toThrow(/outcomeAttempts/);
+    expect(() => idempotencyGuard({ redis, outcomeRetryDelayMs: -1 })).toThrow(/outcomeRetryDelayMs/);
   });
 });
