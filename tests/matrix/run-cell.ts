@@ -64,6 +64,7 @@ export async function runCell(cell: MatrixCell): Promise<CellRun> {
     `export default ${JSON.stringify({
       test: {
         include: ['tests/resolution.probe.ts', 'tests/e2e/**/*.test.ts'],
+        exclude: (cell.excludes ?? []).map((excluded) => excluded.file),
         // The repository's own timeouts and global setup (the run's PostgreSQL folder), so the tests run
         // as they do in the primary cell; the copied folders keep the paths valid.
         testTimeout: primary.testTimeout,
