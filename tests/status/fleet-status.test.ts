@@ -104,3 +104,35 @@ describe('fleet status with flow control', () => {
       expect(status.pausedWorkers).toBeUndefined();
     });
 });
+
+describe('fleet status with failing sources', () => {
+  it('reports budget errors before breaker errors, whichever fails first, and rethrows the budget one', async () => {
+    // The breaker fails first; the budget only once the breaker has.
+    const make = () => {
+      let breakerFailed!: () => void;
+      const failed = new Promise<void>((resolve) => {
+        breakerFailed = resolve;
+      });
+      const memory = new MemoryBudgetStore();
+      const budget = {
+        read: (dependency: string) => memory.read(dependency),
+        dependencies: async (): Promise<string[]> => {
+          await failed;
+          throw new Error('budget store down');
+        },
+      };
+      const breaker = new MemoryBreakerStore();
+      breaker.list = async () => {
+        breakerFailed();
+        throw new Error('breaker store down');
+      };
+      return { budget, breaker };
+    };
+    const status = await readFleetStatus(make());
+    expect(status.errors).toEqual([
+      { source: 'budget', message: 'budget store down' },
+      { source: 'breaker', message: 'breaker store down' },
+    ]);
+    await expect(readFleetStatus(make(), { throwOnError: true })).rejects.toThrow('budget store down');
+  });
+});
