@@ -24,8 +24,10 @@ const DEFAULT_BREAKDOWN_LIMIT = 10_000;
  * which dependencies need attention. Only reads. One source that fails leaves its part absent and is
  * reported in `errors` (or rethrown with `throwOnError`); the others are read as usual.
  *
- * The work is a handful of index reads per dependency and queue, never a walk over records (except the
- * bounded breakdown of `breakdownLimit`), so it does not grow with the size of a dead-letter queue.
+ * The dead-letter part is a handful of index reads per dependency and queue, never a walk over records
+ * (except the bounded breakdown of `breakdownLimit`). Listing budgets and breakers on Redis scans the
+ * keyspace, so on Redis that part grows with the number of keys, dead letters' attempt states included
+ * (docs/benchmarks.md, "Console").
  *
  * @example
  * import { readFleetStatus } from 'stormguard';
