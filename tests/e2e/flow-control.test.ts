@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TestRedis, waitFor } from '../helpers/redis-server.js';
 import type { FlowFleetSettings } from './fixtures/flow-worker.js';
 import { uniqueQueue } from './harness.js';
-import { RedisDeadLetterStore } from './stormguard.js';
+import { RedisBreakerStore, RedisDeadLetterStore } from './stormguard.js';
 
 const JOBS = 300;
 const DOWN_MS = 10_000;
@@ -152,10 +152,16 @@ async function runFleet(mode: 'on' | 'off'): Promise<FleetRun> {
     dependencies.down = true;
     const downAt = Date.now();
     await index.addBulk(Array.from({ length: JOBS }, (_, n) => ({ name: 'index', data: { n } })));
-    // Measured once the breaker has had time to open (three failures, then the state cache).
-    await after(2_000);
+    // Measured from the moment the fleet's breaker for search has opened (read from its store).
+    const breakers = new RedisBreakerStore({ redis: redisA, prefix: settings.prefix });
+    await waitFor(
+      async () => (await breakers.list()).some((b) => b.dependency === 'search' && b.state !== 'closed'),
+      DOWN_MS,
+      "search's breaker to open",
+    );
     const before = await commandsServed(redisA);
     const measuredFrom = Date.now();
+    // The outage lasts DOWN_MS: this shapes the load (it is the scenario), it synchronises nothing.
     await after(Math.max(0, downAt + DOWN_MS - Date.now()));
     const served = (await commandsServed(redisA)) - before - 1;
     const commandsPerSecond = served / ((Date.now() - measuredFrom) / 1_000);
