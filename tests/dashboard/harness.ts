@@ -2,13 +2,12 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { buildOnce } from '../helpers/build-once.js';
+import { launchChromium as launchBrowser } from '../helpers/chromium.js';
 import { spawnCli } from '../helpers/cli.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-/** The browser the console is checked in; STORMGUARD_CHROMIUM points elsewhere. */
-export const CHROMIUM = process.env.STORMGUARD_CHROMIUM ?? '/usr/bin/chromium';
 
 /**
  * Builds the package (the CLI and the console's front end) when `dist` lacks them: `npm test` builds
@@ -30,24 +29,8 @@ export async function ensureConsoleBuilt(): Promise<void> {
 }
 
 /** Headless Chromium; a missing browser fails the test (the console is only known to work if it ran). */
-export async function launchChromium(): Promise<Browser> {
-  if (!existsSync(CHROMIUM))
-    throw new Error(
-      `Chromium is needed to test the console, and ${CHROMIUM} does not exist: install it (apt-get install chromium) or set STORMGUARD_CHROMIUM to its path`,
-    );
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+export function launchChromium(): Promise<Browser> {
+  return launchBrowser('to test the console');
 }
 
 /** A child process that printed a line matching `ready` on stdout; rejects if it exits first. */

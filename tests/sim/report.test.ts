@@ -1,13 +1,12 @@
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderReport } from '../../src/sim/report/html.js';
 import { defaultScenario } from '../../src/sim/scenario/default.js';
 import { simulate } from '../../src/sim/simulate.js';
+import { launchChromium } from '../helpers/chromium.js';
 
-/** The browser the report is checked in; STORMGUARD_CHROMIUM points elsewhere. */
-const CHROMIUM = process.env.STORMGUARD_CHROMIUM ?? '/usr/bin/chromium';
 const artifacts = fileURLToPath(new URL('../../artifacts/', import.meta.url));
 
 // A missing browser fails the run: the report is only known to render if it was rendered.
@@ -16,25 +15,9 @@ describe('the HTML report renders in headless Chromium', () => {
   const reportPath = `${artifacts}sim-report.html`;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM))
-      throw new Error(
-        `Chromium is needed to check the HTML report, and ${CHROMIUM} does not exist: install it (apt-get install chromium) or set STORMGUARD_CHROMIUM to its path`,
-      );
     mkdirSync(artifacts, { recursive: true });
     writeFileSync(reportPath, await renderReport(await simulate(defaultScenario())));
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium('to check the HTML report');
   }, 120_000);
 
   afterAll(async () => {
