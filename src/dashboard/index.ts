@@ -9,4 +9,3 @@ export { CONTENT_SECURITY_POLICY } from './http/security.js';
 export type { OverviewSnapshot } from './overview.js';
 export { type PostgresConsoleBackendOptions, postgresConsoleBackend } from './postgres-backend.js';
 export { type RedisConsoleBackendOptions, redisConsoleBackend } from './redis-backend.js';
-export { type SearchChunk, searchDeadLetters } from './search.js';

@@ -1,7 +1,7 @@
 import { isMalformedDeadLetter } from '../../runtime/dead-letter-record.js';
+import { searchDeadLetters } from '../../runtime/dead-letter-search.js';
 import { HttpError, sendJson } from '../http/respond.js';
 import type { Route } from '../http/router.js';
-import { searchDeadLetters } from '../search.js';
 import type { ConsoleContext } from './context.js';
 import { filterOf, indexedFields, intOf } from './query.js';
 
@@ -51,17 +51,15 @@ export function deadLetterRoutes(ctx: ConsoleContext): Route[] {
         const text = query.get('q') ?? '';
         if (text.trim() === '') throw new HttpError(400, 'search: q (the text to look for) is empty');
         const cursor = query.get('cursor') || undefined;
-        const chunk = await searchDeadLetters(
-          store,
-          queue,
+        // The stores' own bounded, resumable search: `scanned` counts over the whole search, cursor included.
+        const chunk = await searchDeadLetters(store, queue, {
+          ...filterOf((k) => query.get(k), ctx.now()),
           text,
-          filterOf((k) => query.get(k), ctx.now()),
-          {
-            budget: intOf(query.get('budget'), SEARCH_BUDGET, 1, 100_000),
-            limit: intOf(query.get('limit'), 50, 1, 500),
-            ...(cursor ? { cursor } : {}),
-          },
-        );
+          newestFirst: true,
+          scanLimit: intOf(query.get('budget'), SEARCH_BUDGET, 1, 100_000),
+          limit: intOf(query.get('limit'), 50, 1, 500),
+          ...(cursor ? { cursor } : {}),
+        });
         sendJson(res, 200, chunk);
       },
     },

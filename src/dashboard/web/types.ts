@@ -9,10 +9,10 @@ export type {
   MalformedDeadLetter,
   StoredDeadLetter,
 } from '../../runtime/contracts.js';
+export type { DeadLetterSearchResult } from '../../runtime/dead-letter-search.js';
 export type { AttentionReason, DependencyStatus, QueueStatus } from '../../status/types.js';
 export type { BudgetSample } from '../history.js';
 export type { OverviewSnapshot } from '../overview.js';
-export type { SearchChunk } from '../search.js';
 
 /**
  * Every reason a dead letter can carry, as the reason filters offer them. The runtime's own list

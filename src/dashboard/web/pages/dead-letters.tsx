@@ -4,7 +4,7 @@ import { count, when } from '../components/format.js';
 import { QueuePicker } from '../components/queue-picker.js';
 import { useData } from '../components/use-data.js';
 import { href, navigate } from '../route.js';
-import { REASONS, type SearchChunk, type StoredDeadLetter } from '../types.js';
+import { type DeadLetterSearchResult, REASONS, type StoredDeadLetter } from '../types.js';
 
 interface Page {
   records: StoredDeadLetter[];
@@ -143,15 +143,16 @@ function SearchResults(props: { queue: string; filter: Record<string, string>; t
   const [busy, setBusy] = useState(false);
   const more = (cursor?: string) => {
     setBusy(true);
-    get<SearchChunk>(`/queues/${encodeURIComponent(props.queue)}/search`, {
+    get<DeadLetterSearchResult>(`/queues/${encodeURIComponent(props.queue)}/search`, {
       ...props.filter,
       q: props.text,
       cursor,
     })
       .then((chunk) =>
         setState((s) => ({
-          matches: [...(s?.matches ?? []), ...chunk.matches],
-          scanned: (s?.scanned ?? 0) + chunk.scanned,
+          matches: [...(s?.matches ?? []), ...chunk.records],
+          // The search's own count: it carries over from one chunk to the next through the cursor.
+          scanned: chunk.scanned,
           total: chunk.total,
           ...(chunk.next ? { next: chunk.next } : {}),
         })),
