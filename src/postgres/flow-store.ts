@@ -1,0 +1,198 @@
+import type { Clock } from '../common/clock.js';
+import { InvalidInputError } from '../errors/invalid-input-error.js';
+import type { PaceVerdict } from '../runtime/flow-control/pacing.js';
+import type { SlowStartRamp } from '../runtime/flow-control/slow-start.js';
+import type { FlowSnapshot, FlowStore } from '../runtime/flow-control/store.js';
+import { PostgresDatabase, type PostgresStoreOptions } from './database.js';
+
+/**
+ * Options of {@link PostgresFlowStore}.
+ *
+ * @example
+ * const options: PostgresFlowStoreOptions = { connection: pool, schema: 'shop', stateTtlMs: 3_600_000 };
+ */
+export interface PostgresFlowStoreOptions extends PostgresStoreOptions {
+  /** How long a dependency's flow state outlives its last write, in ms. Default 24 hours. */
+  stateTtlMs?: number;
+  /**
+   * TEST ONLY: use this clock's time instead of the server's `clock_timestamp()`. In production leave it
+   * unset: the database server is the fleet's one clock. Default unset.
+   */
+  clock?: Clock;
+}
+
+const DEFAULT_STATE_TTL_MS = 24 * 3_600_000;
+
+/** What `flow_mark` returns (see sql/008-flow-control.sql). */
+interface MarkReply {
+  down: boolean;
+  recoveredAtMs: number | null;
+  nowMs: number;
+  off: boolean;
+}
+
+/**
+ * The fleet-wide {@link FlowStore} on PostgreSQL, for fleets without Redis (BullMQ 6 on its PostgreSQL
+ * backend). Every operation is one round trip, one call of a plpgsql function (`sql/008-flow-control.sql`)
+ * that locks what it changes: a dependency's row (down mark, recovery time, the pacer's state) for
+ * `markUp` and `admit`, so the ramp starts once and each slot is granted once fleet-wide; a park list's
+ * row for `park` and `release`, so a parked job is released once, oldest first. Time is the server's
+ * `clock_timestamp()`; `read` and `markUp` report the kill switch in the same call. Rows read as absent
+ * `stateTtlMs` after their last write (a park list: twice the park horizon after its last park), as the
+ * Redis store's keys expire.
+ *
+ * Defaults: schema `stormguard`, prefix `stormguard`, migrations on first use, state kept 24 hours.
+ *
+ * @example
+ * import pg from 'pg';
+ * import { createWorker } from 'stormguard/bullmq';
+ * import { PostgresFlowStore } from 'stormguard/postgres';
+ *
+ * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL });
+ * const worker = createWorker('index', processor, {
+ *   connection,
+ *   backend,
+ *   policy,
+ *   flowControl: { store: new PostgresFlowStore({ connection: pool }), queueDependency: 'search' },
+ * });
+ */
+export class PostgresFlowStore implements FlowStore {
+  readonly #db: PostgresDatabase;
+  readonly #clock: Clock | undefined;
+  readonly #ttlMs: number;
+
+  constructor(options: PostgresFlowStoreOptions) {
+    this.#db = new PostgresDatabase(options, 'PostgreSQL flow store');
+    this.#clock = options.clock;
+    const ttlMs = options.stateTtlMs ?? DEFAULT_STATE_TTL_MS;
+    if (!Number.isSafeInteger(ttlMs) || ttlMs < 1)
+      throw new InvalidInputError(
+        `PostgreSQL flow store: stateTtlMs ${ttlMs} is invalid: use a whole number of ms >= 1 (default 86400000)`,
+      );
+    this.#ttlMs = ttlMs;
+  }
+
+  /** The schema holding the flow-control tables. */
+  get schema(): string {
+    return this.#db.schema;
+  }
+
+  /** The namespace of this store's rows in the schema. */
+  get prefix(): string {
+    return this.#db.prefix;
+  }
+
+  async read(dependency: string): Promise<FlowSnapshot> {
+    return this.#mark(dependency, 'read');
+  }
+
+  async markDown(dependency: string): Promise<void> {
+    await this.#mark(dependency, 'down');
+  }
+
+  async markUp(dependency: string): Promise<FlowSnapshot> {
+    return this.#mark(dependency, 'up');
+  }
+
+  async admit(dependency: string, ramp: SlowStartRamp, maxWaitMs: number): Promise<PaceVerdict> {
+    const [row] = await this.#db.query<{ r: PaceVerdict }>(
+      `SELECT ${this.#db.q}.flow_admit($1, $2, $3, $4, $5, $6, $7, $8) AS r`,
+      [this.#db.prefix, dependency, ...rampArgs(ramp), maxWaitMs, this.#ttlMs, this.#now()],
+    );
+    return row!.r;
+  }
+
+  async park(dependency: string, queue: string, jobId: string, ttlMs: number): Promise<number> {
+    const [row] = await this.#db.query<{ n: string }>(
+      `SELECT ${this.#db.q}.flow_park($1, $2, $3, $4, $5, $6) AS n`,
+      [this.#db.prefix, dependency, queue, jobId, Math.max(1, Math.ceil(ttlMs)), this.#now()],
+    );
+    return Number(row!.n);
+  }
+
+  async release(
+    dependency: string,
+    queue: string,
+    ramp: SlowStartRamp,
+    max: number,
+    horizonMs: number,
+  ): Promise<string[]> {
+    const [row] = await this.#db.query<{ ids: string[] }>(
+      `SELECT ${this.#db.q}.flow_release($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) AS ids`,
+      [
+        this.#db.prefix,
+        dependency,
+        queue,
+        ...rampArgs(ramp),
+        Math.max(0, Math.floor(max)),
+        horizonMs,
+        this.#ttlMs,
+        this.#now(),
+      ],
+    );
+    return row!.ids;
+  }
+
+  async claimReleased(dependency: string, queue: string, jobId: string): Promise<boolean> {
+    const q = this.#db.q;
+    const rows = await this.#db.query(
+      `DELETE FROM ${q}.flow_released
+        WHERE prefix = $1 AND dependency = $2 AND queue = $3 AND job_id = $4
+          AND expires_at_ms > ${q}.now_ms($5)
+        RETURNING 1`,
+      [this.#db.prefix, dependency, queue, jobId, this.#now()],
+    );
+    return rows.length === 1;
+  }
+
+  async parked(dependency: string, queue: string): Promise<number> {
+    const q = this.#db.q;
+    const [row] = await this.#db.query<{ length: string }>(
+      `SELECT length FROM ${q}.flow_park_lists
+        WHERE prefix = $1 AND dependency = $2 AND queue = $3 AND expires_at_ms > ${q}.now_ms($4)`,
+      [this.#db.prefix, dependency, queue, this.#now()],
+    );
+    return row ? Number(row.length) : 0;
+  }
+
+  async switchedOff(): Promise<boolean> {
+    const rows = await this.#db.query(`SELECT 1 FROM ${this.#db.q}.flow_off WHERE prefix = $1`, [
+      this.#db.prefix,
+    ]);
+    return rows.length === 1;
+  }
+
+  async setOff(off: boolean): Promise<void> {
+    const q = this.#db.q;
+    await this.#db.query(
+      off
+        ? `INSERT INTO ${q}.flow_off (prefix) VALUES ($1) ON CONFLICT (prefix) DO NOTHING`
+        : `DELETE FROM ${q}.flow_off WHERE prefix = $1`,
+      [this.#db.prefix],
+    );
+  }
+
+  /** Ends the pool when the store opened it from a connection string; leaves your pool alone. */
+  close(): Promise<void> {
+    return this.#db.close();
+  }
+
+  async #mark(dependency: string, op: 'down' | 'up' | 'read'): Promise<FlowSnapshot> {
+    const [row] = await this.#db.query<{ r: MarkReply }>(
+      `SELECT ${this.#db.q}.flow_mark($1, $2, $3, $4, $5) AS r`,
+      [this.#db.prefix, dependency, op, this.#ttlMs, this.#now()],
+    );
+    const { down, recoveredAtMs, nowMs, off } = row!.r;
+    const snapshot: FlowSnapshot = { down, nowMs, off };
+    if (recoveredAtMs !== null) snapshot.recoveredAtMs = recoveredAtMs;
+    return snapshot;
+  }
+
+  #now(): number | null {
+    return this.#clock ? this.#clock.now() : null;
+  }
+}
+
+function rampArgs(ramp: SlowStartRamp): [number, number, number | null] {
+  return [ramp.slowStartMs, ramp.floorPerSecond, ramp.maxRatePerSecond ?? null];
+}
