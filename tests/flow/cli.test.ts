@@ -1,7 +1,6 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { RedisFlowStore } from '../../src/redis/flow-store.js';
-import { cli } from '../helpers/cli.js';
 import { cliRedisBed } from '../helpers/cli-redis.js';
 
 const bed = cliRedisBed('flow', async (redis: Redis) => {
@@ -54,11 +53,5 @@ describe('stormguard flow', () => {
     } finally {
       await redis.quit();
     }
-  });
-
-  it('refuses PostgreSQL with exit code 2, naming the fix', async () => {
-    const { code, stderr } = await cli('flow', 'off', '--postgres', 'postgres://127.0.0.1:1/none');
-    expect(code).toBe(2);
-    expect(stderr).toMatch(/flow control keeps its state in Redis only; use --redis <url>/);
   });
 });

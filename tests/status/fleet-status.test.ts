@@ -6,6 +6,7 @@ import { MemoryBudgetStore } from '../../src/budget/memory-store.js';
 import { PostgresBreakerStore } from '../../src/postgres/breaker-store.js';
 import { PostgresBudgetStore } from '../../src/postgres/budget-store.js';
 import { PostgresDeadLetterStore } from '../../src/postgres/dead-letter-store.js';
+import { PostgresFlowStore } from '../../src/postgres/flow-store.js';
 import { RedisBreakerStore } from '../../src/redis/breaker-store.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
@@ -78,6 +79,7 @@ describe('fleet status with flow control', () => {
       'RedisFlowStore',
       () => new RedisFlowStore({ redis, prefix: `status-flow-${process.pid}-${prefixes++}` }),
     ],
+    ['PostgresFlowStore', () => new PostgresFlowStore({ connection: pool, schema: uniqueSchema() })],
   ] as const)
     it(`counts the jobs parked in a ${name} per dependency and queue, and lists them as needing attention`, async () => {
       const flow = openFlow();

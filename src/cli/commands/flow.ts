@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
 import { formatDuration } from '../../common/duration.js';
-import { InvalidInputError } from '../../errors/invalid-input-error.js';
-import { assertPrefix } from '../../redis/budget-keys.js';
+import { assertPrefix } from '../../common/names.js';
 import type { FlowStore } from '../../runtime/flow-control/store.js';
+import { readSchema, withPostgres } from '../connect-postgres.js';
 import { withRedis } from '../connect-redis.js';
 import { type CliIO, printJson } from '../io.js';
 import { type BackendFlags, fleetBackend, withExamples, withFleetStateOptions } from '../options.js';
@@ -23,13 +23,14 @@ interface StatusFlags extends FlowFlags {
  *
  * @example
  * stormguard flow off --redis redis://10.0.0.5:6379 --prefix shop
- * stormguard flow status search --queue index --json
+ * stormguard flow status search --queue index --postgres postgres://app@db:5432/shop --json
  */
 export function register(program: Command, io: CliIO): void {
   const flow = program.command('flow').description("flow control's fleet-wide kill switch and state");
   withExamples(withFleetStateOptions(flow.command('status')), [
     'stormguard flow status',
     'stormguard flow status search --queue index --json',
+    'stormguard flow status search --queue index --postgres postgres://app@db:5432/shop --schema stormguard',
   ])
     .description(
       'show whether flow control is on fleet-wide and, per dependency, whether it is down and how many jobs are parked',
@@ -86,6 +87,7 @@ export function register(program: Command, io: CliIO): void {
     withExamples(withFleetStateOptions(flow.command(name)), [
       `stormguard flow ${name}`,
       `stormguard flow ${name} --redis redis://10.0.0.5:6379 --prefix shop`,
+      `stormguard flow ${name} --postgres postgres://app@db:5432/shop --prefix shop`,
     ])
       .description(
         off
@@ -104,7 +106,7 @@ export function register(program: Command, io: CliIO): void {
       });
 }
 
-/** Runs `work` with the fleet's flow store (Redis only: flow control keeps no state in PostgreSQL yet). */
+/** Runs `work` with the fleet's flow store on the backend the flags name (Redis, or PostgreSQL). */
 async function withFlowStore<T>(
   flags: FlowFlags,
   command: Command,
@@ -112,10 +114,21 @@ async function withFlowStore<T>(
 ): Promise<T> {
   assertPrefix(flags.prefix);
   const backend = fleetBackend(flags, command);
-  if (backend.kind !== 'redis')
-    throw new InvalidInputError(
-      "--postgres: flow control keeps its state in Redis only; use --redis <url> (the workers' RedisFlowStore)",
-    );
-  const { RedisFlowStore } = await import('../../redis/flow-store.js');
-  return withRedis(backend.url, (redis) => work(new RedisFlowStore({ redis, prefix: flags.prefix })));
+  if (backend.kind === 'redis') {
+    const { RedisFlowStore } = await import('../../redis/flow-store.js');
+    return withRedis(backend.url, (redis) => work(new RedisFlowStore({ redis, prefix: flags.prefix })));
+  }
+  const { PostgresFlowStore } = await import('../../postgres/flow-store.js');
+  return withPostgres(backend.url, (pool) =>
+    readSchema(backend, () =>
+      work(
+        new PostgresFlowStore({
+          connection: pool,
+          schema: backend.schema,
+          prefix: flags.prefix,
+          migrate: false,
+        }),
+      ),
+    ),
+  );
 }
