@@ -10,7 +10,7 @@ export interface ObserveBudgetOptions {
   /** Dependencies to report from the first scrape on, before the budget has shown them. Default none. */
   dependencies?: readonly string[];
   /**
-   * How often the budget's `dependencies()` (a SCAN of the store) is asked for dependencies other
+   * How often the budget's `dependencies()` (a listing of the store) is asked for dependencies other
    * processes use. Default 60 000 ms; 0 asks at every scrape; `Infinity` never (only dependencies this
    * process has used, and `dependencies`, are reported).
    */

@@ -50,7 +50,7 @@ export interface ListableBreakerStore extends BreakerListing {
 }
 
 /**
- * Breakers seen only through their store: no events. The listing (a SCAN) runs at most every
+ * Breakers seen only through their store: no events. The listing (the store's registry) runs at most every
  * `listIntervalMs` (default 60 000); between listings each known breaker is read on its own, with the
  * options the fleet stored for it.
  *

@@ -9,7 +9,7 @@ import type { BreakerListing, BreakerSnapshot, BreakerTransition, ListedBreaker 
 import type { Clock } from '../common/clock.js';
 import { dependencyOfKey, dependencyTag } from '../common/keys.js';
 import { assertPrefix, DEFAULT_PREFIX, dependencyKeyPattern } from './budget-keys.js';
-import { scanKeys } from './scan.js';
+import { DependencyRegistry } from './dependency-registry.js';
 import { defineScript, type RedisClient } from './scripts.js';
 
 const SCRIPT = {
@@ -77,6 +77,7 @@ export class RedisBreakerStore extends SharedBreakerStore implements BreakerList
   readonly #script: (keys: readonly string[], args: readonly (string | number)[]) => Promise<unknown>;
   readonly #prefix: string;
   readonly #timeOverride: Clock | undefined;
+  readonly #registry: DependencyRegistry;
 
   constructor(options: RedisBreakerStoreOptions) {
     const prefix = options.prefix ?? DEFAULT_PREFIX;
@@ -86,6 +87,16 @@ export class RedisBreakerStore extends SharedBreakerStore implements BreakerList
     this.#script = defineScript(options.redis, SCRIPT);
     this.#prefix = prefix;
     this.#timeOverride = options.timeOverride;
+    this.#registry = new DependencyRegistry({
+      redis: options.redis,
+      prefix,
+      kind: 'breaker',
+      legacy: {
+        pattern: dependencyKeyPattern(prefix, KEY_TAIL),
+        dependencyOf: (key) => dependencyOfKey(prefix, KEY_TAIL, key),
+      },
+      ...(options.timeOverride ? { clock: options.timeOverride } : {}),
+    });
   }
 
   /** The Redis key holding `dependency`'s state. */
@@ -95,27 +106,32 @@ export class RedisBreakerStore extends SharedBreakerStore implements BreakerList
 
   /**
    * Every dependency with breaker state under this prefix, sorted, each read with the options its
-   * breaker last wrote. For the CLI and dashboards; it scans keys, so keep it off hot paths. Unlike the
-   * other methods it rejects when Redis is unreachable (a status report must not invent a fallback).
+   * breaker last wrote. For the CLI and dashboards: the names come from the store's dependency registry
+   * (src/redis/dependency-registry.ts), then one read per dependency, so its cost follows the number of
+   * dependencies, not the keyspace (the first listing under a prefix also scans once for state written
+   * before the registry existed). Unlike the other methods it rejects when Redis is unreachable (a
+   * status report must not invent a fallback).
    *
    * @example
    * for (const b of await store.list()) console.log(b.dependency, b.state);
    */
   async list(): Promise<ListedBreaker[]> {
-    const keys = await scanKeys(this.#redis, dependencyKeyPattern(this.#prefix, KEY_TAIL));
-    const dependencies: string[] = [];
-    for (const key of keys) {
-      const dependency = dependencyOfKey(this.#prefix, KEY_TAIL, key);
-      if (dependency !== undefined) dependencies.push(dependency);
-    }
+    const names = await this.#registry.names();
+    const peeks = await Promise.all(
+      names.map(async (dependency) => {
+        const raw = await this.#script([this.keyOf(dependency)], ['peek', this.#now(), '']);
+        return JSON.parse(String(raw)) as ScriptResult;
+      }),
+    );
     const listed: ListedBreaker[] = [];
-    for (const dependency of dependencies.sort()) {
-      const raw = await this.#script([this.keyOf(dependency)], ['peek', this.#now(), '']);
-      const result = JSON.parse(String(raw)) as ScriptResult;
-      const entry: ListedBreaker = { dependency, ...result.view, degraded: false };
-      if (result.options) entry.options = result.options;
-      listed.push(entry);
-    }
+    const gone: string[] = [];
+    names.forEach((dependency, i) => {
+      const result = peeks[i]!;
+      // A peek reports no options only for a breaker with no state: expired, or reset.
+      if (!result.options) gone.push(dependency);
+      else listed.push({ dependency, ...result.view, degraded: false, options: result.options });
+    });
+    await this.#registry.forget(gone);
     return listed;
   }
 
@@ -136,7 +152,12 @@ export class RedisBreakerStore extends SharedBreakerStore implements BreakerList
       ticket ?? '',
       override ? JSON.stringify(override) : '',
     ];
-    const result = JSON.parse(String(await this.#script([this.keyOf(dependency)], args))) as ScriptResult;
+    // A peek writes nothing, so it registers nothing; every other step may write the state.
+    const [, raw] = await Promise.all([
+      op === 'peek' ? undefined : this.#registry.note(dependency),
+      this.#script([this.keyOf(dependency)], args),
+    ]);
+    const result = JSON.parse(String(raw)) as ScriptResult;
     return { ...result, transitions: transitionsOf(result) };
   }
 

@@ -16,7 +16,7 @@ import {
   DEFAULT_PREFIX,
   dependencyOfBudgetKey,
 } from './budget-keys.js';
-import { scanKeys } from './scan.js';
+import { DependencyRegistry } from './dependency-registry.js';
 import { defineScript, type RedisClient } from './scripts.js';
 
 /**
@@ -68,6 +68,7 @@ export class RedisBudgetStore implements BudgetStore {
   readonly #clock: Clock | undefined;
   readonly #spend;
   readonly #read;
+  readonly #registry: DependencyRegistry;
 
   constructor(options: RedisBudgetStoreOptions) {
     const prefix = options.prefix ?? DEFAULT_PREFIX;
@@ -86,6 +87,16 @@ export class RedisBudgetStore implements BudgetStore {
       numberOfKeys: 1,
       readOnly: true,
     });
+    this.#registry = new DependencyRegistry({
+      redis: options.redis,
+      prefix,
+      kind: 'budget',
+      legacy: {
+        pattern: budgetKeyPattern(prefix),
+        dependencyOf: (key) => dependencyOfBudgetKey(prefix, key),
+      },
+      ...(options.clock ? { clock: options.clock } : {}),
+    });
   }
 
   async trySpend(
@@ -94,10 +105,11 @@ export class RedisBudgetStore implements BudgetStore {
     successes: readonly AgedSuccesses[],
     count: number,
   ): Promise<StoreSpend> {
-    const reply = (await this.#spend(
-      [budgetKey(this.prefix, dependency)],
-      spendArgs(window, successes, count, this.#now()),
-    )) as (number | string)[];
+    // The registry note (one command, about once a minute per dependency) travels with the script.
+    const [, reply] = (await Promise.all([
+      this.#registry.note(dependency),
+      this.#spend([budgetKey(this.prefix, dependency)], spendArgs(window, successes, count, this.#now())),
+    ])) as [unknown, (number | string)[]];
     return spendOf(reply);
   }
 
@@ -120,17 +132,16 @@ export class RedisBudgetStore implements BudgetStore {
   }
 
   /**
-   * Every dependency with a budget key under this prefix: a SCAN with a MATCH on the budget keys (on a
-   * cluster, every master), names decoded. It walks the whole keyspace, so on a Redis that also holds many
-   * BullMQ jobs it takes many round trips; an aborted `signal` stops it between two steps.
+   * Every dependency with a budget key under this prefix: the names in the store's dependency registry
+   * (src/redis/dependency-registry.ts) whose key still exists, a few commands whatever the size of the
+   * keyspace. The first listing under a prefix that has never been listed also scans once for keys written
+   * before the registry existed; an aborted `signal` stops that scan between two steps.
    */
   async dependencies(options: ListOptions = {}): Promise<string[]> {
-    const names: string[] = [];
-    for (const key of await scanKeys(this.#redis, budgetKeyPattern(this.prefix), options)) {
-      const name = dependencyOfBudgetKey(this.prefix, key);
-      if (name !== undefined) names.push(name);
-    }
-    return names.sort();
+    const names = await this.#registry.names(options);
+    const live = await Promise.all(names.map((name) => this.#redis.exists(budgetKey(this.prefix, name))));
+    await this.#registry.forget(names.filter((_, i) => live[i] === 0));
+    return names.filter((_, i) => live[i] === 1);
   }
 
   async ping(): Promise<void> {

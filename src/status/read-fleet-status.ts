@@ -25,9 +25,8 @@ const DEFAULT_BREAKDOWN_LIMIT = 10_000;
  * reported in `errors` (or rethrown with `throwOnError`); the others are read as usual.
  *
  * The dead-letter part is a handful of index reads per dependency and queue, never a walk over records
- * (except the bounded breakdown of `breakdownLimit`). Listing budgets and breakers on Redis scans the
- * keyspace, so on Redis that part grows with the number of keys, dead letters' attempt states included
- * (docs/benchmarks.md, "Console").
+ * (except the bounded breakdown of `breakdownLimit`). Budgets and breakers are listed from their stores'
+ * dependency registries on Redis, from their tables on PostgreSQL, so no part grows with the keyspace.
  *
  * @example
  * import { readFleetStatus } from 'stormguard';
@@ -56,8 +55,8 @@ export async function readFleetStatus(
     }
   };
 
-  // Budgets and breakers are read at the same time: on Redis each lists its dependencies with a SCAN of
-  // the whole keyspace, the slowest part of a read. Their errors are still reported in this order.
+  // Budgets and breakers are read at the same time (each is a listing, then a read per dependency).
+  // Their errors are still reported in this order.
   const [budgetRead, breakerRead] = await Promise.all([
     sources.budget ? settle(() => budgetStatus(sources.budget!)) : undefined,
     sources.breaker ? settle(() => sources.breaker!.list()) : undefined,

@@ -82,8 +82,12 @@ describe('RedisBudgetStore on the Redis server clock', () => {
     const budget = new RetryBudget({ store: new RedisBudgetStore({ redis, prefix }), windowMs: 2_000 });
     budget.recordSuccess('search', 5);
     await budget.trySpend('search');
-    const keys = await redis.keys(`*${prefix}*`);
-    expect(keys).toEqual([`{${prefix}:d:search}:budget`]);
+    // The dependency's state, and the registry that lists it (the prefix's global slot, never expiring).
+    expect((await redis.keys(`*${prefix}*`)).sort()).toEqual([
+      `{${prefix}:d:search}:budget`,
+      `{${prefix}:g}:budget-dependencies`,
+    ]);
+    const keys = await redis.keys(`*${prefix}:d:*`);
     const ttl = await redis.pttl(keys[0]!);
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(4_000);

@@ -12,7 +12,7 @@ import { breakerStoreCases } from '../../src/breaker/store.case.js';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
 import { describeBudgetStore } from '../../src/budget/store.case.js';
 import { idempotencyStoreCases } from '../../src/bullmq/idempotency-store.case.js';
-import { dependencyTag, queueTag } from '../../src/common/keys.js';
+import { dependencyTag, globalKey, queueTag } from '../../src/common/keys.js';
 import { RedisBreakerStore } from '../../src/redis/breaker-store.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
@@ -106,6 +106,31 @@ describe('stores on a Cluster', () => {
     expect(await mastersServing(names.map((name) => store.keyOf(name)))).toBe(3);
     const listed = await store.list();
     expect(listed.map((b) => [b.dependency, b.state])).toEqual([...names].sort().map((n) => [n, 'open']));
+  });
+
+  it('finds budgets and breakers written before the registry existed on every master, then lists from the registry', async () => {
+    const prefix = freshPrefix();
+    const budgets = new RedisBudgetStore({ redis, prefix });
+    const breakers = new RedisBreakerStore({ redis, prefix });
+    const budget = new RetryBudget({ store: budgets });
+    for (const name of names) {
+      await budget.trySpend(name);
+      await breakers.record(name, 'failure', resolveBreakerOptions({}));
+    }
+    await budget.close();
+    // State as a version without the registry left it: the registries and their marks removed.
+    for (const kind of ['budget', 'breaker'])
+      for (const key of [`${kind}-dependencies`, `${kind}-dependencies-scanned`])
+        await redis.del(globalKey(prefix, key));
+
+    const later = {
+      budgets: new RedisBudgetStore({ redis, prefix }),
+      breakers: new RedisBreakerStore({ redis, prefix }),
+    };
+    expect(await later.budgets.dependencies()).toEqual([...names].sort());
+    expect((await later.breakers.list()).map((b) => b.dependency)).toEqual([...names].sort());
+    expect(await redis.zcard(globalKey(prefix, 'budget-dependencies'))).toBe(names.length);
+    expect(await redis.zcard(globalKey(prefix, 'breaker-dependencies'))).toBe(names.length);
   });
 
   it.each([

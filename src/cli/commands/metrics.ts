@@ -41,7 +41,7 @@ export function register(program: Command, io: CliIO): void {
     .option('--port <port>', 'TCP port (0: any free port)', '9464')
     .option('--host <host>', 'interface to listen on', '0.0.0.0')
     .option('--timeout <duration>', 'longest a scrape waits for Redis', '1s')
-    .option('--list-interval <duration>', 'how often to look for new dependencies (a SCAN of Redis)', '15s')
+    .option('--list-interval <duration>', 'how often to look for new dependencies', '15s')
     .option('--json', 'print where it serves as JSON')
     .action(async (flags: ServeFlags) => {
       assertPrefix(flags.prefix);
