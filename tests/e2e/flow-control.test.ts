@@ -1,8 +1,12 @@
 /**
  * Flow control end to end: three worker processes, real BullMQ, a `search` dependency that is down for
  * 10 s. The same fleet runs twice on the same load: with budget and breaker only, then with flow control.
- * Redis A serves only the `index` queue and its stormguard stores (its INFO commandstats count the
- * fleet's queue work); Redis B serves a second queue, `notify`, whose `mail` dependency stays healthy.
+ * Backend A serves only the `index` queue and its stormguard stores, and counts the fleet's queue work;
+ * backend B serves a second queue, `notify`, whose `mail` dependency stays healthy. On Redis (the default,
+ * and for a Redis Cluster run) A and B are two redis-servers and the count is A's INFO commandstats; on
+ * PostgreSQL (`STORMGUARD_TEST_BACKEND=postgres`: BullMQ 6's PostgreSQL backend, stormguard's PostgreSQL
+ * stores) they are two databases of a PostgreSQL started for this file alone, and the count is the
+ * statements A's database served (pg_stat_statements).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -10,19 +14,19 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TestRedis, waitFor } from '../helpers/redis-server.js';
+import { waitFor } from '../helpers/redis-server.js';
+import { type BackendDescriptor, testBackendName, workerConnectionOf } from './backend.js';
+import { fleetStores } from './fixtures/flow-stores.js';
 import type { FlowFleetSettings } from './fixtures/flow-worker.js';
 import { uniqueQueue } from './harness.js';
-import { RedisBreakerStore, RedisDeadLetterStore } from './stormguard.js';
 
 const JOBS = 300;
 const DOWN_MS = 10_000;
 const WORKERS = 3;
-/** The fixture's breaker cool-down and budget floor. */
+/** The fixture's breaker cool-down and budget floor (see `BUDGET_FLOOR` in fixtures/flow-worker.ts). */
 const COOL_DOWN_MS = 2_000;
-const BUDGET_FLOOR = 5;
+const BUDGET_FLOOR = 25;
 
 /** The dependencies, over HTTP: `search` answers 503 while down; both count what reaches them. */
 class Dependencies {
@@ -66,12 +70,94 @@ class Dependencies {
   }
 }
 
-/** Every command Redis has served so far (INFO commandstats). */
-async function commandsServed(redis: Redis): Promise<number> {
-  const info = await redis.info('commandstats');
-  let total = 0;
-  for (const match of info.matchAll(/calls=(\d+)/g)) total += Number(match[1]);
-  return total;
+/**
+ * The two backends of the fleet, A and B, and the count of the operations A has served so far: the queue
+ * work the test compares between the two runs (every call of the counting query included; the caller
+ * subtracts its own).
+ */
+interface FleetBackends {
+  a: BackendDescriptor;
+  b: BackendDescriptor;
+  operationsServed(): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** Two redis-servers; A's count is INFO commandstats (every command it has served). */
+async function redisBackends(): Promise<FleetBackends> {
+  const [{ TestRedis }, { Redis }] = await Promise.all([
+    import('../helpers/redis-server.js'),
+    import('ioredis'),
+  ]);
+  const [a, b] = await Promise.all([
+    TestRedis.start({ args: ['--hz', '100'] }),
+    TestRedis.start({ args: ['--hz', '100'] }),
+  ]);
+  const counter = new Redis(a.connection);
+  return {
+    a: { backend: 'redis', connection: a.connection },
+    b: { backend: 'redis', connection: b.connection },
+    operationsServed: async () => {
+      const info = await counter.info('commandstats');
+      let total = 0;
+      for (const match of info.matchAll(/calls=(\d+)/g)) total += Number(match[1]);
+      return total;
+    },
+    close: async () => {
+      await counter.quit();
+      await Promise.all([a.close(), b.close()]);
+    },
+  };
+}
+
+/**
+ * A PostgreSQL of this file's own (nothing else runs on it), with two databases; A's count is the
+ * statements its database has served, from pg_stat_statements (top-level statements, transaction control
+ * included: what a client sends, as Redis counts commands).
+ */
+async function postgresBackends(): Promise<FleetBackends> {
+  const [{ TestPostgres }, { postgresRunDir }, { default: pg }] = await Promise.all([
+    import('../helpers/postgres-server.js'),
+    import('../helpers/postgres-bed.js'),
+    import('pg'),
+  ]);
+  const server = await TestPostgres.start({
+    parent: postgresRunDir(),
+    settings: { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'top' },
+  });
+  const [a, b] = await Promise.all([server.createDatabase(), server.createDatabase()]);
+  const counter = new pg.Client({ connectionString: a.url });
+  await counter.connect();
+  await counter.query('CREATE EXTENSION pg_stat_statements');
+  const descriptor = (url: string): BackendDescriptor => ({
+    backend: 'postgres',
+    connection: { connectionString: url, migrate: true },
+  });
+  return {
+    a: descriptor(a.url),
+    b: descriptor(b.url),
+    operationsServed: async () => {
+      const { rows } = await counter.query<{ calls: string }>(
+        `SELECT coalesce(sum(calls), 0) AS calls FROM pg_stat_statements
+          WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+      );
+      return Number(rows[0]?.calls ?? 0);
+    },
+    close: async () => {
+      await counter.end();
+      await server.close();
+    },
+  };
+}
+
+/** A BullMQ queue on one of the fleet's backends. */
+async function queueOn(descriptor: BackendDescriptor, name: string): Promise<Queue> {
+  const { connection, backend } = await workerConnectionOf(descriptor);
+  const args = [name, { connection }, ...(backend ? [backend] : [])] as unknown as ConstructorParameters<
+    typeof Queue
+  >;
+  const queue = new Queue(...args);
+  await queue.waitUntilReady();
+  return queue;
 }
 
 function startWorker(settings: FlowFleetSettings): { child: ChildProcess; ready: Promise<void> } {
@@ -103,43 +189,43 @@ const after = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 interface FleetRun {
   retriesWhileDown: number;
-  commandsPerSecond: number;
+  /** Backend A's operations per second while search is down: Redis commands, or PostgreSQL statements. */
+  operationsPerSecond: number;
   completed: number;
   deadLetters: number;
   /** `notify` jobs that reached `mail` in each whole second of the outage. */
   mailPerSecond: number[];
 }
 
-let a: TestRedis | undefined;
-let b: TestRedis | undefined;
+let backends: FleetBackends | undefined;
 
 beforeAll(async () => {
-  [a, b] = await Promise.all([
-    TestRedis.start({ args: ['--hz', '100'] }),
-    TestRedis.start({ args: ['--hz', '100'] }),
-  ]);
-});
+  backends = testBackendName() === 'postgres' ? await postgresBackends() : await redisBackends();
+}, 60_000);
 afterAll(async () => {
-  await Promise.all([a?.close(), b?.close()]);
+  await backends?.close();
 });
 
 /** One run of the fleet: JOBS index jobs queued while search is down for DOWN_MS, then recovered. */
 async function runFleet(mode: 'on' | 'off'): Promise<FleetRun> {
-  if (!a || !b) throw new Error('the Redis servers did not start');
+  if (!backends) throw new Error('the fleet backends did not start');
+  const { a, b, operationsServed } = backends;
   const dependencies = new Dependencies();
   const url = await dependencies.listen();
   const settings: FlowFleetSettings = {
     mode,
-    redisA: a.connection,
-    redisB: b.connection,
+    a,
+    b,
     prefix: uniqueQueue(`flow-${mode}`),
     indexQueue: uniqueQueue('index'),
     notifyQueue: uniqueQueue('notify'),
     url,
   };
-  const redisA = new Redis(a.connection);
-  const index = new Queue(settings.indexQueue, { connection: a.connection });
-  const notify = new Queue(settings.notifyQueue, { connection: b.connection });
+  const stores = await fleetStores(a, settings.prefix);
+  const [index, notify] = await Promise.all([
+    queueOn(a, settings.indexQueue),
+    queueOn(b, settings.notifyQueue),
+  ]);
   const workers = Array.from({ length: WORKERS }, () => startWorker(settings));
   let producing: NodeJS.Timeout | undefined;
   try {
@@ -153,18 +239,18 @@ async function runFleet(mode: 'on' | 'off'): Promise<FleetRun> {
     const downAt = Date.now();
     await index.addBulk(Array.from({ length: JOBS }, (_, n) => ({ name: 'index', data: { n } })));
     // Measured from the moment the fleet's breaker for search has opened (read from its store).
-    const breakers = new RedisBreakerStore({ redis: redisA, prefix: settings.prefix });
     await waitFor(
-      async () => (await breakers.list()).some((b) => b.dependency === 'search' && b.state !== 'closed'),
+      async () =>
+        (await stores.breaker.list()).some((b) => b.dependency === 'search' && b.state !== 'closed'),
       DOWN_MS,
       "search's breaker to open",
     );
-    const before = await commandsServed(redisA);
+    const before = await operationsServed();
     const measuredFrom = Date.now();
     // The outage lasts DOWN_MS: this shapes the load (it is the scenario), it synchronises nothing.
     await after(Math.max(0, downAt + DOWN_MS - Date.now()));
-    const served = (await commandsServed(redisA)) - before - 1;
-    const commandsPerSecond = served / ((Date.now() - measuredFrom) / 1_000);
+    const served = (await operationsServed()) - before - 1;
+    const operationsPerSecond = served / ((Date.now() - measuredFrom) / 1_000);
     dependencies.down = false;
     const upAt = Date.now();
     const retriesWhileDown = dependencies.retriesWhileDown;
@@ -181,12 +267,10 @@ async function runFleet(mode: 'on' | 'off'): Promise<FleetRun> {
     const mailPerSecond: number[] = [];
     for (let from = downAt; from + 1_000 <= upAt; from += 1_000)
       mailPerSecond.push(dependencies.mailAt.filter((t) => t >= from && t < from + 1_000).length);
-    const deadLetters = await new RedisDeadLetterStore({ redis: redisA, prefix: settings.prefix }).count(
-      settings.indexQueue,
-    );
+    const deadLetters = await stores.deadLetters.count(settings.indexQueue);
     return {
       retriesWhileDown,
-      commandsPerSecond,
+      operationsPerSecond,
       completed: (await index.getJobCounts('completed')).completed ?? 0,
       deadLetters,
       mailPerSecond,
@@ -195,7 +279,7 @@ async function runFleet(mode: 'on' | 'off'): Promise<FleetRun> {
     clearInterval(producing);
     await Promise.all(workers.map((w) => stop(w.child)));
     await Promise.all([index.close(), notify.close()]);
-    await redisA.quit();
+    await stores.close();
     await dependencies.close();
   }
 }
@@ -214,7 +298,7 @@ describe('flow control end to end (three worker processes, real BullMQ)', () => 
     const probes = Math.ceil(DOWN_MS / COOL_DOWN_MS) + 1;
     expect(flow.retriesWhileDown).toBeLessThanOrEqual(probes + BUDGET_FLOOR);
     // The queue work falls to a twentieth of what budget and breaker alone cause.
-    expect(flow.commandsPerSecond).toBeLessThanOrEqual(0.05 * baseline.commandsPerSecond);
+    expect(flow.operationsPerSecond).toBeLessThanOrEqual(0.05 * baseline.operationsPerSecond);
     // Every job completes after recovery, without a replay.
     expect(flow.completed).toBe(JOBS);
     expect(flow.deadLetters).toBe(0);

@@ -4,7 +4,9 @@
  * matrix cell replaces to test the installed package (`stormguard/postgres`).
  */
 export {
+  PostgresBreakerStore,
   PostgresBudgetStore,
   PostgresDeadLetterStore,
+  PostgresFlowStore,
   PostgresIdempotencyStore,
 } from '../../src/postgres/index.js';

@@ -45,13 +45,5 @@ export const CELLS = {
     fixture: FIXTURES.bullmq6Postgres,
     backend: 'postgres',
     majors: { bullmq: 6, pg: 8 },
-    excludes: [
-      {
-        file: 'tests/e2e/flow-control.test.ts',
-        why:
-          'pausing and parking need a flow store, which exists in memory and on Redis only; the fleet it ' +
-          "runs is Redis's (two redis-servers, INFO commandstats)",
-      },
-    ],
   },
 } as const satisfies Record<string, MatrixCell>;
