@@ -18,7 +18,9 @@ export { type RandomSource, seededRandom, systemRandom } from './common/random.j
 export * from './errors/index.js';
 export * from './policy/index.js';
 export type * from './policy/types.js';
+export { ATTEMPT_HISTORY_LIMIT } from './runtime/attempt-history.js';
 export type {
+  AttemptEntry,
   AttemptState,
   AttemptStateStore,
   DeadLetteredState,

@@ -62,6 +62,44 @@ export interface AttemptState {
    * later attempts link to them; absent unless one is attached. The runtime never reads them otherwise.
    */
   traceLinks?: string[];
+  /**
+   * The job's last 16 failed attempts, oldest first, each with its decision and delay; copied into the
+   * dead-letter record when the job is filed. Absent in state written before it was kept.
+   */
+  history?: AttemptEntry[];
+}
+
+/**
+ * One failed execution of a job and what came of it, as its attempt history and its dead-letter record
+ * keep it. Plain JSON.
+ *
+ * @example
+ * const entry: AttemptEntry = {
+ *   attempt: 2, at: 1_700_000_030_000, dependency: 'search',
+ *   error: { name: 'Error', message: 'connect ETIMEDOUT' },
+ *   classification: { retryable: true, reason: 'ETIMEDOUT' },
+ *   decision: 'retry', cause: 'backoff', delayMs: 4_000,
+ * };
+ */
+export interface AttemptEntry {
+  /** Which execution of the job it was: the queue's start count (BullMQ's `attemptsStarted`), from 1. */
+  attempt: number;
+  /** When the attempt was settled (epoch ms, the worker's clock). */
+  at: number;
+  /** The dependency the failure was charged to. */
+  dependency: string;
+  /** The error, its message cut at 1 000 characters (in a record: after the redaction hook). */
+  error: { name: string; message: string };
+  classification: Classification;
+  /**
+   * What came of it: `retry` (runs again, one attempt used), `defer` (runs again, no attempt used: an open
+   * breaker, a budget deferral), `dead-letter` or `fail` (the job ends).
+   */
+  decision: 'retry' | 'defer' | 'dead-letter' | 'fail';
+  /** Why: a retry's or deferral's cause (`backoff`, `retry-after`, `breaker-open`, `budget-deferred`), else the dead-letter reason. */
+  cause: string;
+  /** The wait before the next run, for `retry` and `defer`. */
+  delayMs?: number;
 }
 
 /**
@@ -111,6 +149,12 @@ export interface DeadLetterRecord extends JobRef {
   replayedFrom?: string;
   /** The trace contexts of the job's attempts (see {@link AttemptState.traceLinks}): a replay links to them. */
   traceLinks?: string[];
+  /**
+   * Every attempt with its decision and delay (the last 16, oldest first; `attemptsMade` counts them all),
+   * each error message through the store's redaction hook as `lastError` is. Absent in records filed
+   * before it was kept, and for a job that never failed in a worker that keeps it.
+   */
+  history?: AttemptEntry[];
 }
 
 /**

@@ -27,6 +27,21 @@ export const DEAD_LETTER_REASONS = [
 const time = z.number().finite().nonnegative();
 const count = z.number().int().nonnegative();
 
+const classification = z.object({ retryable: z.boolean(), reason: z.string() }).loose();
+
+const AttemptEntrySchema = z
+  .object({
+    attempt: count,
+    at: time,
+    dependency: z.string(),
+    error: z.object({ name: z.string(), message: z.string() }).loose(),
+    classification,
+    decision: z.enum(['retry', 'defer', 'dead-letter', 'fail']),
+    cause: z.string(),
+    delayMs: time.optional(),
+  })
+  .loose();
+
 const RecordSchema = z.object({
   queue: z.string().min(1),
   jobId: z.string().min(1),
@@ -41,7 +56,7 @@ const RecordSchema = z.object({
       name: z.string(),
       message: z.string(),
       stack: z.string().optional(),
-      classification: z.object({ retryable: z.boolean(), reason: z.string() }).loose(),
+      classification,
     })
     .loose(),
   attemptsMade: count,
@@ -52,6 +67,7 @@ const RecordSchema = z.object({
   replays: count,
   replayedFrom: z.string().optional(),
   traceLinks: z.array(z.string()).optional(),
+  history: z.array(AttemptEntrySchema).optional(),
 });
 
 /**

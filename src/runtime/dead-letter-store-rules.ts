@@ -21,14 +21,16 @@ export function assertRetention(retention: RetentionLimits): void {
 
 /**
  * The attempt state a store writes with a filed record: the caller's, with the dead-lettered mark taken
- * from the record itself and the id the store gave it. The mark is what makes filing idempotent.
+ * from the record itself and the id the store gave it, and without the attempt history (the record holds
+ * it, redacted). The mark is what makes filing idempotent.
  *
  * @example
  * finalStateOf(record, { attempts: 5, deferrals: 0 }, '17').deadLettered?.recordId; // '17'
  */
 export function finalStateOf(record: DeadLetterRecord, state: AttemptState, recordId: string): AttemptState {
+  const { history: _history, ...kept } = state;
   return {
-    ...state,
+    ...kept,
     deadLettered: { reason: record.reason, detail: record.detail, recordId, at: record.deadLetteredAt },
   };
 }

@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../common/clock.js';
 import { isValidationError } from '../errors/validation-error.js';
 import type {
+  AttemptEntry,
   AttemptState,
   DeadLetterFilter,
   DeadLetterRecord,
@@ -117,6 +118,73 @@ export function describeDeadLetterStore(name: string, open: OpenDeadLetterStore)
       expect(await store.get('index', 'no-such-id')).toBeUndefined();
       expect(await store.get('other', id)).toBeUndefined();
       expect(await store.count('index')).toBe(1);
+    });
+
+    it("keeps a record's attempt history as filed, and reads a record without one", async () => {
+      const store = await setup();
+      const history: AttemptEntry[] = [
+        {
+          attempt: 1,
+          at: T0 - 5_000,
+          dependency: 'search',
+          error: { name: 'TransientError', message: 'search timed out "after" 2s\n' },
+          classification: { retryable: true, reason: 'ETIMEDOUT' },
+          decision: 'retry',
+          cause: 'backoff',
+          delayMs: 1_000,
+        },
+        {
+          attempt: 2,
+          at: T0 - 3_000,
+          dependency: 'search',
+          error: { name: 'BrokenCircuitError', message: 'breaker for search is open' },
+          classification: { retryable: true, reason: 'breaker-open' },
+          decision: 'defer',
+          cause: 'breaker-open',
+          delayMs: 30_000,
+        },
+        {
+          attempt: 3,
+          at: T0,
+          dependency: 'search',
+          error: { name: 'TransientError', message: 'search timed out' },
+          classification: { retryable: true, reason: 'ETIMEDOUT' },
+          decision: 'dead-letter',
+          cause: 'max-attempts',
+        },
+      ];
+      const withHistory = sampleDeadLetter('7', { history });
+      const { id } = await store.file(withHistory, { ...STATE, history }, DAY);
+      expect(await store.get('index', id)).toEqual({ ...withHistory, id });
+      const page = await store.list('index', { limit: 10 });
+      expect(page.records[0]?.history).toEqual(history);
+      // The record holds the history; the final state, which only ends the job, does not.
+      expect((await store.readAttempts(withHistory))?.history).toBeUndefined();
+
+      const before = sampleDeadLetter('8');
+      const old = await file(store, before);
+      const read = await store.get('index', old.id);
+      expect(read).toEqual({ ...before, id: old.id });
+      expect(read && 'history' in read).toBe(false);
+    });
+
+    it('keeps the attempt history of a job that is still retrying in its attempt state', async () => {
+      const store = await setup();
+      const job = { queue: 'index', jobId: '9', createdAt: T0 };
+      const history: AttemptEntry[] = [
+        {
+          attempt: 1,
+          at: T0,
+          dependency: 'mail',
+          error: { name: 'Error', message: 'connect ECONNREFUSED' },
+          classification: { retryable: true, reason: 'ECONNREFUSED' },
+          decision: 'retry',
+          cause: 'backoff',
+          delayMs: 200,
+        },
+      ];
+      await store.writeAttempts(job, { attempts: 1, deferrals: 0, history }, DAY);
+      expect(await store.readAttempts(job)).toEqual({ attempts: 1, deferrals: 0, history });
     });
 
     it('writes the final attempt state with the dead-lettered mark in the same step', async () => {

@@ -98,6 +98,18 @@ describe('JobRuntime', () => {
       previousDelayMs: 100,
       firstFailedAt: 1_000,
       granted: true,
+      history: [
+        {
+          attempt: 1,
+          at: 1_000,
+          dependency: 'index',
+          error: { name: 'TransientError', message: 'blip' },
+          classification: { retryable: true, reason: 'transient-error' },
+          decision: 'retry',
+          cause: 'backoff',
+          delayMs: 100,
+        },
+      ],
     });
     expect(await jobs.run(handle({ starts: 2 }), async () => 'ok')).toEqual({
       type: 'completed',
@@ -130,6 +142,41 @@ describe('JobRuntime', () => {
     expect(runs).toBe(1);
     expect(reasons).toEqual(['index:permanent']);
     expect(store.count('index')).toBe(1);
+  });
+
+  it('files every attempt with its decision and delay in the dead-letter record', async () => {
+    const clock = new FakeClock(1_000);
+    const store = new MemoryDeadLetterStore({ clock });
+    const { runtime: jobs } = runtime({ attempts: store, deadLetters: store, clock });
+    const errors = [
+      new TransientError('timeout'),
+      new TransientError('reset'),
+      new TransientError('timeout'),
+    ];
+    let outcome: Awaited<ReturnType<typeof jobs.run>> | undefined;
+    for (const [i, error] of errors.entries()) {
+      outcome = await jobs.run(handle({ starts: i + 1 }), async () => Promise.reject(error));
+      clock.advance(100);
+    }
+    expect(outcome).toMatchObject({ type: 'dead-lettered', reason: 'max-attempts' });
+    const recordId = outcome?.type === 'dead-lettered' ? outcome.recordId : '';
+    const entry = (attempt: number, message: string) => ({
+      attempt,
+      at: 900 + 100 * attempt,
+      dependency: 'index',
+      error: { name: 'TransientError', message },
+      classification: { retryable: true, reason: 'transient-error' },
+    });
+    expect(store.get('index', recordId)).toMatchObject({
+      attemptsMade: 3,
+      history: [
+        { ...entry(1, 'timeout'), decision: 'retry', cause: 'backoff', delayMs: 100 },
+        { ...entry(2, 'reset'), decision: 'retry', cause: 'backoff', delayMs: 100 },
+        { ...entry(3, 'timeout'), decision: 'dead-letter', cause: 'max-attempts' },
+      ],
+    });
+    const last = (store.get('index', recordId) as { history: object[] }).history[2];
+    expect(last).not.toHaveProperty('delayMs');
   });
 
   it('fails a terminal decision when nothing holds dead letters, and clears the state it had', async () => {

@@ -18,6 +18,7 @@ import type {
   Decision,
   RetryPolicy,
 } from '../policy/types.js';
+import { appendAttempt, attemptEntry } from './attempt-history.js';
 import { type CallContext, JobCallContext } from './call-context.js';
 import type { AttemptState, AttemptStateStore, DeadLetterStore } from './contracts.js';
 import type { JobEvents, JobLabels } from './events.js';
@@ -381,6 +382,10 @@ export class JobRuntime {
       if (ctx.idempotencyKey !== undefined) facts.idempotencyKey = ctx.idempotencyKey;
       if (job.replayedFrom !== undefined) facts.replayedFrom = job.replayedFrom;
       const { state: next, action } = settle(state, decision, nowMs, facts);
+      // The attempt joins the job's history (state, then record): the record shows every attempt's decision.
+      const attempt = { attempt: job.starts, at: nowMs, dependency, error: facts.lastError };
+      next.history = appendAttempt(state.history, attemptEntry(attempt, decision, action));
+      if (action.type === 'dead-letter') action.record.history = next.history;
       // Trace contexts ride along with the job (state, then record) so later attempts and a replay link back.
       const traceLinks = keepTraceLinks(state.traceLinks, trace?.carrier);
       if (traceLinks) {

@@ -1,10 +1,12 @@
-import type { DeadLetterRecord } from './contracts.js';
+import type { AttemptEntry, DeadLetterRecord } from './contracts.js';
 
 /**
  * A dead-letter store's redaction hook: given a copy of the record about to be filed, returns the record
  * to store instead (synchronously). It may change `data`, `opts`, `lastError` and `detail`; the fields
  * that identify, index and replay the record (queue, jobId, createdAt, name, reason, dependency,
- * attemptsMade, timestamps, replays, replayedFrom, idempotencyKey) are kept as they were.
+ * attemptsMade, timestamps, replays, replayedFrom, idempotencyKey) are kept as they were. Each error of
+ * the record's attempt `history` goes through the hook too, as the `lastError` of a copy of the record,
+ * so a hook written for `lastError` covers every attempt's message without knowing the history.
  *
  * @example
  * const redact: DeadLetterRedaction = (record) => ({
@@ -51,5 +53,21 @@ export function redactRecord(
   const kept: DeadLetterRecord = { ...record };
   for (const field of REDACTABLE) (kept as unknown as Record<string, unknown>)[field] = answer[field];
   if (kept.lastError && kept.lastError.stack === undefined) delete kept.lastError.stack;
+  if (record.history) kept.history = record.history.map((entry) => redactEntry(record, entry, redact));
   return kept;
+}
+
+/** An attempt's error as the hook redacts it when it is the record's `lastError`. */
+function redactEntry(
+  record: DeadLetterRecord,
+  entry: AttemptEntry,
+  redact: DeadLetterRedaction,
+): AttemptEntry {
+  const { history: _history, ...rest } = record;
+  const asLast: DeadLetterRecord = {
+    ...rest,
+    lastError: { name: entry.error.name, message: entry.error.message, classification: entry.classification },
+  };
+  const answer = redactRecord(asLast, redact).lastError;
+  return { ...entry, error: { name: String(answer?.name ?? ''), message: String(answer?.message ?? '') } };
 }

@@ -172,6 +172,38 @@ describe('stormguard dlq', () => {
       const human = await cli('dlq', 'show', dlq.sourceQueue, id);
       expect(human.stdout).toMatch(/reason:\s+budget-exhausted: 5 of 5 attempts used/);
       expect(human.stdout).toMatch(/job:\s+job-0/);
+      expect(human.stdout).toContain(
+        'attempts: none kept (the record was filed before records kept each attempt)',
+      );
+
+      const entry = (attempt: number, decision: 'retry' | 'dead-letter') => ({
+        attempt,
+        at: Date.UTC(2026, 0, 2, 3, 4, attempt),
+        dependency: 'search',
+        error: { name: 'TransientError', message: `search timed out (${attempt})` },
+        classification: { retryable: true, reason: 'ETIMEDOUT' },
+        decision,
+        cause: decision === 'retry' ? 'backoff' : 'max-attempts',
+        ...(decision === 'retry' ? { delayMs: 1_500 } : {}),
+      });
+      const withHistory = await dlq.add(
+        deadLetter('job-h', {
+          queue: dlq.sourceQueue,
+          attemptsMade: 3,
+          history: [entry(2, 'retry'), entry(3, 'dead-letter')],
+        }),
+      );
+      const shown = (await cli('dlq', 'show', dlq.sourceQueue, withHistory)).stdout;
+      expect(shown).toContain('the last 2 of 3 attempts, oldest first:');
+      const lines = shown.split('\n');
+      const at = lines.findIndex((l) => l.startsWith('ATTEMPT'));
+      expect(lines[at]).toMatch(/^ATTEMPT\s+AT\s+DEPENDENCY\s+CLASSIFIED\s+DECISION\s+DELAY\s+ERROR$/);
+      expect(lines[at + 1]).toMatch(
+        /^2\s+2026-01-02T03:04:02.000Z\s+search\s+ETIMEDOUT \(retryable\)\s+retry \(backoff\)\s+1.5s\s+TransientError: search timed out \(2\)$/,
+      );
+      expect(lines[at + 2]).toMatch(
+        /^3\s+2026-01-02T03:04:03.000Z\s+search\s+ETIMEDOUT \(retryable\)\s+dead-letter \(max-attempts\)\s+-\s+TransientError: search timed out \(3\)$/,
+      );
       const missing = await cli('dlq', 'show', dlq.sourceQueue, '999999');
       expect(missing.code).toBe(1);
       expect(missing.stderr).toMatch(/no dead-letter record 999999/);

@@ -154,6 +154,13 @@ describe('createWorker', () => {
     });
     expect(record?.opts).toMatchObject({ attempts: 10 });
     expect(record?.firstFailedAt).toBeLessThanOrEqual(record?.deadLetteredAt as number);
+    // Every attempt, numbered as BullMQ started it, with what was decided after it.
+    expect(record?.history?.map((a) => [a.attempt, a.decision, a.cause, a.error.message])).toEqual([
+      [1, 'retry', 'backoff', 'connect ECONNREFUSED'],
+      [2, 'retry', 'backoff', 'connect ECONNREFUSED'],
+      [3, 'dead-letter', 'max-attempts', 'connect ECONNREFUSED'],
+    ]);
+    expect(record?.history?.map((a) => typeof a.delayMs)).toEqual(['number', 'number', 'undefined']);
     const failed = (await Job.fromId(queue, job.id as string)) as Job;
     await waitFor(async () => (await failed.getState()) === 'failed', 2_000, 'the original to be failed');
     const original = (await Job.fromId(queue, job.id as string)) as Job;

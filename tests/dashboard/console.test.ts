@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
-import type { DeadLetterRecord } from '../../src/runtime/contracts.js';
+import type { DeadLetterRecord, StoredDeadLetter } from '../../src/runtime/contracts.js';
 import { TestRedis, waitFor } from '../helpers/redis-server.js';
 import { ensureConsoleBuilt, launchChromium, type Running, startConsole, startWorker } from './harness.js';
 
@@ -104,6 +104,50 @@ describe('the console in Chromium, against real Redis and worker processes', () 
       .poll(async () => Number(await cell(page, 'dead-letters').textContent()), { timeout: 10_000 })
       .toBeGreaterThan(0);
     await page.screenshot({ path: `${ARTIFACTS}console-overview.png`, fullPage: true });
+    await page.context().close();
+  });
+
+  it("a dead letter's detail shows every attempt the workers made, with its decision and delay", async () => {
+    // A job the budget granted one retry (after 100 ms, the fixture's backoff) and then denied the next.
+    const store = new RedisDeadLetterStore({ redis: client, prefix: PREFIX });
+    let filed: StoredDeadLetter | undefined;
+    await waitFor(
+      async () => {
+        const { records } = await store.list(QUEUE, { reason: 'budget-exhausted', limit: 100 });
+        filed = records.find((r) => (r.history?.length ?? 0) >= 2);
+        return filed !== undefined;
+      },
+      20_000,
+      'a dead letter with two attempts',
+    );
+    const record = filed as StoredDeadLetter;
+    const page = await open(`#/dead-letters/${QUEUE}/${record.id}`);
+    const attempts = page.getByRole('table', { name: 'Attempts' });
+    await attempts.waitFor();
+    const rows = attempts.locator('tbody tr');
+    expect(await rows.count()).toBe(record.history?.length);
+    const cells = async (row: number) =>
+      (await rows.nth(row).locator('th, td').allTextContents()).map((t) => t.trim());
+    const first = await cells(0);
+    expect(first[0]).toBe('1');
+    expect(first.slice(2, 6)).toEqual([
+      'search',
+      'TransientError: search is down (ECONNREFUSED)',
+      'transient-error (retryable)',
+      'retry (backoff)',
+    ]);
+    // The fixture's policy jitters its 100 ms backoff (full jitter: anywhere from 0 to 100 ms).
+    expect(first[6]).toMatch(/^(\d|[1-9]\d|100) ms$/);
+    const last = await cells((record.history?.length ?? 0) - 1);
+    expect(last.slice(2)).toEqual([
+      'search',
+      'TransientError: search is down (ECONNREFUSED)',
+      'transient-error (retryable)',
+      'dead-letter (budget-exhausted)',
+      '–',
+    ]);
+    expect(await attempts.locator('caption').textContent()).toBe('Every attempt, oldest first.');
+    await page.screenshot({ path: `${ARTIFACTS}console-record.png`, fullPage: true });
     await page.context().close();
   });
 
@@ -294,6 +338,17 @@ describe('the console in Chromium, against real Redis and worker processes', () 
       dependency: 'search',
       deadLetteredAt: 1_700_000_001_000,
       replays: 0,
+      history: [
+        {
+          attempt: 1,
+          at: 1_700_000_001_000,
+          dependency: 'search',
+          error: { name: 'Error', message: XSS },
+          classification: { retryable: false, reason: 'permanent' },
+          decision: 'dead-letter',
+          cause: 'permanent',
+        },
+      ],
     };
     const { id } = await store.file(record, { attempts: 1, deferrals: 0 }, 60_000);
     const page = await open('#/dead-letters/xss');
@@ -303,7 +358,9 @@ describe('the console in Chromium, against real Redis and worker processes', () 
     await page.goto(`${consoleServer.url}#/dead-letters/xss/${id}`);
     await page.locator('[data-testid="record-data"]').waitFor();
     expect(await page.locator('[data-testid="record-data"]').textContent()).toBe(JSON.stringify(XSS));
-    await page.screenshot({ path: `${ARTIFACTS}console-record.png`, fullPage: true });
+    expect(
+      await page.getByRole('table', { name: 'Attempts' }).locator('tbody td.error-text').textContent(),
+    ).toBe(`Error: ${XSS}`);
     expect(await page.locator('img').count()).toBe(0);
     expect(await page.locator('b').count()).toBe(0);
     await page.context().close();

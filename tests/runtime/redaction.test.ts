@@ -3,7 +3,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresDeadLetterStore } from '../../src/postgres/dead-letter-store.js';
 import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
-import type { DeadLetterRecord, DeadLetterStore } from '../../src/runtime/contracts.js';
+import type { AttemptEntry, DeadLetterRecord, DeadLetterStore } from '../../src/runtime/contracts.js';
 import { sampleDeadLetter } from '../../src/runtime/dead-letter-store.case.js';
 import { MemoryDeadLetterStore } from '../../src/runtime/memory-dead-letter-store.js';
 import type { DeadLetterRedaction } from '../../src/runtime/redaction.js';
@@ -38,12 +38,29 @@ const redact: DeadLetterRedaction = (record) => {
     ...record,
     data,
     queue: 'elsewhere', // not a redactable field: kept as it was
-    lastError: { ...record.lastError, message: 'card declined', stack: undefined },
+    lastError: {
+      ...record.lastError,
+      message: record.lastError.message.replaceAll(SECRET, '[card]'),
+      stack: undefined,
+    },
   };
 };
 
+/** Two attempts whose errors hold the secret, as a worker keeps them. */
+const HISTORY: AttemptEntry[] = [1, 2].map((attempt) => ({
+  attempt,
+  at: 1_700_000_000_000 + attempt,
+  dependency: 'search',
+  error: { name: 'PaymentError', message: `attempt ${attempt}: card ${SECRET} declined` },
+  classification: { retryable: true, reason: 'http-503' },
+  decision: attempt === 1 ? 'retry' : 'dead-letter',
+  cause: attempt === 1 ? 'backoff' : 'max-attempts',
+  ...(attempt === 1 ? { delayMs: 500 } : {}),
+}));
+
 function secretRecord(): DeadLetterRecord {
   return sampleDeadLetter('pay-1', {
+    history: HISTORY,
     queue: 'payments',
     data: { card: SECRET, amount: 42 },
     lastError: {
@@ -113,14 +130,23 @@ describe('the dead-letter redaction hook', () => {
   for (const [name, open] of backends)
     it(`${name}: the raw value never reaches the store; identity and indexes stay the original's`, async () => {
       const { store, raw } = await open();
-      const { id } = await store.file(secretRecord(), { attempts: 1, deferrals: 0 }, 60_000);
+      const { id } = await store.file(
+        secretRecord(),
+        { attempts: 2, deferrals: 0, history: HISTORY },
+        60_000,
+      );
       const stored = await store.get('payments', id);
       expect(stored).toMatchObject({
         queue: 'payments',
         jobId: 'pay-1',
         data: { card: '[redacted]', amount: 42 },
-        lastError: { name: 'PaymentError', message: 'card declined' },
+        lastError: { name: 'PaymentError', message: 'card [card] declined' },
       });
+      // Each attempt's error went through the hook as a lastError would; the rest of each entry is kept.
+      expect((stored as DeadLetterRecord).history).toEqual([
+        { ...HISTORY[0], error: { name: 'PaymentError', message: 'attempt 1: card [card] declined' } },
+        { ...HISTORY[1], error: { name: 'PaymentError', message: 'attempt 2: card [card] declined' } },
+      ]);
       expect((stored as DeadLetterRecord).lastError.stack).toBeUndefined();
       const everything = await raw();
       expect(everything).toContain('[redacted]');

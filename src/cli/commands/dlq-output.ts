@@ -114,7 +114,30 @@ export function formatRecord(entry: StoredDeadLetter | MalformedDeadLetter, nowM
     ['options', JSON.stringify(r.opts)],
   ];
   const stack = r.lastError.stack ? `\n${r.lastError.stack}\n` : '';
-  return `${table(lines.map(([k, v]) => [`${k}:`, v]))}\n${stack}`;
+  return `${table(lines.map(([k, v]) => [`${k}:`, v]))}\n${stack}${formatHistory(r)}`;
+}
+
+/** The attempts a record keeps, one line each, under a line saying how many of them these are. */
+function formatHistory(r: StoredDeadLetter): string {
+  const history = r.history ?? [];
+  if (history.length === 0)
+    return `\nattempts: none kept (the record was filed before records kept each attempt)\n`;
+  const heading =
+    r.attemptsMade > history.length
+      ? `the last ${history.length} of ${r.attemptsMade} attempts, oldest first`
+      : 'every attempt, oldest first';
+  const rows: unknown[][] = [['ATTEMPT', 'AT', 'DEPENDENCY', 'CLASSIFIED', 'DECISION', 'DELAY', 'ERROR']];
+  for (const a of history)
+    rows.push([
+      a.attempt,
+      new Date(a.at).toISOString(),
+      a.dependency,
+      `${a.classification.reason} (${a.classification.retryable ? 'retryable' : 'not retryable'})`,
+      `${a.decision} (${a.cause})`,
+      a.delayMs === undefined ? '-' : formatDuration(a.delayMs),
+      `${a.error.name}: ${a.error.message}`,
+    ]);
+  return `\n${heading}:\n${table(rows)}\n`;
 }
 
 /** The closing lines of `dlq replay`. */

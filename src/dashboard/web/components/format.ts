@@ -24,6 +24,11 @@ export function duration(ms: number): string {
   return `${h}h ${m % 60}m`;
 }
 
+/** A retry's delay: milliseconds below a second (backoffs start small), else as {@link duration}. */
+export function delay(ms: number): string {
+  return ms < 1_000 ? `${Math.round(ms)} ms` : duration(ms);
+}
+
 export function count(n: number | undefined): string {
   return n === undefined ? '–' : n.toLocaleString('en-US');
 }

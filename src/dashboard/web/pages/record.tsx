@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { act, get } from '../api.js';
-import { when } from '../components/format.js';
+import { delay, when } from '../components/format.js';
 import { canAct } from '../components/token-box.js';
 import { useData } from '../components/use-data.js';
 import { href, navigate } from '../route.js';
@@ -81,7 +81,6 @@ function Detail({ record }: { record: StoredDeadLetter }) {
   if (record.replayedFrom) rows.push(['Replayed from record', record.replayedFrom]);
   if (record.replay)
     rows.push(['Claimed by a replay', `${record.replay.jobId} at ${when(record.replay.claimedAt)}`]);
-  const attempts = (record as { attempts?: AttemptView[] }).attempts;
   return (
     <>
       <dl class="facts">
@@ -103,43 +102,61 @@ function Detail({ record }: { record: StoredDeadLetter }) {
         {record.lastError.classification.reason})
       </p>
       {record.lastError.stack && <pre class="stack">{record.lastError.stack}</pre>}
-      <h2>Attempts</h2>
-      {attempts && attempts.length > 0 ? (
-        <table class="grid" aria-label="Attempts">
-          <thead>
-            <tr>
-              <th scope="col">#</th>
-              <th scope="col">At</th>
-              <th scope="col">Error</th>
-              <th scope="col">Decision</th>
-              <th scope="col">Delay</th>
-            </tr>
-          </thead>
-          <tbody>
-            {attempts.map((a, i) => (
-              <tr key={String(i)}>
-                <td>{i + 1}</td>
-                <td>{when(a.at)}</td>
-                <td>{a.error ?? ''}</td>
-                <td>{a.decision}</td>
-                <td>{a.delayMs === undefined ? '' : `${a.delayMs} ms`}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      ) : (
-        <p>
-          {record.attemptsMade} attempts were made; the record keeps the last error only, the decision after
-          it being “{record.reason}”.
-        </p>
-      )}
+      <h2 id="attempts-title">Attempts</h2>
+      <Attempts record={record} />
     </>
   );
 }
 
-interface AttemptView {
-  at?: number;
-  error?: string;
-  decision: string;
-  delayMs?: number;
+/** Every attempt the record keeps, with its decision and delay; a record filed before them says so. */
+function Attempts({ record }: { record: StoredDeadLetter }) {
+  const history = record.history ?? [];
+  if (history.length === 0)
+    return (
+      <p>
+        {record.attemptsMade} attempts were made; this record keeps the last error only (it was filed before
+        records kept each attempt), the decision after it being “{record.reason}”.
+      </p>
+    );
+  const shown =
+    record.attemptsMade > history.length
+      ? `The last ${history.length} of ${record.attemptsMade} attempts, oldest first.`
+      : 'Every attempt, oldest first.';
+  return (
+    <table class="grid" aria-labelledby="attempts-title" aria-describedby="attempts-shown">
+      <caption id="attempts-shown">{shown}</caption>
+      <thead>
+        <tr>
+          <th scope="col">Attempt</th>
+          <th scope="col">At</th>
+          <th scope="col">Dependency</th>
+          <th scope="col">Error</th>
+          <th scope="col">Classified as</th>
+          <th scope="col">Decision</th>
+          <th scope="col">Delay</th>
+        </tr>
+      </thead>
+      <tbody>
+        {history.map((a) => (
+          <tr key={`${a.attempt}-${a.at}`}>
+            <th scope="row" data-field="attempt">
+              {a.attempt}
+            </th>
+            <td data-field="at">{when(a.at)}</td>
+            <td>{a.dependency}</td>
+            <td class="error-text">
+              {a.error.name}: {a.error.message}
+            </td>
+            <td>
+              {a.classification.reason} ({a.classification.retryable ? 'retryable' : 'not retryable'})
+            </td>
+            <td>
+              {a.decision} ({a.cause})
+            </td>
+            <td data-field="delay">{a.delayMs === undefined ? '–' : delay(a.delayMs)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
 }
