@@ -91,6 +91,19 @@ export class DependencyState {
 
   /** The counts at `now` without changing anything (a pending change that is due is applied in the view). */
   read(now: number): StoreRead {
+    if (this.#pending === undefined) {
+      // One ring, the common case (and the simulator's per-second sampling): no arrays, no copies.
+      const ring = this.#ring;
+      const { successes, spent, denied } = ring.sums(now, ring.currentAt(now));
+      const allowance = allowanceFor(successes, ring.window.ratioPpm, ring.window.minAllowance);
+      return {
+        allowance: Math.min(allowance, spent + Math.max(0, allowance - spent)),
+        spent,
+        denied,
+        successes,
+        window: ring.window,
+      };
+    }
     const due = this.#pending && this.#due(this.#pending, now);
     const rings = due
       ? [this.#pending!.ring]

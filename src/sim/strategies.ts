@@ -1,12 +1,11 @@
 import { CircuitBreaker } from '../breaker/circuit-breaker.js';
 import { MemoryBreakerStore } from '../breaker/memory-store.js';
 import { DEFAULT_BREAKER_OPTIONS } from '../breaker/options.js';
-import { MemoryBudgetStore } from '../budget/memory-store.js';
-import { RetryBudget } from '../budget/retry-budget.js';
 import type { Clock } from '../common/clock.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
 import { isValidationError, ValidationError } from '../errors/validation-error.js';
 import type { SimBudget, StrategyRuntime } from './engine/runtime.js';
+import { SampledBudget } from './sampled-budget.js';
 import {
   type BreakerSettings,
   type BudgetSettings,
@@ -97,9 +96,9 @@ function builtIn(kind: StrategyKind, scenario: Scenario): ResolvedStrategy {
 }
 
 /**
- * Builds the strategy's gates on `clock`: stormguard's own `RetryBudget` over a `MemoryBudgetStore`, one
- * shared by every worker (`fleet-budget`) or one per worker (`per-worker-budgets`, which is how a budget kept
- * in worker memory behaves), or none (`ceiling-only`); `budget-and-breaker` adds one fleet-wide
+ * Builds the strategy's gates on `clock`: stormguard's own `RetryBudget` over a `MemoryBudgetStore`
+ * (`SampledBudget`, which the engine reads synchronously), one shared by every worker (`fleet-budget`) or
+ * one per worker (`per-worker-budgets`, which is how a budget kept in worker memory behaves), or none (`ceiling-only`); `budget-and-breaker` adds one fleet-wide
  * `CircuitBreaker` on a `MemoryBreakerStore`, and `flow-control` adds flow control's settings to those two.
  *
  * @example
@@ -186,15 +185,7 @@ function budgetPerWorker(workers: number, create: () => SimBudget): StrategyRunt
 function createBudget(strategy: ResolvedStrategy, clock: Clock): SimBudget {
   const { ratio, windowMs, minAllowance, mode, onExhausted } = strategy.budget;
   try {
-    return new RetryBudget({
-      store: new MemoryBudgetStore({ clock }),
-      ratio,
-      windowMs,
-      minAllowance,
-      mode,
-      onExhausted,
-      clock,
-    });
+    return new SampledBudget({ ratio, windowMs, minAllowance, mode, onExhausted }, clock);
   } catch (error) {
     if (!isValidationError(error)) throw error;
     throw new ValidationError(

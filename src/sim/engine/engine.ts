@@ -197,6 +197,14 @@ export async function runEngine(
    * others does nothing, and a fleet of per-worker budgets would pay for one each tick.
    */
   const unflushed = new Set<SimBudget>();
+  /**
+   * Per dependency, the budgets that may hold counts for it, with when they last wrote for it (a success, or
+   * a decision that asked them). A budget nothing wrote for in two windows has been forgotten by its store
+   * and reads as an empty window: sampling skips it, so a fleet of per-worker budgets costs what its recently
+   * busy workers hold.
+   */
+  const written: Map<SimBudget, number>[] = dependencyNames.map(() => new Map());
+  const forgetAfterMs = 2 * (runtime.budgetWindowMs ?? 0);
 
   const gated = budgeted || runtime.breaker !== undefined;
   // The ungated path reuses one context: decideSync is synchronous, so nothing else sees it meanwhile.
@@ -444,6 +452,8 @@ export async function runEngine(
     error: unknown,
   ): DecideContext => {
     const previous = jobs.previousDelay[job] as number;
+    const budget = budgetOf(slot);
+    if (budget) (written[jobClass.dependency] as Map<SimBudget, number>).set(budget, clock.now());
     return {
       policy: jobClass.policy,
       error,
@@ -455,7 +465,7 @@ export async function runEngine(
       previousDelayMs: Number.isNaN(previous) ? undefined : previous,
       hasIdempotencyKey: jobClass.idempotencyKey,
       hasDeadLetterTarget: true,
-      budget: budgetOf(slot),
+      budget,
       breaker: runtime.breaker,
     };
   };
@@ -531,6 +541,7 @@ export async function runEngine(
       if (budget) {
         budget.recordSuccess(dependencyNames[d] as string);
         unflushed.add(budget);
+        (written[d] as Map<SimBudget, number>).set(budget, clock.now());
       }
       if (breaker)
         admissions.push(
@@ -618,34 +629,49 @@ export async function runEngine(
     queue.push(Math.ceil(t / TICK_MS) * TICK_MS, TICK);
   };
 
-  const flushAndSample = async (t: number, sample: boolean): Promise<void> => {
-    if (unflushed.size > 0) {
-      const flushing = [...unflushed];
-      unflushed.clear();
-      for (const budget of flushing) {
-        const flushed = budget.flush();
-        if (flushed instanceof Promise) await flushed;
-      }
+  const flushAndSample = (t: number, sample: boolean): Promise<void> | undefined => {
+    if (unflushed.size === 0) {
+      if (sample) sampleBudgets(t);
+      return undefined;
     }
-    if (!sample) return;
-    // Budgets not built yet (per-worker budgets are built on a worker's first job) hold what an unused one does.
-    const unbuilt = runtime.budgetCount - runtime.budgets.length;
+    const flushing = [...unflushed];
+    unflushed.clear();
+    return flushAll(flushing).then(() => {
+      if (sample) sampleBudgets(t);
+    });
+  };
+
+  const flushAll = async (flushing: readonly SimBudget[]): Promise<void> => {
+    for (const budget of flushing) {
+      const flushed = budget.flush();
+      if (flushed instanceof Promise) await flushed;
+    }
+  };
+
+  /**
+   * Sums every budget's counts per dependency into the gauges. Budgets that hold nothing for a dependency
+   * (not built yet, or idle for two windows) read as an empty window each: the floor, nothing spent.
+   */
+  const sampleBudgets = (t: number): void => {
+    const floor = runtime.unused?.minAllowance ?? runtime.budgets[0]?.minAllowance ?? 0;
     for (let d = 0; d < dependencyNames.length; d++) {
+      const name = dependencyNames[d] as string;
       let allowance = 0;
       let spent = 0;
       let denied = 0;
-      for (const budget of runtime.budgets) {
-        const state = await budget.state(dependencyNames[d] as string);
-        allowance += state.allowance;
-        spent += state.spent;
-        denied += state.denied;
+      let empty = runtime.budgetCount;
+      for (const [budget, at] of written[d] as Map<SimBudget, number>) {
+        if (at + forgetAfterMs <= t) {
+          (written[d] as Map<SimBudget, number>).delete(budget);
+          continue;
+        }
+        empty--;
+        const counts = budget.counts(name);
+        allowance += counts.allowance;
+        spent += counts.spent;
+        denied += counts.denied;
       }
-      if (unbuilt > 0 && runtime.unused) {
-        const state = await runtime.unused.state(dependencyNames[d] as string);
-        allowance += unbuilt * state.allowance;
-        spent += unbuilt * state.spent;
-        denied += unbuilt * state.denied;
-      }
+      allowance += empty * floor;
       const s = series[d] as DependencySeries;
       s.allowance.set(t, allowance);
       s.spent.set(t, spent);

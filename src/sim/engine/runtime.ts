@@ -1,12 +1,14 @@
-import type { BudgetSnapshot } from '../../budget/types.js';
+import type { WindowCounts } from '../../budget/window.js';
 import type { BreakerGate, BudgetGate } from '../../policy/types.js';
 import type { FlowSettings } from './flow.js';
 
 /** A retry budget as the engine drives it; stormguard's `RetryBudget` is one. */
 export interface SimBudget extends BudgetGate {
   readonly windowMs: number;
+  readonly minAllowance: number;
   recordSuccess(dependency: string): void;
-  state(dependency: string): BudgetSnapshot | Promise<BudgetSnapshot>;
+  /** The dependency's counts now, synchronously (what `state()` reports), for the engine's sampling. */
+  counts(dependency: string): WindowCounts;
   flush(): unknown;
   close(): unknown;
 }

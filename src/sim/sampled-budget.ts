@@ -1,0 +1,28 @@
+import { MemoryBudgetStore } from '../budget/memory-store.js';
+import type { RetryBudgetOptions } from '../budget/options.js';
+import { RetryBudget } from '../budget/retry-budget.js';
+import type { WindowCounts } from '../budget/window.js';
+import type { Clock } from '../common/clock.js';
+
+/**
+ * stormguard's `RetryBudget` over a `MemoryBudgetStore` of its own, which the engine samples once per second
+ * and dependency. `counts` answers synchronously what `state()` would resolve to on that store (its read, or
+ * an empty window), so sampling a day costs no promise per read.
+ */
+export class SampledBudget extends RetryBudget {
+  readonly #store: MemoryBudgetStore;
+  /** What a dependency the store holds nothing for reads as. */
+  readonly #empty: WindowCounts;
+
+  constructor(options: Omit<RetryBudgetOptions, 'store' | 'clock'>, clock: Clock) {
+    const store = new MemoryBudgetStore({ clock });
+    super({ ...options, store, clock });
+    this.#store = store;
+    this.#empty = Object.freeze({ allowance: this.minAllowance, spent: 0, denied: 0, successes: 0 });
+  }
+
+  /** The dependency's counts now, as `state(dependency)` reports them. */
+  counts(dependency: string): WindowCounts {
+    return this.#store.read(dependency) ?? this.#empty;
+  }
+}
