@@ -50,13 +50,18 @@ export {
   realSleep,
   type Sleep,
 } from './replay-pacing.js';
+export { ReplayRunner, type ReplayRunnerOptions } from './replay-runner.js';
 export {
   type CreateReplayRunOptions,
   cancelReplayRun,
   createReplayRun,
+  isReplayRunHeld,
+  isReplayRunOpen,
   previewReplay,
   type RunReplayOptions,
   runReplay,
+  type StartReplayRunOptions,
+  startReplayRun,
 } from './replay-runs.js';
 export type * from './types.js';
 export {

@@ -13,6 +13,8 @@ const PAGE = 500;
 const MAX_FAILURES_KEPT = 1_000;
 /** Progress is written at least every this many records (and at every stop). */
 const SAVE_EVERY = 25;
+/** …and at least this often, ms, so a page following the run sees it move. */
+const SAVE_EVERY_MS = 1_000;
 const DEFAULT_LEASE_MS = 30_000;
 
 /** A snapshot of the records a filter matches now: their ids, and the preview of them. */
@@ -155,7 +157,10 @@ export async function createReplayRun(
 export interface RunReplayOptions {
   /** This process's name while it holds the run. Default: a random id. */
   owner?: string;
-  /** How long a claim on the run lasts without progress; another process takes over after it. Default 30 s. */
+  /**
+   * How long a claim on the run lasts without a write; another process takes over after it. The runner
+   * renews it while it works and while it waits (for the rate or for a dependency). Default 30 s.
+   */
   leaseMs?: number;
   /** The health gate of a run created with `whenHealthy: true`. */
   whenHealthy?: HealthGate;
@@ -169,12 +174,14 @@ export interface RunReplayOptions {
 /**
  * Runs (or goes on with) a stored bulk replay: takes the run's lease, then replays its snapshot from the
  * progress cursor, paced at its rate and, when it was created `whenHealthy`, waiting while a record's
- * dependency is unhealthy; progress and each failure (with the reason) are written back as it goes.
- * Stopped anywhere (the signal, a crash, a restart), the run can be run again by any process: once the
- * lease has lapsed it goes on from the cursor. No record is ever moved twice: each goes through the
- * claim-add-remove of `replayDeadLetters` (a record claimed by an interrupted run is re-added under the
- * same job id, which BullMQ ignores), so even the records between the last saved cursor and the stop
- * are safe to handle again. Returns the run as it was left; `undefined` when there is no such run.
+ * dependency is unhealthy (`waitingFor` names it meanwhile); progress and each failure (with the reason)
+ * are written back as it goes, at least every 25 records and every second, and the lease is renewed
+ * while it waits. Stopped anywhere (the signal, a crash, a restart), the run can be run again by any
+ * process: once the lease is free or has lapsed it goes on from the cursor. No record is ever moved
+ * twice: each goes through the claim-add-remove of `replayDeadLetters` (a record claimed by an
+ * interrupted run is re-added under the same job id, which BullMQ ignores), so even the records between
+ * the last saved cursor and the stop are safe to handle again. A run cancelled or taken over meanwhile
+ * is left at once. Returns the run as it was left; `undefined` when there is no such run.
  *
  * @example
  * const run = await runReplay({ store, runs, queue: 'index', jobs: new Queue('index', { connection }) }, '3');
@@ -186,7 +193,6 @@ export async function runReplay(
   options: RunReplayOptions = {},
 ): Promise<ReplayRun | undefined> {
   const clock = options.clock ?? systemClock;
-  const sleep = options.sleep ?? realSleep;
   const owner = options.owner ?? randomUUID();
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
   const { runs, store, queue } = target;
@@ -194,105 +200,137 @@ export async function runReplay(
   if (!run) return undefined;
   if (run.queue !== queue)
     throw new InvalidInputError(`replay run ${runId} is of queue "${run.queue}", not "${queue}"`);
-  if (run.status === 'done' || run.status === 'cancelled') return run;
-  const held = run.owner !== undefined && run.owner !== owner && (run.leaseUntilMs ?? 0) > clock.now();
-  if (held) return run;
+  if (isReplayRunHeld(run, owner, clock.now()) || !isReplayRunOpen(run)) return run;
+  const { waitingFor: _, stoppedBecause: __, ...unclaimed } = run;
   const claimed = await runs.updateRun({
-    ...run,
+    ...unclaimed,
     status: 'running',
     owner,
+    startedAtMs: run.startedAtMs ?? clock.now(),
+    startedBy: run.startedBy ?? run.createdBy,
     leaseUntilMs: clock.now() + leaseMs,
     updatedAtMs: clock.now(),
   });
   if (!claimed) return runs.getRun(runId); // another process took it first
   run = claimed;
 
-  const save = async (changes: Partial<ReplayRun>): Promise<boolean> => {
+  // Aborted by the caller's signal, or by a write that lost (cancelled, or taken over after a lapse).
+  const stop = new AbortController();
+  const onAbort = () => stop.abort();
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  if (options.signal?.aborted) stop.abort();
+  let lost = false;
+  let savedAt = clock.now();
+  // The dependency the run waits for now, and the one its last write showed.
+  let waitingFor: string | undefined;
+  let savedWaitingFor: string | undefined;
+  const save = async (changes: Partial<ReplayRun> = {}): Promise<boolean> => {
+    const { waitingFor: _w, ...current } = run!;
     const next = await runs.updateRun({
-      ...run!,
+      ...current,
+      ...(waitingFor === undefined ? {} : { waitingFor }),
       ...changes,
       leaseUntilMs: changes.leaseUntilMs ?? clock.now() + leaseMs,
       updatedAtMs: clock.now(),
     });
-    if (!next) return false; // cancelled, or taken over after our lease lapsed: stop here
+    savedAt = clock.now();
+    savedWaitingFor = waitingFor;
+    if (!next) {
+      lost = true;
+      stop.abort();
+      return false;
+    }
     run = next;
     options.onProgress?.(next);
     return true;
   };
+  // Waits in steps short enough to renew the lease before it lapses; a new wait for a dependency is
+  // written first, so a page following the run shows what it waits for.
+  const baseSleep = options.sleep ?? realSleep;
+  const step = Math.max(1, Math.floor(leaseMs / 3));
+  const sleep: Sleep = async (ms, signal) => {
+    if (waitingFor !== savedWaitingFor && !(await save())) signal?.throwIfAborted();
+    for (let left = ms; left > 0; left -= step) {
+      await baseSleep(Math.min(step, left), signal);
+      if (left > step && !(await save())) signal?.throwIfAborted();
+    }
+  };
+  const signal = stop.signal;
 
-  const pacer = new Pacer(run.ratePerSecond, clock, sleep);
-  let pending = 0;
-  let stoppedBecause: string | undefined;
-  outer: while (run.cursor < run.total) {
-    const ids = await runs.runRecordIds(run.id, run.cursor, PAGE);
-    if (ids.length === 0) break;
-    for (const id of ids) {
-      if (options.signal?.aborted) {
-        stoppedBecause = 'interrupted';
-        break outer;
-      }
-      const record = await store.get(queue, id);
-      const plan: Planned | undefined =
-        record && !('malformed' in record)
-          ? {
-              id: record.id,
-              jobId: record.jobId,
-              name: record.name,
-              reason: record.reason,
-              dependency: record.dependency,
-              replays: record.replays,
-              ...(record.replay ? { replay: record.replay } : {}),
-            }
-          : undefined;
-      const progress: Partial<ReplayRun> = { cursor: run.cursor + 1 };
-      try {
-        if (plan && run.whenHealthy && options.whenHealthy)
-          await waitUntilHealthy(
-            plan.dependency,
-            options.whenHealthy,
-            sleep,
-            options.signal,
-            () => undefined,
-          );
-        if (plan) await pacer.next(options.signal);
-      } catch (error) {
-        if (options.signal?.aborted) {
-          stoppedBecause = 'interrupted';
-          break outer;
-        }
-        throw error;
-      }
-      if (!plan) progress.skipped = run.skipped + 1;
-      else
+  try {
+    const pacer = new Pacer(run.ratePerSecond, clock, sleep);
+    let pending = 0;
+    outer: while (run.cursor < run.total) {
+      const ids = await runs.runRecordIds(run.id, run.cursor, PAGE);
+      if (ids.length === 0) break;
+      for (const id of ids) {
+        if (signal.aborted) break outer;
+        const record = await store.get(queue, id);
+        const plan: Planned | undefined =
+          record && !('malformed' in record)
+            ? {
+                id: record.id,
+                jobId: record.jobId,
+                name: record.name,
+                reason: record.reason,
+                dependency: record.dependency,
+                replays: record.replays,
+                ...(record.replay ? { replay: record.replay } : {}),
+              }
+            : undefined;
+        const progress: Partial<ReplayRun> = { cursor: run.cursor + 1 };
         try {
-          const outcome = await replayOne(target, plan, options.dedupTtlMs ?? 7 * 86_400_000);
-          if (outcome.moved) {
-            progress.moved = run.moved + 1;
-            target.events?.emit('replayed', {
-              queue,
-              task: outcome.record.name,
-              reason: outcome.record.reason,
+          if (plan && run.whenHealthy && options.whenHealthy) {
+            await waitUntilHealthy(plan.dependency, options.whenHealthy, sleep, signal, () => {
+              waitingFor = plan.dependency;
             });
-          } else progress.skipped = run.skipped + 1;
+            waitingFor = undefined;
+          }
+          if (plan) await pacer.next(signal);
         } catch (error) {
-          progress.failed = run.failed + 1;
-          progress.failures = [
-            ...run.failures,
-            { id, jobId: plan.jobId, error: error instanceof Error ? error.message : String(error) },
-          ].slice(-MAX_FAILURES_KEPT);
+          if (signal.aborted) break outer;
+          throw error;
         }
-      // Kept in memory between saves; a stop in between re-handles at most SAVE_EVERY records, safely.
-      run = { ...run, ...progress };
-      if (++pending >= SAVE_EVERY || progress.failed !== undefined) {
-        pending = 0;
-        if (!(await save({}))) return runs.getRun(runId);
+        if (!plan) progress.skipped = run.skipped + 1;
+        else
+          try {
+            const outcome = await replayOne(target, plan, options.dedupTtlMs ?? 7 * 86_400_000);
+            if (outcome.moved) {
+              progress.moved = run.moved + 1;
+              target.events?.emit('replayed', {
+                queue,
+                task: outcome.record.name,
+                reason: outcome.record.reason,
+              });
+            } else progress.skipped = run.skipped + 1;
+          } catch (error) {
+            progress.failed = run.failed + 1;
+            progress.failures = [
+              ...run.failures,
+              { id, jobId: plan.jobId, error: error instanceof Error ? error.message : String(error) },
+            ].slice(-MAX_FAILURES_KEPT);
+          }
+        // Kept in memory between saves; a stop in between re-handles at most SAVE_EVERY records, safely.
+        run = { ...run, ...progress };
+        if (
+          ++pending >= SAVE_EVERY ||
+          progress.failed !== undefined ||
+          savedWaitingFor !== undefined ||
+          clock.now() - savedAt >= SAVE_EVERY_MS
+        ) {
+          pending = 0;
+          if (!(await save())) break outer;
+        }
       }
     }
+  } finally {
+    options.signal?.removeEventListener('abort', onAbort);
   }
+  if (lost) return runs.getRun(runId);
   const done = run.cursor >= run.total;
   const finished: Partial<ReplayRun> = done
     ? { status: 'done', finishedAtMs: clock.now() }
-    : { status: 'pending', ...(stoppedBecause ? { stoppedBecause } : {}) };
+    : { status: 'pending', stoppedBecause: 'interrupted' };
   // The lease is given back, so another process may go on at once.
   if (!(await save({ ...finished, leaseUntilMs: 0 }))) return runs.getRun(runId);
   if (done)
@@ -303,6 +341,97 @@ export async function runReplay(
       detail: { run: run.id, moved: run.moved, skipped: run.skipped, failed: run.failed },
     });
   return run;
+}
+
+/**
+ * True when the run is neither done nor cancelled: some process may (go on and) run it.
+ *
+ * @example
+ * const open = (await runs.listRuns()).filter(isReplayRunOpen);
+ */
+export function isReplayRunOpen(run: ReplayRun): boolean {
+  return run.status === 'pending' || run.status === 'running';
+}
+
+/**
+ * True while another process than `owner` holds the run's lease (at `nowMs`, on the runners' clock).
+ *
+ * @example
+ * if (!isReplayRunHeld(run, 'console-1', Date.now())) await runReplay(target, run.id, { owner: 'console-1' });
+ */
+export function isReplayRunHeld(run: ReplayRun, owner: string, nowMs: number): boolean {
+  return run.owner !== undefined && run.owner !== owner && (run.leaseUntilMs ?? 0) > nowMs;
+}
+
+/**
+ * Options of {@link startReplayRun}.
+ *
+ * @example
+ * await startReplayRun({ runs, audit }, '3', { ratePerSecond: 10, whenHealthy: true, by: 'alice' });
+ */
+export interface StartReplayRunOptions {
+  /** The rate to run at, chosen when starting (replaces the preview's). Unset: the preview's. */
+  ratePerSecond?: number | null;
+  /** Wait while a record's dependency is unhealthy. Unset: as created. */
+  whenHealthy?: boolean;
+  /** Who starts it. Default `anonymous`. */
+  by?: string;
+  clock?: Clock;
+}
+
+/**
+ * Marks a previewed run started, with the rate and the health wait chosen at that moment, so any
+ * runner ({@link runReplay}) takes it up, and a process that restarts goes on with it. Appends
+ * `replay.start` to the audit log when one is given. Returns `undefined` when there is no such run;
+ * throws when it has started already.
+ *
+ * @example
+ * const run = await createReplayRun({ store, runs }, 'index', { reason: 'breaker-open' }); // the preview
+ * await startReplayRun({ runs, audit }, run.id, { ratePerSecond: 10, whenHealthy: true, by: 'alice' });
+ * await runReplay({ store, runs, queue: 'index', jobs }, run.id, { whenHealthy: gate });
+ */
+export async function startReplayRun(
+  target: { runs: ReplayRunStore; audit?: AuditLog },
+  runId: string,
+  options: StartReplayRunOptions = {},
+): Promise<ReplayRun | undefined> {
+  const clock = options.clock ?? systemClock;
+  const by = options.by ?? 'anonymous';
+  const rate = options.ratePerSecond;
+  checkRate(rate ?? undefined);
+  const run = await target.runs.getRun(runId);
+  if (!run) return undefined;
+  if (run.startedAtMs !== undefined || run.status !== 'pending')
+    throw new InvalidInputError(`replay run ${runId} has started already`);
+  const { ratePerSecond: _, ...rest } = run;
+  const ratePerSecond = rate === undefined ? run.ratePerSecond : (rate ?? undefined);
+  const { ratePerSecond: _r, estimatedMs: _e, ...preview } = run.preview;
+  const started = await target.runs.updateRun({
+    ...rest,
+    ...(ratePerSecond === undefined ? {} : { ratePerSecond }),
+    preview:
+      ratePerSecond === undefined
+        ? preview
+        : { ...preview, ratePerSecond, estimatedMs: Math.ceil((run.total / ratePerSecond) * 1_000) },
+    whenHealthy: options.whenHealthy ?? run.whenHealthy,
+    startedAtMs: clock.now(),
+    startedBy: by,
+    updatedAtMs: clock.now(),
+  });
+  if (!started) throw new InvalidInputError(`replay run ${runId} has started already`);
+  await target.audit?.append({
+    by,
+    action: 'replay.start',
+    target: run.queue,
+    detail: {
+      run: run.id,
+      records: run.total,
+      filter: run.preview.filter,
+      ratePerSecond: ratePerSecond ?? null,
+      whenHealthy: started.whenHealthy,
+    },
+  });
+  return started;
 }
 
 /**

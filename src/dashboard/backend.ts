@@ -2,8 +2,8 @@ import type { AuditLog } from '../audit/types.js';
 import type { BreakerListing, BreakerStore } from '../breaker/types.js';
 import type { ReplayQueue } from '../bullmq/replay.js';
 import type { DeadLetterStore } from '../runtime/contracts.js';
+import type { ReplayRunStore } from '../runtime/replay-runs.js';
 import type { FleetStatusSources } from '../status/types.js';
-import type { ReplayRunStore } from './replay-runs.js';
 
 /**
  * What the console reads and acts on: the fleet's stores, behind one small interface so the handler is
@@ -21,7 +21,10 @@ export interface ConsoleBackend {
   deadLetters: DeadLetterStore;
   /** The breakers operators override (the same store as `status.breaker`). */
   breakers: BreakerStore & BreakerListing;
-  /** Where bulk replays and their snapshots are kept (absent: bulk replay is not offered). */
+  /**
+   * Where bulk replays and their snapshots are kept (`RedisReplayRunStore`, `PostgresReplayRunStore`, …;
+   * absent: bulk replay is not offered).
+   */
   runs?: ReplayRunStore;
   /** Where actions are recorded. */
   audit: AuditLog;

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ReplayRunner } from '../bullmq/replay-runner.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
 import { auditRoutes } from './api/audit-routes.js';
 import { breakerRoutes } from './api/breaker-routes.js';
@@ -12,7 +13,7 @@ import { Assets } from './http/assets.js';
 import { sendError, sendJson } from './http/respond.js';
 import { Router } from './http/router.js';
 import { ActionGuard, SECURITY_HEADERS } from './http/security.js';
-import { ReplayRunner } from './replay-runner.js';
+import { consoleHealthGate } from './replay-gate.js';
 
 /**
  * Options of {@link createDashboard}.
@@ -79,9 +80,19 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
       await options.backend.audit.append({ by: ctx.actorOf(req), ...entry });
     },
   };
-  const runner = new ReplayRunner(options.backend);
-  // Runs a stopped console left behind go on; a failure to list them is reported on the run's page.
-  runner.resumeAll().catch(() => {});
+  const { backend } = options;
+  // Bulk replays run on the server, on the same runs any process can run: this console goes on with
+  // every run started and not finished once nobody holds it (a console that stopped or crashed).
+  const runner = backend.runs
+    ? new ReplayRunner({
+        store: backend.deadLetters,
+        runs: backend.runs,
+        jobs: (queue) => backend.replayQueue(queue),
+        audit: backend.audit,
+        whenHealthy: consoleHealthGate(backend),
+      })
+    : undefined;
+  runner?.watch();
   const router = new Router([
     ...liveRoutes(ctx, basePath),
     ...deadLetterRoutes(ctx),
@@ -139,7 +150,7 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
 
   handler.close = async () => {
     feed.close();
-    await runner.close();
+    await runner?.close();
     await options.backend.close();
   };
   return handler;

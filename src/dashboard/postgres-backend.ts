@@ -2,8 +2,8 @@ import { Queue } from 'bullmq';
 import type { QueueBackendFactory } from '../bullmq/worker-options.js';
 import { DEFAULT_PREFIX } from '../common/keys.js';
 import type { PostgresConnection } from '../postgres/database.js';
+import { MemoryReplayRunStore } from '../runtime/replay-runs.js';
 import type { ConsoleBackend } from './backend.js';
-import { memoryReplayRuns } from './replay-runs.js';
 
 /**
  * Options of {@link postgresConsoleBackend}.
@@ -70,7 +70,7 @@ export async function postgresConsoleBackend(
     deadLetters,
     breakers,
     // No shared run store on PostgreSQL yet: runs last while this console does.
-    runs: memoryReplayRuns(),
+    runs: new MemoryReplayRunStore(),
     audit: new PostgresAuditLog(common),
     replayQueue(queue) {
       if (!options.queueUrl || !factory)

@@ -4,9 +4,9 @@ import { RedisAuditLog } from '../redis/audit-log.js';
 import { RedisBreakerStore } from '../redis/breaker-store.js';
 import { RedisBudgetStore } from '../redis/budget-store.js';
 import { RedisDeadLetterStore } from '../redis/dead-letter-store.js';
+import { RedisReplayRunStore } from '../redis/replay-run-store.js';
 import type { RedisClient } from '../redis/scripts.js';
 import type { ConsoleBackend } from './backend.js';
-import { redisReplayRuns } from './replay-runs.js';
 
 /**
  * Options of {@link redisConsoleBackend}.
@@ -43,7 +43,7 @@ export function redisConsoleBackend(options: RedisConsoleBackendOptions): Consol
     status: { budget: budgets, breaker: breakers, deadLetters },
     deadLetters,
     breakers,
-    runs: redisReplayRuns(options.redis, prefix),
+    runs: new RedisReplayRunStore({ redis: options.redis, prefix }),
     audit: new RedisAuditLog({ redis: options.redis, prefix }),
     replayQueue(queue) {
       let opened = queues.get(queue);

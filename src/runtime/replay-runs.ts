@@ -38,6 +38,12 @@ export interface ReplayRun {
   createdBy: string;
   reason?: string;
   createdAtMs: number;
+  /**
+   * When a process first took the run, and who started it (`startReplayRun`, or the first runner). A run
+   * created and never started is a preview; one started and neither done nor cancelled is there to go on.
+   */
+  startedAtMs?: number;
+  startedBy?: string;
   /** Wait while the record's dependency is unhealthy (budget denying, breaker open) before each record. */
   whenHealthy: boolean;
   ratePerSecond?: number;
@@ -52,6 +58,8 @@ export interface ReplayRun {
   /** The process running it, and until when its lease holds (epoch ms on the runners' clock). */
   owner?: string;
   leaseUntilMs?: number;
+  /** Set while the runner waits for this dependency to be healthy. */
+  waitingFor?: string;
   updatedAtMs: number;
   finishedAtMs?: number;
   stoppedBecause?: string;

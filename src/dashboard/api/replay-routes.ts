@@ -1,20 +1,18 @@
 import { replayDeadLetters } from '../../bullmq/replay.js';
-import type { DeadLetterFilter } from '../../runtime/contracts.js';
+import type { ReplayRunner } from '../../bullmq/replay-runner.js';
+import { createReplayRun, startReplayRun } from '../../bullmq/replay-runs.js';
+import { isInvalidInputError } from '../../errors/invalid-input-error.js';
+import type { ReplayRun, ReplayRunStore } from '../../runtime/replay-runs.js';
 import { HttpError, readJson, sendJson } from '../http/respond.js';
 import type { Route } from '../http/router.js';
-import type { ReplayRunner } from '../replay-runner.js';
-import type { ReplayRun, ReplayRunStore } from '../replay-runs.js';
 import type { ConsoleContext } from './context.js';
 import { filterOf } from './query.js';
-
-/** Records read per page while taking a snapshot. */
-const PAGE = 500;
 
 /**
  * Replays: one record from its page, and bulk replays (a preview on a snapshot, then a run on the
  * server, its progress and the records that failed).
  */
-export function replayRoutes(ctx: ConsoleContext, runner: ReplayRunner): Route[] {
+export function replayRoutes(ctx: ConsoleContext, runner: ReplayRunner | undefined): Route[] {
   const store = ctx.backend.deadLetters;
   const runs = (): ReplayRunStore => {
     if (!ctx.backend.runs) throw new HttpError(501, 'this console has no store for bulk replays');
@@ -55,34 +53,20 @@ export function replayRoutes(ctx: ConsoleContext, runner: ReplayRunner): Route[]
         const given = (body.filter ?? {}) as Record<string, string>;
         const filter = filterOf((k) => given[k], ctx.now());
         const ratePerSecond = rateOf(body.ratePerSecond);
-        const { ids, byReason, byDependency } = await snapshot(queue, filter);
-        const run = await runs().create(
-          {
-            queue,
-            state: 'preview',
-            filter,
-            total: ids.length,
-            byReason,
-            byDependency,
-            handled: 0,
-            moved: 0,
-            skipped: 0,
-            failed: [],
-            whenHealthy: false,
-            by: ctx.actorOf(req),
-            createdAtMs: ctx.now(),
-            ...(ratePerSecond ? { ratePerSecond } : {}),
-          },
-          ids,
-        );
+        // The preview is a run not started: its snapshot is what Start replays.
+        const run = await createReplayRun({ store, runs: runs() }, queue, {
+          ...filter,
+          ...(ratePerSecond ? { ratePerSecond } : {}),
+          by: ctx.actorOf(req),
+          clock: { now: ctx.now },
+        });
+        const { total, byReason, byDependency, estimatedMs } = run.preview;
         sendJson(res, 200, {
           snapshotId: run.id,
-          total: run.total,
+          total,
           byReason,
           byDependency,
-          ...(ratePerSecond
-            ? { ratePerSecond, estimateMs: Math.ceil((ids.length / ratePerSecond) * 1000) }
-            : {}),
+          ...(ratePerSecond ? { ratePerSecond, estimateMs: estimatedMs } : {}),
         });
       },
     },
@@ -92,36 +76,28 @@ export function replayRoutes(ctx: ConsoleContext, runner: ReplayRunner): Route[]
       action: true,
       async handle({ req, res, params }) {
         const body = await readJson(req);
-        const run = await runs().get(String(body.snapshotId ?? ''));
+        const run = await runs().getRun(String(body.snapshotId ?? ''));
         if (!run || run.queue !== params.queue)
           throw new HttpError(
             404,
             `no preview ${String(body.snapshotId)} for queue "${params.queue}": preview first`,
           );
-        if (run.state !== 'preview') throw new HttpError(409, `replay ${run.id} has started already`);
-        const ratePerSecond = rateOf(body.ratePerSecond);
-        const started: ReplayRun = {
-          ...run,
-          state: 'running',
-          whenHealthy: body.whenHealthy === true,
-          startedAtMs: ctx.now(),
-          by: ctx.actorOf(req),
-        };
-        if (ratePerSecond) started.ratePerSecond = ratePerSecond;
-        else delete started.ratePerSecond;
-        await runs().save(started);
-        await ctx.audit(req, {
-          action: 'replay.start',
-          target: run.queue,
-          detail: {
-            run: run.id,
-            records: run.total,
-            filter: run.filter,
-            ratePerSecond: ratePerSecond ?? null,
-            whenHealthy: started.whenHealthy,
-          },
-        });
-        runner.start(run.id);
+        if (run.startedAtMs !== undefined || run.status !== 'pending')
+          throw new HttpError(409, `replay ${run.id} has started already`);
+        let started: ReplayRun | undefined;
+        try {
+          started = await startReplayRun({ runs: runs(), audit: ctx.backend.audit }, run.id, {
+            ratePerSecond: rateOf(body.ratePerSecond) ?? null,
+            whenHealthy: body.whenHealthy === true,
+            by: ctx.actorOf(req),
+            clock: { now: ctx.now },
+          });
+        } catch (error) {
+          if (isInvalidInputError(error)) throw new HttpError(409, error.message);
+          throw error;
+        }
+        if (!started) throw new HttpError(404, `no preview ${run.id}`);
+        runner?.start(run.id);
         sendJson(res, 200, started);
       },
     },
@@ -130,9 +106,9 @@ export function replayRoutes(ctx: ConsoleContext, runner: ReplayRunner): Route[]
       path: '/api/replays',
       async handle({ res, query }) {
         const queue = query.get('queue') || undefined;
-        const all = ctx.backend.runs ? await ctx.backend.runs.list() : [];
+        const all = ctx.backend.runs ? await ctx.backend.runs.listRuns() : [];
         sendJson(res, 200, {
-          runs: all.filter((r) => r.state !== 'preview' && (queue === undefined || r.queue === queue)),
+          runs: all.filter((r) => r.startedAtMs !== undefined && (queue === undefined || r.queue === queue)),
         });
       },
     },
@@ -140,30 +116,12 @@ export function replayRoutes(ctx: ConsoleContext, runner: ReplayRunner): Route[]
       method: 'GET',
       path: '/api/replays/:id',
       async handle({ res, params }) {
-        const run = await runs().get(params.id ?? '');
+        const run = await runs().getRun(params.id ?? '');
         if (!run) throw new HttpError(404, `no replay ${params.id}`);
         sendJson(res, 200, run);
       },
     },
   ];
-
-  /** Every record the filter selects now, by id, with the counts the preview shows. */
-  async function snapshot(queue: string, filter: DeadLetterFilter) {
-    const ids: string[] = [];
-    const byReason: Record<string, number> = {};
-    const byDependency: Record<string, number> = {};
-    let cursor: string | undefined;
-    do {
-      const page = await store.list(queue, { ...filter, limit: PAGE, ...(cursor ? { cursor } : {}) });
-      for (const r of page.records) {
-        ids.push(r.id);
-        byReason[r.reason] = (byReason[r.reason] ?? 0) + 1;
-        byDependency[r.dependency] = (byDependency[r.dependency] ?? 0) + 1;
-      }
-      cursor = page.next;
-    } while (cursor);
-    return { ids, byReason, byDependency };
-  }
 }
 
 function rateOf(value: unknown): number | undefined {

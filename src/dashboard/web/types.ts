@@ -32,4 +32,4 @@ export const REASONS = [
 export const REASONS_ARE_COMPLETE: [Exclude<DeadLetterReason, (typeof REASONS)[number]>] extends [never]
   ? true
   : never = true;
-export type { ReplayRun } from '../replay-runs.js';
+export type { ReplayRun } from '../../runtime/replay-runs.js';

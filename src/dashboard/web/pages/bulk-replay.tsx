@@ -16,7 +16,7 @@ interface Preview {
   estimateMs?: number;
 }
 
-/** A replay running on the server (see src/dashboard/replay-runs.ts). */
+/** A replay running on the server (see src/runtime/replay-runs.ts). */
 type Run = ReplayRun;
 
 /** Bulk replay: a preview on a snapshot, then a paced run on the server that outlives this page. */
@@ -159,7 +159,7 @@ function Runs({ queue }: { queue: string }) {
         {runs.map((run) => (
           <li key={run.id}>
             <a href={href(['replay', queue, run.id])}>
-              {run.id}: {run.state}, {count(run.moved)} of {count(run.total)} moved, started{' '}
+              {run.id}: {run.status}, {count(run.moved)} of {count(run.total)} moved, started{' '}
               {when(run.startedAtMs)}
             </a>
           </li>
@@ -179,7 +179,7 @@ function RunView({ queue, runId }: { queue: string; runId: string }) {
         .then((r) => {
           setRun(r);
           setError(undefined);
-          if (!stop && r.state === 'running') setTimeout(poll, 1_000);
+          if (!stop && (r.status === 'running' || r.status === 'pending')) setTimeout(poll, 1_000);
         })
         .catch((e: unknown) => {
           setError(String(e));
@@ -199,17 +199,21 @@ function RunView({ queue, runId }: { queue: string; runId: string }) {
       {error && <p role="alert">{error}</p>}
       {run && (
         <>
-          <p role="status" data-testid="run-state" data-state={run.state}>
-            {run.state}
+          <p role="status" data-testid="run-state" data-state={run.status}>
+            {run.status}
             {run.waitingFor ? ` (waiting for ${run.waitingFor} to be healthy)` : ''}: {count(run.moved)}{' '}
-            moved, {count(run.skipped)} skipped, {count(run.failed.length)} failed of {count(run.total)}
+            moved, {count(run.skipped)} skipped, {count(run.failed)} failed of {count(run.total)}
           </p>
-          <progress max={run.total} value={run.handled} aria-label="Replay progress" />
+          <progress max={run.total} value={run.cursor} aria-label="Replay progress" />
           <p class="meta">
             Runs on the server: closing this page does not stop it. Started {when(run.startedAtMs)}
-            {run.finishedAtMs ? `, finished ${when(run.finishedAtMs)}` : ''}.
+            {run.finishedAtMs ? `, finished ${when(run.finishedAtMs)}` : ''}
+            {run.status === 'pending' && run.stoppedBecause
+              ? `; stopped (${run.stoppedBecause}), to go on as soon as a console runs it`
+              : ''}
+            .
           </p>
-          {run.failed.length > 0 && (
+          {run.failures.length > 0 && (
             <>
               <h2>Records that failed</h2>
               <table class="grid" aria-label="Records that failed">
@@ -221,7 +225,7 @@ function RunView({ queue, runId }: { queue: string; runId: string }) {
                   </tr>
                 </thead>
                 <tbody>
-                  {run.failed.map((f) => (
+                  {run.failures.map((f) => (
                     <tr key={f.id}>
                       <th scope="row">
                         <a href={href(['dead-letters', queue, f.id])}>{f.id}</a>
