@@ -353,7 +353,6 @@ export class CircuitBreaker implements BreakerGate {
   #noteDegraded(snapshot: BreakerSnapshot): void {
     const { dependency } = snapshot;
     if (!this.#seen.has(dependency) && this.#seen.size >= this.#sweepSeenAtSize) this.#sweepSeen();
-    this.#seen.delete(dependency); // re-inserted last: the map stays in the order of last use
     this.#seen.set(dependency, this.#clock.now());
     const was = this.#degraded.has(dependency);
     if (was === snapshot.degraded) return;
@@ -363,14 +362,15 @@ export class CircuitBreaker implements BreakerGate {
   }
 
   /**
-   * Forgets dependencies not asked about for 2 × (windowMs + coolDownMs), oldest first (the map is in
-   * order of last use), and what the state cache holds on them: their state has expired in the store.
+   * Forgets dependencies not asked about for 2 × (windowMs + coolDownMs), and what the state cache holds on
+   * them: their state has expired in the store. A scan of the whole map, run when it doubles (and on
+   * `dependencies()`), so the hot path only updates a time.
    */
   #sweepSeen(): void {
     const nowMs = this.#clock.now();
     for (const [dependency, lastMs] of this.#seen) {
       const options = this.optionsFor(dependency);
-      if (nowMs - lastMs < 2 * (options.windowMs + options.coolDownMs)) break;
+      if (nowMs - lastMs < 2 * (options.windowMs + options.coolDownMs)) continue;
       if (this.#degraded.has(dependency) || this.#pending.has(dependency)) continue;
       this.#seen.delete(dependency);
       this.#cache?.forget(dependency);

@@ -211,8 +211,9 @@ export function stepBreaker(
   op: BreakerOp,
   nowMs: number,
   options: ResolvedBreakerOptions,
-  { batchedSuccesses = 0, ticket, override }: BreakerStepInput = {},
+  { batchedSuccesses = 0, ticket, override }: BreakerStepInput = NO_INPUT,
 ): BreakerStep {
+  // Arrays are never changed in place, only replaced: the copy shares the input's until it changes them.
   const record: BreakerRecord = {
     ...input,
     probesInFlight: input.probesInFlight ?? [],
@@ -221,44 +222,28 @@ export function stepBreaker(
   // A failure streak is only as old as the window: with no call left in it, the streak is forgotten.
   if (record.buckets.length === 0) record.consecutiveFailures = 0;
   const transitions: BreakerTransition[] = [];
-  const change = (to: BreakerStateName, reason: BreakerTransitionReason) => {
-    transitions.push({ from: record.state, to, reason, atMs: nowMs });
-    record.state = to;
-  };
 
   const forced = record.override?.state;
   if (record.state === 'open' && forced !== 'open' && nowMs >= (record.halfOpenAtMs ?? 0)) {
-    change('half-open', 'cool-down-elapsed');
+    change(record, transitions, nowMs, 'half-open', 'cool-down-elapsed');
     record.probesAdmitted = 0;
     record.probeSuccesses = 0;
     record.halfOpenedAtMs = nowMs;
     record.probesInFlight = [];
   }
   // Probes admitted a whole cool-down ago that never reported are presumed lost.
-  record.probesInFlight = record.probesInFlight.filter((p) => nowMs < p.atMs + options.coolDownMs);
+  record.probesInFlight = probesStillInFlight(record.probesInFlight, nowMs, options.coolDownMs);
 
   let allowed = false;
   let probe = false;
   let issued: string | undefined;
-  const endPeriod = () => {
-    record.probesAdmitted = 0;
-    record.probeSuccesses = 0;
-    record.probesInFlight = [];
-    delete record.halfOpenedAtMs;
-  };
-  const open = (reason: BreakerTransitionReason) => {
-    change('open', reason);
-    record.openedAtMs = nowMs;
-    record.halfOpenAtMs = nowMs + options.coolDownMs;
-    endPeriod();
-  };
 
   if (batchedSuccesses > 0 && (op === 'success' || op === 'failure' || op === 'successes')) {
     addToBucket(record, nowMs, options, 'success', batchedSuccesses);
     record.consecutiveFailures = 0;
   }
   if (op === 'force-open' || op === 'force-closed' || op === 'reset') {
-    applyOverride(record, op, nowMs, override, change, endPeriod);
+    applyOverride(record, transitions, op, nowMs, override);
   } else if (op === 'acquire') {
     if (record.state === 'closed') allowed = true;
     else if (record.state === 'half-open' && record.probesInFlight.length < options.halfOpenProbes) {
@@ -275,26 +260,69 @@ export function stepBreaker(
       if (isProbe) {
         record.probeSuccesses += 1;
         if (record.probeSuccesses >= options.successesToClose) {
-          change('closed', 'probes-succeeded');
+          change(record, transitions, nowMs, 'closed', 'probes-succeeded');
           record.buckets = [];
-          endPeriod();
+          endPeriod(record);
           delete record.halfOpenAtMs;
         }
       }
     } else {
       record.consecutiveFailures += 1;
-      if (isProbe) open('probe-failed');
+      if (isProbe) open(record, transitions, nowMs, options, 'probe-failed');
       else if (record.state === 'closed' && forced !== 'closed') {
         const { failures, volume } = totals(record.buckets);
-        if (record.consecutiveFailures >= options.consecutiveFailures) open('consecutive-failures');
+        if (record.consecutiveFailures >= options.consecutiveFailures)
+          open(record, transitions, nowMs, options, 'consecutive-failures');
         else if (volume >= options.minimumVolume && failures * 1_000_000 >= options.failureRatePpm * volume)
-          open('failure-rate');
+          open(record, transitions, nowMs, options, 'failure-rate');
       }
     }
   }
   const step: BreakerStep = { record, allowed, probe, transitions, view: viewOf(record, nowMs) };
   if (issued !== undefined) step.ticket = issued;
   return step;
+}
+
+const NO_INPUT: BreakerStepInput = Object.freeze({});
+
+/** Moves `record` to `to`, noting the transition. */
+function change(
+  record: BreakerRecord,
+  transitions: BreakerTransition[],
+  nowMs: number,
+  to: BreakerStateName,
+  reason: BreakerTransitionReason,
+): void {
+  transitions.push({ from: record.state, to, reason, atMs: nowMs });
+  record.state = to;
+}
+
+/** Ends the current half-open period: no probe admitted, none succeeded, none in flight. */
+function endPeriod(record: BreakerRecord): void {
+  record.probesAdmitted = 0;
+  record.probeSuccesses = 0;
+  record.probesInFlight = [];
+  delete record.halfOpenedAtMs;
+}
+
+function open(
+  record: BreakerRecord,
+  transitions: BreakerTransition[],
+  nowMs: number,
+  options: ResolvedBreakerOptions,
+  reason: BreakerTransitionReason,
+): void {
+  change(record, transitions, nowMs, 'open', reason);
+  record.openedAtMs = nowMs;
+  record.halfOpenAtMs = nowMs + options.coolDownMs;
+  endPeriod(record);
+}
+
+/** The probes admitted less than a cool-down ago (the same array when none has lapsed). */
+function probesStillInFlight(probes: BreakerProbe[], nowMs: number, coolDownMs: number): BreakerProbe[] {
+  for (const p of probes)
+    if (!(nowMs < p.atMs + coolDownMs)) return probes.filter((q) => nowMs < q.atMs + coolDownMs);
+  return probes;
 }
 
 /**
@@ -304,14 +332,13 @@ export function stepBreaker(
  */
 function applyOverride(
   record: BreakerRecord,
+  transitions: BreakerTransition[],
   op: BreakerOverrideOp,
   nowMs: number,
   request: BreakerOverrideRequest | undefined,
-  change: (to: BreakerStateName, reason: BreakerTransitionReason) => void,
-  endPeriod: () => void,
 ): void {
   if (op === 'reset') {
-    if (record.state !== 'closed') change('closed', 'reset');
+    if (record.state !== 'closed') change(record, transitions, nowMs, 'closed', 'reset');
     Object.assign(record, initialBreakerRecord());
     for (const field of ['openedAtMs', 'halfOpenAtMs', 'halfOpenedAtMs', 'override'] as const)
       delete record[field];
@@ -319,10 +346,10 @@ function applyOverride(
   }
   const to = op === 'force-open' ? 'open' : 'closed';
   if (record.state !== to) {
-    change(to, op === 'force-open' ? 'forced-open' : 'forced-closed');
+    change(record, transitions, nowMs, to, op === 'force-open' ? 'forced-open' : 'forced-closed');
     if (to === 'open') record.openedAtMs = nowMs;
   }
-  endPeriod();
+  endPeriod(record);
   delete record.halfOpenAtMs;
   if (to === 'closed') {
     record.buckets = [];
@@ -353,7 +380,9 @@ function liveBuckets(
   options: ResolvedBreakerOptions,
 ): BreakerBucket[] {
   const oldest = Math.floor(nowMs / options.bucketMs) - BREAKER_WINDOW_BUCKETS;
-  return buckets.filter((b) => b.index > oldest);
+  // The same array when every bucket is live (the common case): no copy per step.
+  for (const b of buckets) if (!(b.index > oldest)) return buckets.filter((c) => c.index > oldest);
+  return buckets;
 }
 
 function addToBucket(
@@ -364,11 +393,18 @@ function addToBucket(
   count = 1,
 ): void {
   const index = Math.floor(nowMs / options.bucketMs);
-  const current = record.buckets.find((b) => b.index === index);
+  // A new array (the input record's is shared), the current bucket moved last, as a copy.
+  const buckets: BreakerBucket[] = [];
+  let current: BreakerBucket | undefined;
+  for (const b of record.buckets) {
+    if (b.index !== index) buckets.push(b);
+    else current ??= b;
+  }
   const bucket = current ? { ...current } : { index, successes: 0, failures: 0 };
   if (outcome === 'success') bucket.successes += count;
   else bucket.failures += count;
-  record.buckets = [...record.buckets.filter((b) => b.index !== index), bucket];
+  buckets.push(bucket);
+  record.buckets = buckets;
 }
 
 function totals(buckets: BreakerBucket[]): { successes: number; failures: number; volume: number } {
@@ -382,9 +418,12 @@ function totals(buckets: BreakerBucket[]): { successes: number; failures: number
 }
 
 function viewOf(record: BreakerRecord, nowMs: number): BreakerStep['view'] {
+  const { successes, failures, volume } = totals(record.buckets);
   const view: BreakerStep['view'] = {
     state: record.state,
-    ...totals(record.buckets),
+    successes,
+    failures,
+    volume,
     consecutiveFailures: record.consecutiveFailures,
     probesAdmitted: record.probesAdmitted,
     probeSuccesses: record.probeSuccesses,
