@@ -104,7 +104,15 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
 
   const handler = ((req, res, next) => {
     const url = new URL((req as { originalUrl?: string }).originalUrl ?? req.url ?? '/', 'http://console');
-    if (url.pathname !== basePath && !url.pathname.startsWith(`${basePath}/`)) {
+    // Express says where it mounted the handler: a basePath outside it could never be served there.
+    const mountedAt = (req as { baseUrl?: unknown }).baseUrl;
+    if (typeof mountedAt === 'string' && mountedAt !== '' && !isUnder(basePath, mountedAt)) {
+      sendJson(res, 500, {
+        error: `the console is mounted at "${mountedAt}" but its basePath is "${basePath}": pass basePath: "${mountedAt}" to createDashboard`,
+      });
+      return;
+    }
+    if (!isUnder(url.pathname, basePath)) {
       if (next) next();
       else sendJson(res, 404, { error: `not found: ${url.pathname}` });
       return;
@@ -154,6 +162,11 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
     await options.backend.close();
   };
   return handler;
+}
+
+/** Whether `path` is `base` or below it. */
+function isUnder(path: string, base: string): boolean {
+  return path === base || path.startsWith(`${base}/`);
 }
 
 function normaliseBase(basePath: string): string {

@@ -39,7 +39,8 @@ const MAX_BODY = 64 * 1024;
 
 /**
  * The request's JSON body. A framework that already parsed it (Express's `express.json()`, Fastify)
- * leaves it on `req.body`, which is used as it is.
+ * leaves it on `req.body`, which is used as it is; a body read by a framework that did not hand it over
+ * is an error that says how to mount the console, never an empty body.
  */
 export async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
   const parsed = (req as { body?: unknown }).body;
@@ -53,6 +54,12 @@ export async function readJson(req: IncomingMessage): Promise<Record<string, unk
     chunks.push(chunk as Buffer);
   }
   const text = Buffer.concat(chunks).toString('utf8');
+  // A body announced but not there was read before the console got the request, and is lost to it.
+  if (size === 0 && Number(req.headers['content-length'] ?? 0) > 0)
+    throw new HttpError(
+      500,
+      'the request body was read before the console got it (a framework that parses bodies, such as Fastify): hand the parsed body over as req.body (see "Mounting the console in your app" in docs/console.md)',
+    );
   if (text.trim() === '') return {};
   try {
     const value = JSON.parse(text) as unknown;
