@@ -1,41 +1,19 @@
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { StoreTimeoutError } from '../../src/budget/bounded.js';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
 import type { BudgetEvents } from '../../src/budget/types.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
-import { TestRedis } from '../helpers/redis-server.js';
+import { crowdedRedis } from '../helpers/crowded-redis.js';
 
 // Keys that are not budgets (BullMQ jobs, say): a listing's SCAN walks them all, a few hundred steps.
 const OTHER_KEYS = 200_000;
 
-let server: TestRedis;
-let redis: Redis;
-
-beforeAll(async () => {
-  server = await TestRedis.start();
-  redis = new Redis(server.connection);
-  await redis.eval(
-    "for i = 1, tonumber(ARGV[1]) do redis.call('SET', 'bull:orders:' .. i, 'x') end",
-    0,
-    OTHER_KEYS,
-  );
-});
-
-afterAll(async () => {
-  redis?.disconnect();
-  await server?.close();
-});
-
-/** SCAN commands the server has run so far. */
-async function scans(): Promise<number> {
-  const stats = await redis.info('commandstats');
-  return Number(/cmdstat_scan:calls=(\d+)/.exec(stats)?.[1] ?? 0);
-}
+const crowded = crowdedRedis(OTHER_KEYS);
+const scans = () => crowded.scans();
 
 describe('RetryBudget.dependencies on a Redis full of other keys', () => {
   it('a listing past listTimeoutMs rejects alone: trySpend stays on Redis and the scan stops', async () => {
-    const store = new RedisBudgetStore({ redis, prefix: 'listing' });
+    const store = new RedisBudgetStore({ redis: crowded.redis, prefix: 'listing' });
     // One millisecond cannot cover a few hundred round trips: this listing is always late.
     const budget = new RetryBudget({ store, listTimeoutMs: 1 });
     const degraded: BudgetEvents['degraded'][] = [];
@@ -59,7 +37,9 @@ describe('RetryBudget.dependencies on a Redis full of other keys', () => {
   });
 
   it('with its default bound the same listing completes, matching budget keys only', async () => {
-    const budget = new RetryBudget({ store: new RedisBudgetStore({ redis, prefix: 'listing-ok' }) });
+    const budget = new RetryBudget({
+      store: new RedisBudgetStore({ redis: crowded.redis, prefix: 'listing-ok' }),
+    });
     try {
       await budget.trySpend('mail');
       const before = await scans();

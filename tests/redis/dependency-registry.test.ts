@@ -4,15 +4,14 @@
  * runs no SCAN at all; state written before the registry existed is found once; names whose state is
  * gone leave the registry after the grace period.
  */
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { resolveBreakerOptions } from '../../src/breaker/options.js';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
 import { FakeClock } from '../../src/common/clock.js';
 import { RedisBreakerStore } from '../../src/redis/breaker-store.js';
 import { budgetKey } from '../../src/redis/budget-keys.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
-import { TestRedis } from '../helpers/redis-server.js';
+import { crowdedRedis } from '../helpers/crowded-redis.js';
 
 const OTHER_KEYS = 50_000;
 const WINDOW = {
@@ -24,43 +23,25 @@ const WINDOW = {
   version: 0,
 };
 
-let server: TestRedis;
-let redis: Redis;
+const crowded = crowdedRedis(OTHER_KEYS);
+const scans = () => crowded.scans();
 let prefixes = 0;
 const freshPrefix = () => `registry-${process.pid}-${prefixes++}`;
-
-beforeAll(async () => {
-  server = await TestRedis.start();
-  redis = new Redis(server.connection);
-  await redis.eval(
-    "for i = 1, tonumber(ARGV[1]) do redis.call('SET', 'bull:orders:' .. i, 'x') end",
-    0,
-    OTHER_KEYS,
-  );
-});
-
-afterAll(async () => {
-  redis?.disconnect();
-  await server?.close();
-});
-
-/** SCAN commands the server has run so far. */
-async function scans(): Promise<number> {
-  const stats = await redis.info('commandstats');
-  return Number(/cmdstat_scan:calls=(\d+)/.exec(stats)?.[1] ?? 0);
-}
 
 /** Makes `prefix` look as it did before the registry existed: state keys only. */
 async function dropRegistries(prefix: string): Promise<void> {
   for (const kind of ['budget', 'breaker'])
-    await redis.del(`{${prefix}:g}:${kind}-dependencies`, `{${prefix}:g}:${kind}-dependencies-scanned`);
+    await crowded.redis.del(
+      `{${prefix}:g}:${kind}-dependencies`,
+      `{${prefix}:g}:${kind}-dependencies-scanned`,
+    );
 }
 
 describe('dependency registry of the Redis budget and breaker stores', () => {
   it('lists budgets and breakers without a SCAN once the prefix has been listed', async () => {
     const prefix = freshPrefix();
-    const budgets = new RedisBudgetStore({ redis, prefix });
-    const breakers = new RedisBreakerStore({ redis, prefix });
+    const budgets = new RedisBudgetStore({ redis: crowded.redis, prefix });
+    const breakers = new RedisBreakerStore({ redis: crowded.redis, prefix });
     const budget = new RetryBudget({ store: budgets });
     try {
       for (const name of ['search', 'eu:mail']) {
@@ -88,15 +69,15 @@ describe('dependency registry of the Redis budget and breaker stores', () => {
 
   it('finds state written before the registry existed, with one scan, and keeps it listed', async () => {
     const prefix = freshPrefix();
-    const budgets = new RedisBudgetStore({ redis, prefix });
-    const breakers = new RedisBreakerStore({ redis, prefix });
+    const budgets = new RedisBudgetStore({ redis: crowded.redis, prefix });
+    const breakers = new RedisBreakerStore({ redis: crowded.redis, prefix });
     await budgets.trySpend('search', WINDOW, [], 1);
     await breakers.record('search', 'failure', resolveBreakerOptions({}));
     await dropRegistries(prefix);
 
     // Another process, started after the upgrade: it has noted nothing.
-    const budgetsLater = new RedisBudgetStore({ redis, prefix });
-    const breakersLater = new RedisBreakerStore({ redis, prefix });
+    const budgetsLater = new RedisBudgetStore({ redis: crowded.redis, prefix });
+    const breakersLater = new RedisBreakerStore({ redis: crowded.redis, prefix });
     const before = await scans();
     expect(await budgetsLater.dependencies()).toEqual(['search']);
     expect((await breakersLater.list()).map((b) => b.dependency)).toEqual(['search']);
@@ -110,47 +91,47 @@ describe('dependency registry of the Redis budget and breaker stores', () => {
 
   it('a peek registers nothing; a breaker override does', async () => {
     const prefix = freshPrefix();
-    const breakers = new RedisBreakerStore({ redis, prefix });
+    const breakers = new RedisBreakerStore({ redis: crowded.redis, prefix });
     const options = resolveBreakerOptions({});
     expect((await breakers.read('search', options)).state).toBe('closed');
-    expect(await redis.zcard(`{${prefix}:g}:breaker-dependencies`)).toBe(0);
+    expect(await crowded.redis.zcard(`{${prefix}:g}:breaker-dependencies`)).toBe(0);
     await breakers.override('crm', 'force-open', { reason: 'maintenance', by: 'ops' }, options);
-    expect(await redis.zrange(`{${prefix}:g}:breaker-dependencies`, '0', '-1')).toEqual(['crm']);
+    expect(await crowded.redis.zrange(`{${prefix}:g}:breaker-dependencies`, '0', '-1')).toEqual(['crm']);
     expect((await breakers.list()).map((b) => [b.dependency, b.state])).toEqual([['crm', 'open']]);
   });
 
   it('notes a dependency once a minute per process, so a lost registry heals', async () => {
     const prefix = freshPrefix();
     const clock = new FakeClock(1_000_000);
-    const budgets = new RedisBudgetStore({ redis, prefix, clock });
+    const budgets = new RedisBudgetStore({ redis: crowded.redis, prefix, clock });
     const registry = `{${prefix}:g}:budget-dependencies`;
     await budgets.trySpend('search', WINDOW, [], 1);
-    expect(await redis.zscore(registry, 'search')).toBe('1000000');
-    await redis.del(registry);
+    expect(await crowded.redis.zscore(registry, 'search')).toBe('1000000');
+    await crowded.redis.del(registry);
     clock.advance(59_000);
     await budgets.trySpend('search', WINDOW, [], 1);
-    expect(await redis.exists(registry)).toBe(0);
+    expect(await crowded.redis.exists(registry)).toBe(0);
     clock.advance(1_000);
     await budgets.trySpend('search', WINDOW, [], 1);
-    expect(await redis.zscore(registry, 'search')).toBe('1060000');
+    expect(await crowded.redis.zscore(registry, 'search')).toBe('1060000');
   });
 
   it('leaves out a dependency whose state is gone, and forgets it once nobody has noted it for an hour', async () => {
     const prefix = freshPrefix();
     const clock = new FakeClock(1_000_000);
-    const budgets = new RedisBudgetStore({ redis, prefix, clock });
+    const budgets = new RedisBudgetStore({ redis: crowded.redis, prefix, clock });
     const registry = `{${prefix}:g}:budget-dependencies`;
     await budgets.trySpend('search', WINDOW, [], 1);
     await budgets.trySpend('mail', WINDOW, [], 1);
-    await redis.del(budgetKey(prefix, 'search'));
+    await crowded.redis.del(budgetKey(prefix, 'search'));
 
     clock.advance(3_600_000);
     expect(await budgets.dependencies()).toEqual(['mail']);
     // Noted exactly an hour ago: a writer may still be about to write it.
-    expect((await redis.zrange(registry, '0', '-1')).sort()).toEqual(['mail', 'search']);
+    expect((await crowded.redis.zrange(registry, '0', '-1')).sort()).toEqual(['mail', 'search']);
 
     clock.advance(1);
     expect(await budgets.dependencies()).toEqual(['mail']);
-    expect(await redis.zrange(registry, '0', '-1')).toEqual(['mail']);
+    expect(await crowded.redis.zrange(registry, '0', '-1')).toEqual(['mail']);
   });
 });
