@@ -2,7 +2,6 @@ import { Queue } from 'bullmq';
 import type { QueueBackendFactory } from '../bullmq/worker-options.js';
 import { DEFAULT_PREFIX } from '../common/keys.js';
 import type { PostgresConnection } from '../postgres/database.js';
-import { MemoryReplayRunStore } from '../runtime/replay-runs.js';
 import type { ConsoleBackend } from './backend.js';
 
 /**
@@ -46,12 +45,14 @@ export async function postgresConsoleBackend(
     { PostgresDeadLetterStore },
     { DEFAULT_SCHEMA },
     { PostgresAuditLog },
+    { PostgresReplayRunStore },
   ] = await Promise.all([
     import('../postgres/breaker-store.js'),
     import('../postgres/budget-store.js'),
     import('../postgres/dead-letter-store.js'),
     import('../postgres/schema.js'),
     import('../postgres/audit-log.js'),
+    import('../postgres/replay-run-store.js'),
   ]);
   const common = {
     connection: options.connection,
@@ -62,6 +63,7 @@ export async function postgresConsoleBackend(
   const budgets = new PostgresBudgetStore({ ...common, prefix });
   const breakers = new PostgresBreakerStore({ ...common, prefix });
   const deadLetters = new PostgresDeadLetterStore(common);
+  const runs = new PostgresReplayRunStore({ ...common, prefix });
   const bullmq = (await import('bullmq')) as { createPostgresBackend?: QueueBackendFactory };
   const factory = bullmq.createPostgresBackend;
   const queues = new Map<string, Queue>();
@@ -69,8 +71,7 @@ export async function postgresConsoleBackend(
     status: { budget: budgets, breaker: breakers, deadLetters },
     deadLetters,
     breakers,
-    // No shared run store on PostgreSQL yet: runs last while this console does.
-    runs: new MemoryReplayRunStore(),
+    runs,
     audit: new PostgresAuditLog(common),
     replayQueue(queue) {
       if (!options.queueUrl || !factory)
@@ -90,7 +91,7 @@ export async function postgresConsoleBackend(
     async close() {
       await Promise.all([...queues.values()].map((q) => q.close()));
       queues.clear();
-      await Promise.all([budgets.close?.(), breakers.close?.(), deadLetters.close?.()]);
+      await Promise.all([budgets.close?.(), breakers.close?.(), deadLetters.close?.(), runs.close()]);
     },
   };
 }

@@ -1,7 +1,7 @@
 /**
  * stormguard's PostgreSQL stores (`stormguard/postgres`), on node-postgres (`pg`, a peer dependency:
  * bring your own pool or a connection string): the fleet-wide breaker, idempotency, retry budget and
- * flow-control stores and the dead-letter store, for fleets on BullMQ 6's PostgreSQL backend that run no Redis. Every decision is one round trip
+ * flow-control stores, the dead-letter store and its bulk replay runs, for fleets on BullMQ 6's PostgreSQL backend that run no Redis. Every decision is one round trip
  * (one plpgsql function call) on the server's clock; the tables live in a schema you name, created by
  * numbered migrations on first use or by `stormguard migrate --postgres URL`.
  *
@@ -24,4 +24,5 @@ export { PostgresDeadLetterStore, type PostgresDeadLetterStoreOptions } from './
 export { PostgresFlowStore, type PostgresFlowStoreOptions } from './flow-store.js';
 export { PostgresIdempotencyStore, type PostgresIdempotencyStoreOptions } from './idempotency-store.js';
 export { type Migration, type MigrationReport, migrate, migrations } from './migrations.js';
+export { PostgresReplayRunStore, type PostgresReplayRunStoreOptions } from './replay-run-store.js';
 export { assertSchema, DEFAULT_SCHEMA } from './schema.js';
