@@ -8,7 +8,12 @@ import { InvalidInputError } from '../errors/invalid-input-error.js';
 import type { RetryPolicy } from '../policy/types.js';
 import type { CallContext } from '../runtime/call-context.js';
 import type { DeadLetterStore } from '../runtime/contracts.js';
-import { type FlowBreaker, FlowController, type PromoteResult } from '../runtime/flow-control/controller.js';
+import {
+  type FlowBreaker,
+  type FlowBudget,
+  FlowController,
+  type PromoteResult,
+} from '../runtime/flow-control/controller.js';
 import type { JobHandle } from '../runtime/job-handle.js';
 import { JobRuntime, type RunOutcome } from '../runtime/job-runtime.js';
 import { bullmqJobHandle } from './bullmq-job-handle.js';
@@ -143,6 +148,7 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
           emit: (event, payload) => this.events.emit(event, payload as WorkerEvents[typeof event]),
           internalError: (error) => this.#report(error),
           pauseQueue: (forMs) => this.rateLimit(forMs),
+          budget: flowBudgetOf(options.budget),
         })
       : undefined;
     this.flow?.watch(Object.values(options.dependencies ?? {}));
@@ -482,4 +488,12 @@ function isNamed(error: unknown, names: ReadonlySet<string>): boolean {
 
 function asError(error: unknown): Error {
   return error instanceof Error ? error : new Error(String(error));
+}
+
+/** The budget as flow control reads it, when it can (`RetryBudget` can: its state and `denied` events). */
+function flowBudgetOf(budget: WorkerBudget | undefined): FlowBudget | undefined {
+  const candidate = budget as Partial<FlowBudget> | undefined;
+  return typeof candidate?.state === 'function' && typeof candidate.events?.on === 'function'
+    ? (candidate as FlowBudget)
+    : undefined;
 }

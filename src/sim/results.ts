@@ -90,8 +90,8 @@ export interface StrategyResult {
   /** Events the engine processed (for benchmarks). */
   events: number;
   /**
-   * Under flow control, per dependency, the virtual times (ms) its breaker closed after being open: each
-   * starts a slow-start ramp. Empty for the other strategies.
+   * Under flow control, per dependency, the virtual times (ms) its breaker closed after being open or its
+   * budget stopped denying: each starts a slow-start ramp. Empty for the other strategies.
    */
   slowStartsMs: Record<string, number[]>;
 }

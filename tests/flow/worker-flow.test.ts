@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { CircuitBreaker } from '../../src/breaker/circuit-breaker.js';
+import { RetryBudget } from '../../src/budget/retry-budget.js';
 import type { StormguardWorkerOptions } from '../../src/bullmq/worker-options.js';
 import { TransientError } from '../../src/errors/transient-error.js';
 import { definePolicy } from '../../src/policy/define-policy.js';
@@ -212,5 +213,51 @@ describe('flow control in a BullMQ worker', () => {
     search.down = false;
     await waitFor(() => log.count('completed') === 4, 15_000, 'every job to complete');
     expect(holds).toBe(0);
+  });
+
+  it('starts the slow-start ramp when the budget that was denying a dependency stops denying', async () => {
+    const { queueName, queue, dlq } = bed.queues('budget-ramp');
+    const { flowStore } = stores();
+    // A breaker that stays closed here: only the budget's denials mark the dependency down.
+    const breaker = new CircuitBreaker({
+      store: new RedisBreakerStore({ redis: bed.redis, prefix: flowStore.prefix }),
+      consecutiveFailures: 100,
+    });
+    const budget = new RetryBudget({
+      store: bed.budgetStore(),
+      minAllowance: 1,
+      windowMs: 2_000,
+      log: false,
+    });
+    const worker = bed.worker<{ fail: boolean }>(
+      queueName,
+      async (job, ctx) =>
+        ctx.call('search', () => {
+          if (job.data.fail) throw new TransientError('search answered 503');
+        }),
+      {
+        policy,
+        budget,
+        breaker,
+        dependencies: { index: 'search' },
+        flowControl: { store: flowStore, queueDependency: 'search', slowStartMs: 500, stateCacheMs: 0 },
+      },
+    );
+    const log = recordEvents(worker.events);
+    // One retry a window: the job's first retry is granted, its second denied (dead-lettered).
+    await queue.add('index', { fail: true });
+    await waitFor(async () => (await dlq.count()) === 1, 10_000, 'the denied retry to be dead-lettered');
+    expect((await dlq.all())[0]?.reason).toBe('budget-exhausted');
+    expect((await breaker.state('search')).state).toBe('closed');
+    expect(await flowStore.read('search')).toMatchObject({ down: true });
+    expect((await flowStore.read('search')).recoveredAtMs).toBeUndefined();
+    // The window slides past the denial; the next job's gate finds the budget no longer denying.
+    await waitFor(async () => (await budget.state('search')).denied === 0, 10_000, 'the denials to age out');
+    await queue.add('index', { fail: false });
+    await waitFor(() => log.count('completed') === 1, 10_000, 'the healthy job to complete');
+    const flow = await flowStore.read('search');
+    expect(flow.down).toBe(false);
+    expect(flow.recoveredAtMs).toBeGreaterThan(0);
+    expect(flow.nowMs - (flow.recoveredAtMs ?? 0)).toBeLessThan(60_000);
   });
 });

@@ -111,3 +111,45 @@ describe('flow control on the default outage (search down 10 minutes, then degra
     expect(deferring).toBeLessThan(1_000);
   }, 60_000);
 });
+
+describe('flow control when the budget stops denying (a dependency that fails often but never trips the breaker)', () => {
+  it('starts the slow-start ramp once the budget stops denying, and not before', async () => {
+    const result = await simulate(
+      parseScenario({
+        name: 'flaky-crm',
+        seed: 7,
+        workers: { count: 4, concurrency: 5 },
+        jobClasses: {
+          sync: {
+            dependency: 'crm',
+            policy: { maxAttempts: 2, backoff: { type: 'fixed', delayMs: '500ms' }, jitter: 'none' },
+          },
+        },
+        arrivals: [{ class: 'sync', rate: 10, until: '2m' }],
+        dependencies: {
+          crm: {
+            latency: '50ms',
+            errorRate: 0,
+            timeline: [{ from: '30s', until: '60s', state: 'degraded', errorRate: 0.6 }],
+          },
+        },
+        budget: { ratio: 0.1, windowMs: '10s', minAllowance: 5, onExhausted: 'dead-letter' },
+        // Failures never open this breaker: only the budget's denials mark crm down.
+        breaker: { consecutiveFailures: 1_000_000, failureRateThreshold: 1, minimumVolume: 1_000_000 },
+        flowControl: { slowStartMs: '10s', floorPerSecond: 5 },
+        strategies: ['flow-control'],
+      }),
+    );
+    const flow = byName(result, 'flow-control');
+    const denied = flow.timeline.crm!.denied;
+    const lastDenying = denied.findLastIndex((n) => n > 0);
+    // The budget denied during the degraded half minute (and long after, as deferred jobs asked again).
+    expect(denied.findIndex((n) => n > 0)).toBeGreaterThanOrEqual(30);
+    expect(lastDenying).toBeGreaterThan(60);
+    // One ramp, once no denial is left in the window: not at every gap in the denials.
+    expect(flow.slowStartsMs.crm).toHaveLength(1);
+    const [start] = flow.slowStartsMs.crm as [number];
+    expect(start).toBeGreaterThanOrEqual(lastDenying * 1_000);
+    expect(start).toBeLessThanOrEqual((lastDenying + 2) * 1_000);
+  }, 60_000);
+});

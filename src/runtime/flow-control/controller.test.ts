@@ -1,13 +1,27 @@
 import { describe, expect, it, vi } from 'vitest';
 import { CircuitBreaker } from '../../breaker/circuit-breaker.js';
 import { MemoryBreakerStore } from '../../breaker/memory-store.js';
+import { MemoryBudgetStore } from '../../budget/memory-store.js';
+import { RetryBudget } from '../../budget/retry-budget.js';
 import { FakeClock } from '../../common/clock.js';
 import { type FlowAction, FlowController, type FlowEvents } from './controller.js';
 import { MemoryFlowStore } from './memory-store.js';
 
-/** A breaker, a flow store and a controller of queue `index` on one fake clock. */
-function setup(options: { queueDependency?: string } = {}) {
+/**
+ * A breaker, a flow store and a controller of queue `index` on one fake clock; with `budgetMode`, a retry
+ * budget too (one retry per 10 s window, 1 s sub-buckets) that the controller reads.
+ */
+function setup(options: { queueDependency?: string; budgetMode?: 'enforce' | 'shadow' } = {}) {
+  const { budgetMode, ...flowOptions } = options;
   const clock = new FakeClock(1_000_000);
+  const budget = new RetryBudget({
+    store: new MemoryBudgetStore({ clock }),
+    clock,
+    minAllowance: 1,
+    windowMs: 10_000,
+    mode: budgetMode ?? 'enforce',
+    log: false,
+  });
   const breaker = new CircuitBreaker({
     store: new MemoryBreakerStore({ clock }),
     clock,
@@ -20,10 +34,11 @@ function setup(options: { queueDependency?: string } = {}) {
   const events: string[] = [];
   const slept: number[] = [];
   const flow = new FlowController(
-    { store, slowStartMs: 10_000, floorPerSecond: 2, stateCacheMs: 0, ...options },
+    { store, slowStartMs: 10_000, floorPerSecond: 2, stateCacheMs: 0, ...flowOptions },
     {
       queue: 'index',
       breaker,
+      budget: budgetMode ? budget : undefined,
       clock,
       emit: <K extends keyof FlowEvents>(event: K, payload: FlowEvents[K]) =>
         events.push(`${event}:${JSON.stringify(payload)}`),
@@ -37,7 +52,7 @@ function setup(options: { queueDependency?: string } = {}) {
     await breaker.recordFailure('search');
     expect((await breaker.state('search')).state).toBe('open');
   };
-  return { clock, breaker, store, flow, events, slept, open };
+  return { clock, breaker, budget, store, flow, events, slept, open };
 }
 
 describe('FlowController (memory stores, fake clock)', () => {
@@ -141,5 +156,75 @@ describe('FlowController (memory stores, fake clock)', () => {
     await open();
     store.setOff(true);
     expect(await flow.beforeRun('search', { jobId: '1', starts: 1 })).toEqual({ type: 'run' });
+  });
+});
+
+describe('FlowController: slow start when the budget stops denying (memory stores, fake clock)', () => {
+  /** Two retries of `dependency` asked at once: the window's one is granted, the other denied. */
+  async function exhaust(budget: RetryBudget, dependency: string): Promise<void> {
+    expect((await budget.trySpend(dependency)).granted).toBe(true);
+    expect((await budget.trySpend(dependency)).granted).toBe(false);
+  }
+
+  it('marks a denying dependency down, and starts the shared ramp once the budget stops denying', async () => {
+    const { clock, flow, budget, store, slept } = setup({ budgetMode: 'enforce' });
+    expect(await flow.beforeRun('search', { jobId: '0', starts: 1 })).toEqual({ type: 'run' });
+    await exhaust(budget, 'search');
+    expect(store.read('search')).toEqual({ down: true, nowMs: 1_000_000, off: false });
+    // Still denying: it stays down, and nothing is paced (no recovery has started).
+    clock.advance(5_000);
+    expect((await budget.state('search')).denied).toBeGreaterThan(0);
+    expect(await flow.beforeRun('search', { jobId: '1', starts: 1 })).toEqual({ type: 'run' });
+    expect(store.read('search').down).toBe(true);
+    expect(slept).toEqual([]);
+    // The window slides past the denial: the next read marks it up, and the ramp runs from now.
+    clock.advance(6_000);
+    expect((await budget.state('search')).denied).toBe(0);
+    for (let n = 0; n < 3; n++)
+      expect(await flow.beforeRun('search', { jobId: `j${n}`, starts: 1 })).toEqual({ type: 'run' });
+    expect(store.read('search')).toEqual({
+      down: false,
+      recoveredAtMs: 1_011_000,
+      nowMs: 1_011_000,
+      off: false,
+    });
+    // The ramp's floor, 2 per second: slots at +0, +500 and +1 000 ms.
+    expect(slept).toEqual([500, 1_000]);
+  });
+
+  it('a breaker recovery starts the ramp while the budget still denies; a later episode starts it again', async () => {
+    const { clock, flow, breaker, budget, store, open } = setup({ budgetMode: 'enforce' });
+    expect(await flow.beforeRun('search', { jobId: '0', starts: 1 })).toEqual({ type: 'run' });
+    await exhaust(budget, 'search');
+    await open();
+    expect((await flow.beforeRun('search', { jobId: 'a', starts: 1 })).type).toBe('park');
+    clock.advance(5_000);
+    await breaker.recordSuccess('search', await breaker.acquire('search'));
+    expect((await budget.state('search')).denied).toBeGreaterThan(0);
+    expect(await flow.beforeRun('search', { jobId: 'b', starts: 1 })).toEqual({ type: 'run' });
+    expect(store.read('search')).toMatchObject({ down: false, recoveredAtMs: 1_005_000 });
+    // The denials age out of the window: the dependency is up already, nothing starts again.
+    clock.advance(6_000);
+    expect(await flow.beforeRun('search', { jobId: 'c', starts: 1 })).toEqual({ type: 'run' });
+    expect(store.read('search').recoveredAtMs).toBe(1_005_000);
+    // A new episode of denials, then its end: the ramp starts again.
+    await exhaust(budget, 'search');
+    expect(store.read('search').down).toBe(true);
+    clock.advance(11_000);
+    expect(await flow.beforeRun('search', { jobId: 'd', starts: 1 })).toEqual({ type: 'run' });
+    expect(store.read('search')).toMatchObject({ down: false, recoveredAtMs: 1_022_000 });
+  });
+
+  it('ignores shadow denials and dependencies it does not gate', async () => {
+    const shadow = setup({ budgetMode: 'shadow' });
+    expect(await shadow.flow.beforeRun('search', { jobId: '0', starts: 1 })).toEqual({ type: 'run' });
+    await shadow.budget.trySpend('search');
+    await shadow.budget.trySpend('search');
+    expect((await shadow.budget.state('search')).denied).toBe(1);
+    expect(shadow.store.read('search').down).toBe(false);
+    const { flow, budget, store } = setup({ budgetMode: 'enforce' });
+    expect(await flow.beforeRun('search', { jobId: '0', starts: 1 })).toEqual({ type: 'run' });
+    await exhaust(budget, 'mail');
+    expect(store.read('mail').down).toBe(false);
   });
 });

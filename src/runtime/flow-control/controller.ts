@@ -1,5 +1,7 @@
 import type { BreakerSnapshot } from '../../breaker/types.js';
+import type { BudgetSnapshot } from '../../budget/types.js';
 import type { Clock } from '../../common/clock.js';
+import type { Disposable } from '../../common/events.js';
 import type { BrokenCircuitError } from '../../errors/broken-circuit-error.js';
 import { type FlowVerdict, flowVerdict, type HoldKind } from './gate.js';
 import {
@@ -7,7 +9,7 @@ import {
   type ResolvedFlowControlOptions,
   resolveFlowControlOptions,
 } from './options.js';
-import type { SlowStartRamp } from './slow-start.js';
+import { budgetStoppedDenying, type SlowStartRamp } from './slow-start.js';
 import type { FlowSnapshot } from './store.js';
 
 /**
@@ -20,6 +22,23 @@ import type { FlowSnapshot } from './store.js';
 export interface FlowBreaker {
   state(dependency: string): Promise<BreakerSnapshot>;
   optionsFor(dependency: string): { halfOpenProbes: number };
+}
+
+/**
+ * The retry budget as flow control reads it: the denials this process makes (its `denied` events) and the
+ * fleet's state of a dependency. `RetryBudget` is one.
+ *
+ * @example
+ * const budget: FlowBudget = new RetryBudget({ store: new RedisBudgetStore({ redis }) });
+ */
+export interface FlowBudget {
+  state(dependency: string): Promise<BudgetSnapshot>;
+  readonly events: {
+    on(
+      event: 'denied',
+      listener: (denial: { dependency: string; mode: 'enforce' | 'shadow' }) => void,
+    ): Disposable;
+  };
 }
 
 /**
@@ -89,6 +108,13 @@ export interface FlowControllerSettings {
   pauseQueue?: (forMs: number) => Promise<void>;
   /** How a paced slot is waited for. Default: a timer. */
   sleep?: (ms: number) => Promise<void>;
+  /**
+   * The worker's retry budget. Given, a dependency whose budget denies a retry (enforced, not shadow) is
+   * marked down in the store, and the first worker that reads it closed with no denial left in the
+   * budget's window (`budgetStoppedDenying`) marks it up: the fleet's slow-start ramp starts again, as
+   * after a breaker recovery. Default: none (only a breaker recovery starts a ramp).
+   */
+  budget?: FlowBudget | undefined;
 }
 
 /** What promoting a released job came to: back in the queue, gone (completed, removed), or not delayed yet. */
@@ -136,6 +162,9 @@ export class FlowController {
   readonly #holds = new Map<string, Hold>();
   /** Dependencies this worker marked down in the store (once per outage). */
   readonly #markedDown = new Set<string>();
+  /** Dependencies this worker marked down for its budget's denials (once per denial episode). */
+  readonly #budgetDown = new Set<string>();
+  readonly #budgetDenials: Disposable | undefined;
   #off: { value: boolean; readAtMs: number } | undefined;
   #stopped = false;
   /** Dependencies whose jobs this worker runs: the release loop looks after their park lists. */
@@ -153,6 +182,9 @@ export class FlowController {
     this.#sleep =
       settings.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, Math.ceil(ms)).unref()));
     if (this.options.queueDependency !== undefined) this.#watched.add(this.options.queueDependency);
+    this.#budgetDenials = settings.budget?.events.on('denied', (denial) => {
+      if (denial.mode === 'enforce') this.#budgetDenied(denial.dependency);
+    });
   }
 
   /** Adds dependencies whose park lists this worker looks after (the worker's `dependencies` values). */
@@ -288,6 +320,7 @@ export class FlowController {
    */
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#budgetDenials?.dispose();
     clearInterval(this.#timer);
     this.#timer = undefined;
     for (const dependency of this.#holds.keys()) this.#wakeAll(dependency, false);
@@ -441,8 +474,8 @@ export class FlowController {
 
   /**
    * Reads the breaker; while it is closed, the flow state too (the recovery time paces the ramp), marking
-   * up a dependency marked down. While it is not closed, marks the dependency down once and reads nothing
-   * more: a held job needs only the breaker.
+   * up a dependency marked down (see {@link #mayMarkUp}). While it is not closed, marks the dependency down
+   * once and reads nothing more: a held job needs only the breaker.
    */
   async #fetch(dependency: string): Promise<Health> {
     const { store } = this.options;
@@ -450,7 +483,12 @@ export class FlowController {
     let flow: FlowSnapshot;
     if (breaker.state === 'closed') {
       flow = await store.read(dependency);
-      if (flow.down) flow = await store.markUp(dependency);
+      if (flow.down && (await this.#mayMarkUp(dependency))) {
+        flow = await store.markUp(dependency);
+        this.#budgetDown.delete(dependency);
+      }
+      // Up in the store (whoever marked it): this worker's next denial starts a new episode.
+      if (!flow.down) this.#budgetDown.delete(dependency);
       this.#markedDown.delete(dependency);
     } else {
       if (!this.#markedDown.has(dependency)) {
@@ -462,6 +500,40 @@ export class FlowController {
     const health = { breaker, flow, readAtMs: this.#settings.clock.now() };
     this.#health.set(dependency, health);
     return health;
+  }
+
+  /**
+   * Whether a dependency marked down whose breaker reads closed is up: always when this worker saw its
+   * breaker open (a breaker recovery starts the ramp, whatever the budget says); otherwise once its
+   * budget's window holds no denial (the mark may be a budget's), or at once without a budget.
+   */
+  async #mayMarkUp(dependency: string): Promise<boolean> {
+    const { budget } = this.#settings;
+    if (this.#markedDown.has(dependency) || !budget) return true;
+    try {
+      return budgetStoppedDenying(await budget.state(dependency));
+    } catch (error) {
+      // An unreadable budget must not keep a dependency down: starting the ramp is the cautious side.
+      this.#settings.internalError(error);
+      return true;
+    }
+  }
+
+  /**
+   * The budget denied a retry of `dependency`: marks it down in the store once per episode, so the ramp
+   * starts when the budget stops denying ({@link #mayMarkUp}). Only for dependencies this worker gates, whose marks it reads.
+   */
+  #budgetDenied(dependency: string): void {
+    if (!this.options.enabled || this.#stopped || !this.#watched.has(dependency)) return;
+    if (this.#budgetDown.has(dependency)) return;
+    this.#budgetDown.add(dependency);
+    this.#health.delete(dependency);
+    Promise.resolve()
+      .then(() => this.options.store.markDown(dependency))
+      .catch((error: unknown) => {
+        this.#budgetDown.delete(dependency);
+        this.#settings.internalError(error);
+      });
   }
 }
 

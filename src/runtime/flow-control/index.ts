@@ -12,4 +12,10 @@ export {
   type HoldKind,
 } from './gate.js';
 export { type PaceVerdict, pace, paceMany } from './pacing.js';
-export { SLOW_START_DOUBLINGS, type SlowStartRamp, slowStartAllowance, slowStartRate } from './slow-start.js';
+export {
+  budgetStoppedDenying,
+  SLOW_START_DOUBLINGS,
+  type SlowStartRamp,
+  slowStartAllowance,
+  slowStartRate,
+} from './slow-start.js';

@@ -5,6 +5,8 @@
  * Pure: the simulator and every store compute the same ramp.
  */
 
+import type { BudgetSnapshot } from '../../budget/types.js';
+
 /**
  * How many times the admitted rate doubles over `slowStartMs`: 10 doublings take a floor of 1 per second
  * to 1 024 per second, past which a backlog no longer waits on the ramp.
@@ -76,4 +78,18 @@ export function slowStartAllowance(fromMs: number, toMs: number, ramp: SlowStart
   if (to > Math.max(from, ramp.slowStartMs))
     total += (ceiling * (to - Math.max(from, ramp.slowStartMs))) / 1_000;
   return total;
+}
+
+/**
+ * Whether a dependency's budget has stopped denying, as slow start reads it: no denial left in its window.
+ * A ramp starts then, as after a breaker recovery. Stricter than "the allowance has room again" (replay's
+ * `isBudgetDenying`): a budget that keeps denying now and then, with gaps, starts one ramp once it is
+ * quiet, not one at every gap.
+ *
+ * @example
+ * budgetStoppedDenying({ denied: 0 }); // true
+ * budgetStoppedDenying({ denied: 3 }); // false: denials in the window
+ */
+export function budgetStoppedDenying(snapshot: Pick<BudgetSnapshot, 'denied'>): boolean {
+  return snapshot.denied === 0;
 }

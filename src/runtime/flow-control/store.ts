@@ -9,7 +9,10 @@ import type { SlowStartRamp } from './slow-start.js';
  * const snapshot: FlowSnapshot = { down: false, recoveredAtMs: 1_700_000_000_000, nowMs: 1_700_000_004_000, off: false };
  */
 export interface FlowSnapshot {
-  /** A worker saw the dependency's breaker open, and none has seen it recover since. */
+  /**
+   * A worker saw the dependency unhealthy (its breaker open, or its budget denying a retry), and none has
+   * seen it recover since.
+   */
   down: boolean;
   /** When the dependency last recovered (store time): its slow-start ramp runs from then. */
   recoveredAtMs?: number;

@@ -5,6 +5,7 @@ import { decide, decideSync } from '../../policy/decide.js';
 import type { DecideContext, Decision, RetryPolicy } from '../../policy/types.js';
 import type { AttemptState, JobRef } from '../../runtime/contracts.js';
 import { admit } from '../../runtime/flow-control/admission.js';
+import type { FlowBudget } from '../../runtime/flow-control/controller.js';
 import { type SettleJob, settle } from '../../runtime/settle.js';
 import { type DependencySpec, expectedJobs, type Scenario } from '../scenario/schema.js';
 import { ArrivalStreams } from './arrivals.js';
@@ -256,6 +257,13 @@ export async function runEngine(
           clock,
           (d, atMs) => queue.push(atMs, (d << KIND_BITS) | FLOW_WAKE),
         );
+  // A budget's enforced denial marks its dependency down, as a worker's flow controller does.
+  if (flow)
+    for (const budget of runtime.budgets)
+      (budget as Partial<FlowBudget>).events?.on('denied', (denial) => {
+        const d = dependencyNames.indexOf(denial.dependency);
+        if (denial.mode === 'enforce' && d >= 0) flow.budgetDenied(d);
+      });
   /** The one dependency of a queue whose jobs all need it (what a paused queue waits for). */
   const onlyDependency = (classes[0] as EngineJobClass).dependency;
 
@@ -631,14 +639,26 @@ export async function runEngine(
 
   const flushAndSample = (t: number, sample: boolean): Promise<void> | undefined => {
     if (unflushed.size === 0) {
-      if (sample) sampleBudgets(t);
+      afterFlush(t, sample);
       return undefined;
     }
     const flushing = [...unflushed];
     unflushed.clear();
-    return flushAll(flushing).then(() => {
-      if (sample) sampleBudgets(t);
-    });
+    return flushAll(flushing).then(() => afterFlush(t, sample));
+  };
+
+  /** Once the budgets hold every success: flow control's look at them, then the sample when one is due. */
+  const afterFlush = (t: number, sample: boolean): void => {
+    if (flow) readBudgetsForFlow(flow, t);
+    if (sample) sampleBudgets(t);
+  };
+
+  /** Flow control reads the budget of a dependency its denials marked down: has it stopped denying? */
+  const readBudgetsForFlow = (flowControl: SimFlowControl, t: number): void => {
+    for (let d = 0; d < dependencyNames.length; d++)
+      if (flowControl.awaitsBudget(d))
+        for (const budget of runtime.budgets)
+          flowControl.budgetRead(d, budget.counts(dependencyNames[d] as string), t);
   };
 
   const flushAll = async (flushing: readonly SimBudget[]): Promise<void> => {

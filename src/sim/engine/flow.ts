@@ -1,7 +1,8 @@
+import type { BudgetSnapshot } from '../../budget/types.js';
 import type { Clock } from '../../common/clock.js';
 import { type DependencyHealth, flowVerdict, type HoldKind } from '../../runtime/flow-control/gate.js';
 import { MemoryFlowStore } from '../../runtime/flow-control/memory-store.js';
-import type { SlowStartRamp } from '../../runtime/flow-control/slow-start.js';
+import { budgetStoppedDenying, type SlowStartRamp } from '../../runtime/flow-control/slow-start.js';
 
 /**
  * Flow control's settings in the simulator, with the worker's meaning (`FlowControlOptions`): the
@@ -69,7 +70,12 @@ export class SimFlowControl {
   readonly #pausedUntil: number[];
   readonly #wakeAt: number[];
   readonly #parked: number[];
-  /** Per dependency, every time its breaker closed after being open: when each slow-start ramp began. */
+  /** Per dependency: its budget's denials marked it down, and it waits for the budget to stop denying. */
+  readonly #budgetDown: boolean[];
+  /**
+   * Per dependency, every time a ramp began: its breaker closed after being open, or its budget stopped
+   * denying.
+   */
   readonly rampStarts: number[][];
 
   constructor(
@@ -93,6 +99,7 @@ export class SimFlowControl {
     this.#pausedUntil = new Array(n).fill(Number.NEGATIVE_INFINITY);
     this.#wakeAt = new Array(n).fill(Number.POSITIVE_INFINITY);
     this.#parked = new Array(n).fill(0);
+    this.#budgetDown = new Array(n).fill(false);
     this.rampStarts = Array.from({ length: n }, () => []);
   }
 
@@ -198,12 +205,43 @@ export class SimFlowControl {
       if (known.halfOpenAtMs !== undefined) this.#askWake(d, known.halfOpenAtMs);
       return;
     }
-    if (known.state === 'closed' && this.#store.read(this.#name(d)).down) {
-      const { recoveredAtMs } = this.#store.markUp(this.#name(d));
-      if (recoveredAtMs !== undefined) (this.rampStarts[d] as number[]).push(recoveredAtMs);
-    }
+    if (known.state === 'closed' && this.#store.read(this.#name(d)).down) this.#markUp(d);
     this.#pausedUntil[d] = Math.min(this.#pausedUntil[d] as number, t);
     this.#askWake(d, t);
+  }
+
+  /**
+   * The budget denied a retry of `d` (enforced): the store's down mark, once per episode, as a worker's
+   * flow controller marks it on its budget's `denied` event. The ramp starts when the budget stops denying.
+   */
+  budgetDenied(d: number): void {
+    if (this.#budgetDown[d]) return;
+    this.#budgetDown[d] = true;
+    this.#store.markDown(this.#name(d));
+  }
+
+  /** True while `d` waits for its budget to stop denying: the engine then reads the budget ({@link budgetRead}). */
+  awaitsBudget(d: number): boolean {
+    return (this.#budgetDown[d] as boolean) && (this.#known[d] as Known).state === 'closed';
+  }
+
+  /**
+   * The budget's state of `d`, read while it {@link awaitsBudget}: with no denial left in its window
+   * (`budgetStoppedDenying`), the store's up mark, which starts the fleet's ramp (a breaker recovery marks
+   * it up on its own, whatever the budget says).
+   */
+  budgetRead(d: number, snapshot: Pick<BudgetSnapshot, 'denied'>, t: number): void {
+    if (!this.awaitsBudget(d) || !budgetStoppedDenying(snapshot)) return;
+    if (this.#store.read(this.#name(d)).down) this.#markUp(d);
+    this.#budgetDown[d] = false;
+    this.#askWake(d, t);
+  }
+
+  /** The store's up mark: the fleet's slow-start ramp starts now (recorded in {@link rampStarts}). */
+  #markUp(d: number): void {
+    const { recoveredAtMs } = this.#store.markUp(this.#name(d));
+    if (recoveredAtMs !== undefined) (this.rampStarts[d] as number[]).push(recoveredAtMs);
+    this.#budgetDown[d] = false;
   }
 
   #name(d: number): string {
