@@ -163,7 +163,7 @@ try {
     const ms = (x: number) => `${x.toFixed(1)} ms`;
     console.log(
       formatTable([
-        ['median of ' + rounds, `${Math.round(records / 10)} records`, `${records} records`, 'goal'],
+        [`median of ${rounds}`, `${Math.round(records / 10)} records`, `${records} records`, 'goal'],
         ['first page, filter by reason', ms(small.reason), ms(large.reason), '< 200 ms'],
         ['first page, filter by dependency', ms(small.dependency), ms(large.dependency), '< 200 ms'],
         ['first page, filter by job name', ms(small.name), ms(large.name), '< 200 ms'],
