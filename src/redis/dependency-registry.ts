@@ -95,8 +95,9 @@ export class DependencyRegistry {
   /**
    * Records `dependency` in the registry, unless this process did so less than {@link NOTE_REFRESH_MS}
    * ago: then `undefined`, with no round trip. Send it with the state write (`Promise.all`), so the
-   * name is on the server no later than the state on a single node. A note that fails is sent again by
-   * the next call.
+   * name is on the server no later than the state on a single node. Never rejects: a note that fails
+   * (its key corrupt, its Cluster node away) is sent again by the next call, and the state write it
+   * travels with answers as it would alone, since that write has happened whatever became of the note.
    */
   note(dependency: string): Promise<void> | undefined {
     const nowMs = (this.#clock ?? systemClock).now();
@@ -105,9 +106,8 @@ export class DependencyRegistry {
     this.#notedAt.set(dependency, nowMs);
     return this.#note([this.#key], [this.#now(), dependency]).then(
       () => undefined,
-      (error: unknown) => {
+      () => {
         if (this.#notedAt.get(dependency) === nowMs) this.#notedAt.delete(dependency);
-        throw error;
       },
     );
   }
@@ -121,7 +121,9 @@ export class DependencyRegistry {
     options.signal?.throwIfAborted();
     const scanning: Promise<number> = this.#redis.exists(this.#scannedKey);
     const registering: Promise<string[]> = this.#redis.zrange(this.#key, '0', '-1');
-    const [scanned, registered] = await Promise.all([scanning, registering]);
+    const [scanned, registered] = await Promise.all([scanning, registering]).catch((error: unknown) => {
+      throw this.#explained(error);
+    });
     if (scanned === 1) return registered.sort();
     const names = new Set(registered);
     for (const name of await this.#adopt(options)) names.add(name);
@@ -158,6 +160,15 @@ export class DependencyRegistry {
       // the next one scans again.
     }
     return names;
+  }
+
+  /** A read of the registry that failed because its key holds something else says which key, and what to do. */
+  #explained(error: unknown): unknown {
+    if (!(error instanceof Error) || !error.message.startsWith('WRONGTYPE')) return error;
+    return new Error(
+      `the dependency registry "${this.#key}" is not a sorted set (${error.message}): delete it and "${this.#scannedKey}", and the next listing rebuilds it with one scan of the keyspace`,
+      { cause: error },
+    );
   }
 
   #now(): string {

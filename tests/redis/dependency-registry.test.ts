@@ -134,4 +134,40 @@ describe('dependency registry of the Redis budget and breaker stores', () => {
     expect(await budgets.dependencies()).toEqual(['mail']);
     expect(await crowded.redis.zrange(registry, '0', '-1')).toEqual(['mail']);
   });
+
+  it('a registry that cannot be written never turns a budget or breaker answer into an error', async () => {
+    // The registry is a side note: its key corrupt (or its Cluster node away) must leave every
+    // dependency's own state answering, or a denial written to the store reaches the worker as a store
+    // failure and the fallback grants the retry the fleet's budget refused.
+    const prefix = freshPrefix();
+    await crowded.redis.set(`{${prefix}:g}:budget-dependencies`, 'not a sorted set');
+    await crowded.redis.set(`{${prefix}:g}:breaker-dependencies`, 'not a sorted set');
+    const budgets = new RedisBudgetStore({ redis: crowded.redis, prefix });
+    const breakers = new RedisBreakerStore({ redis: crowded.redis, prefix });
+    const budget = new RetryBudget({ store: budgets, minAllowance: 2, fallback: 'local' });
+    try {
+      const answers = [];
+      for (let i = 0; i < 3; i++) answers.push(await budget.trySpend('search'));
+      expect(answers.map((a) => [a.granted, a.degraded])).toEqual([
+        [true, false],
+        [true, false],
+        [false, false],
+      ]);
+      expect(budget.degraded).toBe(false);
+      const options = resolveBreakerOptions({ consecutiveFailures: 1 });
+      const recorded = await breakers.record('search', 'failure', options);
+      expect(recorded.snapshot).toMatchObject({ state: 'open', degraded: false });
+      // A listing cannot go on without the registry: it says which key is wrong and what to do.
+      await expect(budgets.dependencies()).rejects.toThrow(
+        `the dependency registry "{${prefix}:g}:budget-dependencies" is not a sorted set`,
+      );
+      await crowded.redis.del(
+        `{${prefix}:g}:budget-dependencies`,
+        `{${prefix}:g}:budget-dependencies-scanned`,
+      );
+      expect(await budgets.dependencies()).toEqual(['search']);
+    } finally {
+      await budget.close();
+    }
+  });
 });
