@@ -76,7 +76,7 @@ const MOUNTS: [string, Mount][] = [
       app.get('/health', async () => 'app');
       // Fastify has read the body by now: hand it over with the raw request.
       const console = (request: FastifyRequest, reply: FastifyReply) => {
-        reply.hijack();
+        void reply.hijack();
         dashboard(Object.assign(request.raw, { body: request.body }), reply.raw);
       };
       app.all(BASE, console);
@@ -254,7 +254,7 @@ describe('mounts that cannot work say how to fix them', () => {
   it('Fastify without the parsed body handed over: the action fails naming the fix, never with an empty body', async () => {
     const app = Fastify();
     app.all(`${BASE}/*`, (request, reply) => {
-      reply.hijack();
+      void reply.hijack();
       dashboard(request.raw, reply.raw);
     });
     await app.listen({ port: 0, host: '127.0.0.1' });
