@@ -8,6 +8,7 @@
 export { describeError } from '../common/error-text.js';
 export type { CallBreaker, CallContext } from '../runtime/call-context.js';
 export type { AttemptState, AttemptStateStore, DeadLetteredState, JobRef } from '../runtime/contracts.js';
+export { AUTO_REPLAY_BY, type AutoReplayOptions, type AutoReplayReason } from './auto-replay.js';
 export { DEAD_LETTER_REASONS, type DeadLetterFilter } from './dead-letter-filter.js';
 export {
   REPLAY_OPTION,

@@ -6,6 +6,7 @@ import type { AttemptStateStore, DeadLetterStore } from '../runtime/contracts.js
 import type { FlowControlOptions } from '../runtime/flow-control/options.js';
 import type { JobInstrumentation } from '../runtime/instrumentation.js';
 import type { RuntimeBreaker, RuntimeBudget, RuntimeGuard } from '../runtime/job-runtime.js';
+import type { AutoReplayOptions } from './auto-replay.js';
 
 /**
  * The retry budget as a worker uses it: `trySpend` (through `decide`) on the failure path, and
@@ -94,6 +95,15 @@ export interface StormguardWorkerOptions<Data = unknown, Result = unknown, Name 
    * Default: off.
    */
   flowControl?: FlowControlOptions;
+  /**
+   * Automatic replay (needs `deadLetters`, and a `budget` or a `breaker` to tell health by): the worker
+   * puts the queue's budget-exhausted and breaker-open dead letters back once their dependency is healthy
+   * (budget not denying, breaker not open), paced at `ratePerSecond` for the whole fleet, as replay runs
+   * in `runs` that one worker at a time holds, so no record is replayed twice however many workers run.
+   * The replayed jobs' attempts go through flow control's slow start like any other. See
+   * docs/dead-letters.md. Default: off (replay with `stormguard dlq replay`, or the console).
+   */
+  autoReplay?: AutoReplayOptions;
   /**
    * Job name → dependency, for failures thrown outside `ctx.call` and jobs that make no `ctx.call`.
    * A job name with no entry is its own dependency. Default: `{}`.

@@ -1,4 +1,4 @@
-import { DelayedError, Job, UnrecoverableError, Worker } from 'bullmq';
+import { DelayedError, Job, Queue, UnrecoverableError, Worker } from 'bullmq';
 import { dependencyNameProblem } from '../budget/dependency-name.js';
 import { systemClock } from '../common/clock.js';
 import { formatDuration } from '../common/duration.js';
@@ -16,6 +16,7 @@ import {
 } from '../runtime/flow-control/controller.js';
 import type { JobHandle } from '../runtime/job-handle.js';
 import { JobRuntime, type RunOutcome } from '../runtime/job-runtime.js';
+import { AutoReplay, checkAutoReplayOptions } from './auto-replay.js';
 import { bullmqJobHandle } from './bullmq-job-handle.js';
 import { BULLMQ_DEFAULT_PREFIX, clusterPrefixProblem } from './cluster-prefix.js';
 import { defaultDeadLetters } from './default-dead-letters.js';
@@ -101,6 +102,10 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
   readonly #registered: Promise<void>;
   /** Closes what the worker opened itself: the client of its default dead-letter store. */
   readonly #closeOwn: () => Promise<void>;
+  /** Automatic replay of the dead letters an outage left, when the options ask for it. */
+  readonly #autoReplay: AutoReplay | undefined;
+  /** The queue automatic replay adds jobs to, opened on first use. */
+  #replayQueue: Queue | undefined;
   /** Dead letters being filed for jobs BullMQ failed without running them; close() waits for them. */
   readonly #filing = new Set<Promise<void>>();
   #closed: Promise<void> | undefined;
@@ -189,6 +194,30 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
       return settleInBullMQ(job as Job, outcome, queueName, ours);
     };
     this.flow?.startReleasing((jobId) => this.#promote(jobId));
+    const deadLetters = this.deadLetters;
+    this.#autoReplay =
+      options.autoReplay && deadLetters
+        ? new AutoReplay(options.autoReplay, {
+            queue: queueName,
+            store: deadLetters,
+            jobs: () => {
+              this.#replayQueue ??= new Queue(
+                queueName,
+                {
+                  connection,
+                  ...(workerOptions.prefix === undefined ? {} : { prefix: workerOptions.prefix }),
+                } as ConstructorParameters<typeof Queue>[1],
+                ...(backendArgument as []),
+              );
+              return this.#replayQueue;
+            },
+            events: this.events,
+            ...(hasState(options.budget) ? { budget: options.budget } : {}),
+            ...(hasState(options.breaker) ? { breaker: options.breaker } : {}),
+            clock: options.clock ?? systemClock,
+            report: (error) => this.#report(error),
+          })
+        : undefined;
     this.on('failed', (job, error) => {
       // BullMQ fails some jobs without calling the processor: the parent of a failed failParentOnFailure
       // child (and a job past maxStartedAttempts). It has ended in BullMQ's failed set; its dead letter is
@@ -205,6 +234,7 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
       .catch((error: unknown) => this.#report(error));
     if (workerOptions.autorun !== false)
       this.run().catch((error: unknown) => this.emit('error', asError(error)));
+    this.#autoReplay?.start();
   }
 
   /** Brings a released parked job back to wait (BullMQ's `promote`), if it is still delayed. */
@@ -234,6 +264,8 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
   override close(force = false): Promise<void> {
     this.#closed ??= (async () => {
       try {
+        await this.#autoReplay?.stop();
+        await this.#replayQueue?.close();
         await this.flow?.stop();
         await super.close(force);
       } finally {
@@ -351,6 +383,11 @@ function endedUnprocessed(runtime: JobRuntime, handle: JobHandle, why: string): 
   );
 }
 
+/** True for a budget or breaker that can be read (`RetryBudget`, `CircuitBreaker`): what auto replay waits on. */
+function hasState<T>(value: T): value is T & { state(dependency: string): Promise<never> } {
+  return typeof (value as { state?: unknown } | undefined)?.state === 'function';
+}
+
 /**
  * True for a flow child with none of BullMQ's on-failure options: BullMQ keeps the parent of a failed
  * child waiting for it, and a replay enqueues the child anew without its parent, so the parent would wait
@@ -444,6 +481,13 @@ function checkOptions<D, R, N extends string>(
 
 function checkStores<D, R, N extends string>(options: StormguardWorkerOptions<D, R, N>): void {
   const { deadLetters, attemptState } = options;
+  if (options.autoReplay) {
+    if (deadLetters === false)
+      throw new InvalidInputError(
+        'createWorker: autoReplay replays dead letters, so it needs a dead-letter store (deadLetters is false)',
+      );
+    checkAutoReplayOptions(options.autoReplay, hasState(options.budget) || hasState(options.breaker));
+  }
   if (deadLetters === false) {
     if (!isStore(attemptState, ['readAttempts', 'writeAttempts', 'clearAttempts']))
       throw new InvalidInputError(
