@@ -16,7 +16,12 @@ import {
   startReplayRun,
 } from './replay-runs.js';
 
-/** The dead-letter reasons an outage leaves, which automatic replay may put back. */
+/**
+ * The dead-letter reasons an outage leaves, which automatic replay may put back.
+ *
+ * @example
+ * const reasons: AutoReplayReason[] = ['breaker-open'];
+ */
 export type AutoReplayReason = 'budget-exhausted' | 'breaker-open';
 
 /**
@@ -43,7 +48,12 @@ export interface AutoReplayOptions {
   leaseMs?: number;
 }
 
-/** Who automatic replay runs are by: it marks them in the run store and the console. */
+/**
+ * Who automatic replay runs are by: it marks them in the run store and the console.
+ *
+ * @example
+ * const automatic = (await runs.listRuns()).filter((r) => r.createdBy === AUTO_REPLAY_BY);
+ */
 export const AUTO_REPLAY_BY = 'auto-replay';
 const DEFAULT_REASONS: readonly AutoReplayReason[] = ['budget-exhausted', 'breaker-open'];
 
