@@ -249,4 +249,59 @@ describe('CircuitBreaker', () => {
     expect(error.message).toBe('circuit for "search" is half-open and all its probe slots are taken');
     expect(error.name).toBe('BrokenCircuitError');
   });
+  it('acquireNow and recordNow answer as acquire and record do, with the same events, on an in-process store', async () => {
+    const sync = setup({ halfOpenProbes: 1, successesToClose: 1 });
+    const awaited = setup({ halfOpenProbes: 1, successesToClose: 1 });
+    const steps: Array<[string, unknown, unknown]> = [];
+    const both = async (name: string, now: () => unknown, later: () => Promise<unknown>) =>
+      steps.push([name, now(), await later()]);
+    await both(
+      'failure 1',
+      () => sync.breaker.recordNow('search', 'failure'),
+      () => awaited.breaker.recordFailure('search'),
+    );
+    await both(
+      'failure 2',
+      () => sync.breaker.recordNow('search', 'failure'),
+      () => awaited.breaker.recordFailure('search'),
+    );
+    await both(
+      'refused',
+      () => sync.breaker.acquireNow('search'),
+      () => awaited.breaker.acquire('search'),
+    );
+    sync.clock.advance(1_000);
+    awaited.clock.advance(1_000);
+    const probe = sync.breaker.acquireNow('search');
+    const awaitedProbe = await awaited.breaker.acquire('search');
+    steps.push(['probe', probe, awaitedProbe]);
+    await both(
+      'probe success',
+      () => sync.breaker.recordNow('search', 'success', probe),
+      () => awaited.breaker.recordSuccess('search', awaitedProbe),
+    );
+    for (const [name, now, later] of steps) expect(now, name).toEqual(later);
+    expect(probe).toMatchObject({ allowed: true, probe: true, ticket: `${T0 + 1_000}:1` });
+    expect(sync.breaker.acquireNow('search')?.snapshot.state).toBe('closed');
+    expect(sync.seen).toEqual([
+      'search:closed>open:consecutive-failures',
+      `search:rejected:open:${T0 + 1_000}`,
+      'search:open>half-open:cool-down-elapsed',
+      'search:half-open>closed:probes-succeeded',
+    ]);
+    expect(sync.seen).toEqual(awaited.seen);
+  });
+
+  it('acquireNow and recordNow give no answer when the store needs a round trip', () => {
+    const clock = new FakeClock(T0);
+    const memory = new MemoryBreakerStore({ clock });
+    const remote: BreakerStore = {
+      acquire: (d, o) => memory.acquire(d, o),
+      record: (d, outcome, o) => memory.record(d, outcome, o),
+      read: (d, o) => memory.read(d, o),
+    };
+    const breaker = new CircuitBreaker({ store: remote, clock });
+    expect(breaker.acquireNow('search')).toBeUndefined();
+    expect(breaker.recordNow('search', 'failure')).toBeUndefined();
+  });
 });

@@ -201,11 +201,39 @@ export class CircuitBreaker implements BreakerGate {
     if (known) {
       admission = { allowed: known.state === 'closed', probe: false, transitions: [], snapshot: known };
     } else {
-      admission = await this.#store.acquire(dependency, this.optionsFor(dependency));
-      this.#cache?.learn(admission.snapshot);
-      this.#noteDegraded(admission.snapshot);
-      this.#emitTransitions(dependency, admission.transitions);
+      admission = this.#learnAdmission(
+        dependency,
+        await this.#store.acquire(dependency, this.optionsFor(dependency)),
+      );
     }
+    return this.#answer(dependency, admission);
+  }
+
+  /**
+   * {@link acquire} answered synchronously, when the store is in this process (a `MemoryBreakerStore`) and
+   * no state cache stands in front of it: the same admission, events and bookkeeping, without a promise.
+   * `undefined` when the answer needs a round trip; call `acquire` then. For callers that make millions
+   * of calls on one process's breaker, such as the simulator.
+   *
+   * @example
+   * const admission = breaker.acquireNow('search') ?? (await breaker.acquire('search'));
+   */
+  acquireNow(dependency: string): BreakerAdmission | undefined {
+    checkDependency(dependency);
+    if (this.#cache || !this.#store.acquireNow) return undefined;
+    const admission = this.#store.acquireNow(dependency, this.optionsFor(dependency));
+    return this.#answer(dependency, this.#learnAdmission(dependency, admission));
+  }
+
+  #learnAdmission(dependency: string, admission: BreakerAdmission): BreakerAdmission {
+    this.#cache?.learn(admission.snapshot);
+    this.#noteDegraded(admission.snapshot);
+    this.#emitTransitions(dependency, admission.transitions);
+    return admission;
+  }
+
+  /** Says when an admission is a refusal (the `rejected` event), and returns it. */
+  #answer(dependency: string, admission: BreakerAdmission): BreakerAdmission {
     const { state, halfOpenAtMs } = admission.snapshot;
     if (!admission.allowed && this.events.has('rejected'))
       this.events.emit('rejected', {
@@ -240,6 +268,25 @@ export class CircuitBreaker implements BreakerGate {
    */
   recordFailure(dependency: string, admission?: Pick<BreakerAdmission, 'ticket'>): Promise<BreakerSnapshot> {
     return this.#record(dependency, 'failure', admission?.ticket);
+  }
+
+  /**
+   * `recordSuccess` / `recordFailure` applied synchronously, under the same conditions as
+   * {@link acquireNow}: the snapshot after the outcome, or `undefined` when recording needs a round trip
+   * (call `recordSuccess` / `recordFailure` then).
+   *
+   * @example
+   * const snapshot = breaker.recordNow('search', 'failure', admission) ?? (await breaker.recordFailure('search', admission));
+   */
+  recordNow(
+    dependency: string,
+    outcome: 'success' | 'failure',
+    admission?: Pick<BreakerAdmission, 'ticket'>,
+  ): BreakerSnapshot | undefined {
+    checkDependency(dependency);
+    if (this.#cache || !this.#store.recordNow) return undefined;
+    const options = this.optionsFor(dependency);
+    return this.#learn(dependency, this.#store.recordNow(dependency, outcome, options, admission?.ticket));
   }
 
   /**

@@ -34,6 +34,7 @@ export interface MemoryBreakerStoreOptions {
 }
 
 const SWEEP_MIN_SIZE = 1_024;
+const NO_TICKET: BreakerStepInput = Object.freeze({});
 
 /**
  * Breaker state for one process, on an injectable clock. Right for a single worker, for tests and for the
@@ -61,14 +62,21 @@ export class MemoryBreakerStore implements BreakerStore, BreakerListing {
   }
 
   async acquire(dependency: string, options: ResolvedBreakerOptions): Promise<BreakerAdmission> {
-    const step = this.#apply(dependency, 'acquire', options);
-    return {
-      allowed: step.allowed,
-      probe: step.probe,
-      ...(step.ticket === undefined ? {} : { ticket: step.ticket }),
-      transitions: step.transitions,
-      snapshot: this.#snapshot(dependency, step.view),
-    };
+    return this.acquireNow(dependency, options);
+  }
+
+  /**
+   * {@link acquire}, answered synchronously (the state is in this process): the same admission, no promise.
+   *
+   * @example
+   * const { allowed } = store.acquireNow('search', resolveBreakerOptions());
+   */
+  acquireNow(dependency: string, options: ResolvedBreakerOptions): BreakerAdmission {
+    const { allowed, probe, ticket, transitions, view } = this.#apply(dependency, 'acquire', options);
+    const snapshot = this.#snapshot(dependency, view);
+    return ticket === undefined
+      ? { allowed, probe, transitions, snapshot }
+      : { allowed, probe, ticket, transitions, snapshot };
   }
 
   async record(
@@ -77,7 +85,22 @@ export class MemoryBreakerStore implements BreakerStore, BreakerListing {
     options: ResolvedBreakerOptions,
     ticket?: string,
   ): Promise<BreakerRecordResult> {
-    const step = this.#apply(dependency, outcome, options, ticket === undefined ? {} : { ticket });
+    return this.recordNow(dependency, outcome, options, ticket);
+  }
+
+  /**
+   * {@link record}, applied synchronously (the state is in this process): the same result, no promise.
+   *
+   * @example
+   * const { snapshot } = store.recordNow('search', 'failure', resolveBreakerOptions());
+   */
+  recordNow(
+    dependency: string,
+    outcome: 'success' | 'failure',
+    options: ResolvedBreakerOptions,
+    ticket?: string,
+  ): BreakerRecordResult {
+    const step = this.#apply(dependency, outcome, options, ticket === undefined ? NO_TICKET : { ticket });
     return { transitions: step.transitions, snapshot: this.#snapshot(dependency, step.view) };
   }
 
@@ -181,7 +204,24 @@ export class MemoryBreakerStore implements BreakerStore, BreakerListing {
     this.#sweepAtSize = Math.max(SWEEP_MIN_SIZE, 2 * this.#records.size);
   }
 
+  /** The view as a snapshot: the same fields in the same order as `{ dependency, ...view, degraded }`, built without a spread. */
   #snapshot(dependency: string, view: Omit<BreakerSnapshot, 'dependency' | 'degraded'>): BreakerSnapshot {
-    return { dependency, ...view, degraded: this.#degraded };
+    const snapshot = {
+      dependency,
+      state: view.state,
+      successes: view.successes,
+      failures: view.failures,
+      volume: view.volume,
+      consecutiveFailures: view.consecutiveFailures,
+      probesAdmitted: view.probesAdmitted,
+      probeSuccesses: view.probeSuccesses,
+      probesInFlight: view.probesInFlight,
+      nowMs: view.nowMs,
+    } as BreakerSnapshot;
+    if (view.openedAtMs !== undefined) snapshot.openedAtMs = view.openedAtMs;
+    if (view.override !== undefined) snapshot.override = view.override;
+    if (view.halfOpenAtMs !== undefined) snapshot.halfOpenAtMs = view.halfOpenAtMs;
+    snapshot.degraded = this.#degraded;
+    return snapshot;
   }
 }

@@ -204,6 +204,18 @@ export interface BreakerStore {
   /** The current snapshot, without changing anything. */
   read(dependency: string, options: ResolvedBreakerOptions): Promise<BreakerSnapshot>;
   /**
+   * Optional, for a store whose state is in this process: `acquire` answered synchronously (the same
+   * admission, without a promise). `CircuitBreaker.acquireNow` uses it.
+   */
+  acquireNow?(dependency: string, options: ResolvedBreakerOptions): BreakerAdmission;
+  /** Optional, with {@link acquireNow}: `record` applied synchronously (`CircuitBreaker.recordNow` uses it). */
+  recordNow?(
+    dependency: string,
+    outcome: 'success' | 'failure',
+    options: ResolvedBreakerOptions,
+    ticket?: string,
+  ): BreakerRecordResult;
+  /**
    * Optional: records a batch of successes (and the outcome after it) atomically, in one round trip.
    * A CircuitBreaker batches successes on a closed breaker only when the store has this and is `shared`.
    */

@@ -9,12 +9,13 @@ import type { FlowBudget } from '../../runtime/flow-control/controller.js';
 import { type SettleJob, settle } from '../../runtime/settle.js';
 import { type DependencySpec, expectedJobs, type Scenario } from '../scenario/schema.js';
 import { ArrivalStreams } from './arrivals.js';
+import { Continuations } from './continuations.js';
 import { CallOutcome, DependencyModel } from './dependency-model.js';
 import { EventQueue } from './event-queue.js';
 import { SimFlowControl } from './flow.js';
 import { IntQueue } from './int-queue.js';
 import { JobTable } from './job-table.js';
-import type { SimBudget, StrategyRuntime } from './runtime.js';
+import type { SimAdmission, SimBreaker, SimBudget, StrategyRuntime } from './runtime.js';
 import { BinnedSeries } from './series.js';
 import { SlotPool } from './slot-pool.js';
 
@@ -223,6 +224,12 @@ export async function runEngine(
   };
   /** Breaker admissions and outcomes started by the current event, settled before the next one. */
   const admissions: Promise<unknown>[] = [];
+  /**
+   * Breaker answers the store gave at once: their continuations run where those of awaited calls would (a
+   * `CircuitBreaker` call awaits its store once, and the engine's `.then` takes one more turn: two turns).
+   */
+  const continuations = new Continuations();
+  const BREAKER_TURNS = 2;
 
   // Mutable counters live in one object: a closure variable holding a double is re-boxed on every write.
   const run = {
@@ -292,6 +299,7 @@ export async function runEngine(
     if (gated && jobs.sent[job] === 1 && jobs.granted[job] === 0) {
       const context = contextFor(job, jobClass, slot, t, undefined);
       context.attemptsMade = (jobs.charged[job] as number) + 1;
+      continuations.beforePromise();
       admissions.push(
         admit(context).then((refusal) => {
           if (refusal === undefined) acquire(slot, job, d, t);
@@ -310,15 +318,35 @@ export async function runEngine(
       call(slot, job, t);
       return;
     }
-    admissions.push(
-      breaker.acquire(dependencyNames[d] as string).then((admission) => {
-        flow?.learn(d, admission.snapshot, t, true);
-        if (admission.ticket === undefined) delete slotTicket[slot]?.ticket;
-        else slotTicket[slot] = { ticket: admission.ticket };
-        if (admission.allowed) call(slot, job, t);
-        else return refused(slot, job, t, admission.snapshot);
-      }),
-    );
+    const name = dependencyNames[d] as string;
+    const now = breaker.acquireNow(name);
+    if (now) {
+      continuations.after(BREAKER_TURNS, () => {
+        const refusal = admitted(slot, job, d, t, now);
+        if (refusal) admissions.push(refusal);
+      });
+      return;
+    }
+    continuations.beforePromise();
+    admissions.push(breaker.acquire(name).then((admission) => admitted(slot, job, d, t, admission)));
+  };
+
+  /** What the breaker's admission means for the slot's job: its call goes out, or it is refused. */
+  const admitted = (
+    slot: number,
+    job: number,
+    d: number,
+    t: number,
+    admission: SimAdmission,
+  ): Promise<void> | undefined => {
+    flow?.learn(d, admission.snapshot, t, true);
+    if (admission.ticket === undefined) delete slotTicket[slot]?.ticket;
+    else slotTicket[slot] = { ticket: admission.ticket };
+    if (admission.allowed) {
+      call(slot, job, t);
+      return undefined;
+    }
+    return refused(slot, job, t, admission.snapshot);
   };
 
   /** One attempt that reaches the dependency: draw its outcome and latency, count the request. */
@@ -365,6 +393,7 @@ export async function runEngine(
               ? undefined
               : Math.max(0, snapshot.halfOpenAtMs - snapshot.nowMs),
           );
+    continuations.beforePromise();
     return decide(contextFor(job, jobClass, slot, t, error)).then((decision) => {
       apply(decision, job, d, t);
       nextJob(slot, t);
@@ -532,9 +561,27 @@ export async function runEngine(
     queue.push(action.dueAtMs, (job << KIND_BITS) | RETRY_DUE);
   };
 
-  /** Under flow control, what the breaker answered a recorded outcome tells the gate. */
-  const learnFrom = (d: number, t: number, recorded: Promise<unknown>): Promise<unknown> =>
-    flow ? recorded.then((snapshot) => flow.learn(d, snapshot as { state: string }, t, false)) : recorded;
+  /** Records a call's outcome with the breaker; under flow control, what it answers tells the gate. */
+  const record = (
+    breaker: SimBreaker,
+    d: number,
+    t: number,
+    outcome: 'success' | 'failure',
+    slot: number,
+  ): void => {
+    const name = dependencyNames[d] as string;
+    const now = breaker.recordNow(name, outcome, slotTicket[slot]);
+    if (now) {
+      if (flow) continuations.after(BREAKER_TURNS, () => flow.learn(d, now, t, false));
+      return;
+    }
+    continuations.beforePromise();
+    const recorded =
+      outcome === 'success'
+        ? breaker.recordSuccess(name, slotTicket[slot])
+        : breaker.recordFailure(name, slotTicket[slot]);
+    admissions.push(flow ? recorded.then((snapshot) => flow.learn(d, snapshot, t, false)) : recorded);
+  };
 
   const attemptDone = (slot: number, t: number): Promise<void> | undefined => {
     const job = slotJob[slot] as number;
@@ -551,29 +598,15 @@ export async function runEngine(
         unflushed.add(budget);
         (written[d] as Map<SimBudget, number>).set(budget, clock.now());
       }
-      if (breaker)
-        admissions.push(
-          learnFrom(d, t, breaker.recordSuccess(dependencyNames[d] as string, slotTicket[slot])),
-        );
+      if (breaker) record(breaker, d, t, 'success', slot);
       finish(job, t, undefined);
       nextJob(slot, t);
       return undefined;
     }
     s.failures.add(t);
     const error = (models[d] as DependencyModel).errors[outcome];
-    if (breaker) {
-      // A permanent error means the dependency answered: a success for its health (CircuitBreaker's contract).
-      const name = dependencyNames[d] as string;
-      admissions.push(
-        learnFrom(
-          d,
-          t,
-          outcome === CallOutcome.Permanent
-            ? breaker.recordSuccess(name, slotTicket[slot])
-            : breaker.recordFailure(name, slotTicket[slot]),
-        ),
-      );
-    }
+    // A permanent error means the dependency answered: a success for its health (CircuitBreaker's contract).
+    if (breaker) record(breaker, d, t, outcome === CallOutcome.Permanent ? 'success' : 'failure', slot);
     if (!gated) {
       ctx.policy = jobClass.policy;
       ctx.error = error;
@@ -588,6 +621,7 @@ export async function runEngine(
       nextJob(slot, t);
       return undefined;
     }
+    continuations.beforePromise();
     return decide(contextFor(job, jobClass, slot, t, error)).then((decision) => {
       apply(decision, job, d, t);
       nextJob(slot, t);
@@ -644,6 +678,7 @@ export async function runEngine(
     }
     const flushing = [...unflushed];
     unflushed.clear();
+    continuations.beforePromise();
     return flushAll(flushing).then(() => afterFlush(t, sample));
   };
 
@@ -743,18 +778,24 @@ export async function runEngine(
           start(value, slotJob[value] as number, t);
           break;
       }
+      continuations.run();
       if (++run.events % progressEvery === 0) {
         options.onProgress?.(run.finished, expected);
         if (options.signal && !pending) pending = new Promise((resolve) => setImmediate(resolve));
       }
       if (pending) return pending;
-      if (admissions.length > 0) return settleAdmissions();
+      if (admissions.length > 0 || continuations.inFlight > 0) return settleAdmissions();
     }
   };
 
   /** Settles breaker calls in the order they were made, including those their continuations start. */
   const settleAdmissions = async (): Promise<void> => {
-    while (admissions.length > 0) await Promise.all(admissions.splice(0));
+    for (;;) {
+      if (admissions.length > 0) await Promise.all(admissions.splice(0));
+      else if (continuations.inFlight > 0) await continuations.drained();
+      else break;
+    }
+    continuations.settled();
   };
 
   if (budgeted) {

@@ -15,14 +15,33 @@ export interface SimBudget extends BudgetGate {
 
 /** A breaker as the engine drives it (stormguard's `CircuitBreaker` is one): admission, outcomes, and the gate `decide` asks. */
 export interface SimBreaker extends BreakerGate {
-  acquire(dependency: string): Promise<{
-    allowed: boolean;
-    ticket?: string;
-    snapshot: { state: string; halfOpenAtMs?: number; nowMs?: number; probesInFlight?: number };
-  }>;
+  acquire(dependency: string): Promise<SimAdmission>;
+  /** `acquire` answered synchronously when the breaker's store is in this process; `undefined` otherwise. */
+  acquireNow(dependency: string): SimAdmission | undefined;
   /** `admission` carries the probe ticket of a half-open probe: only those outcomes move the breaker. */
-  recordSuccess(dependency: string, admission?: { ticket?: string }): Promise<unknown>;
-  recordFailure(dependency: string, admission?: { ticket?: string }): Promise<unknown>;
+  recordSuccess(dependency: string, admission?: { ticket?: string }): Promise<SimBreakerSnapshot>;
+  recordFailure(dependency: string, admission?: { ticket?: string }): Promise<SimBreakerSnapshot>;
+  /** `recordSuccess` / `recordFailure` applied synchronously, under the same condition as `acquireNow`. */
+  recordNow(
+    dependency: string,
+    outcome: 'success' | 'failure',
+    admission?: { ticket?: string },
+  ): SimBreakerSnapshot | undefined;
+}
+
+/** What the engine reads of a breaker snapshot. */
+export interface SimBreakerSnapshot {
+  state: string;
+  halfOpenAtMs?: number;
+  nowMs?: number;
+  probesInFlight?: number;
+}
+
+/** What the engine reads of a breaker admission. */
+export interface SimAdmission {
+  allowed: boolean;
+  ticket?: string;
+  snapshot: SimBreakerSnapshot;
 }
 
 /**
