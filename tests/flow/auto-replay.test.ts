@@ -122,8 +122,11 @@ describe('automatic replay (createWorker autoReplay)', () => {
       );
       expect(autoRuns.reduce((sum, r) => sum + r.moved, 0)).toBe(replayed);
       expect(autoRuns.flatMap((r) => r.failures)).toEqual([]);
+      // A job replayed into a breaker still half-open may be dead-lettered again, and replayed again:
+      // each record once, each job's work once.
+      expect(replayed).toBeGreaterThanOrEqual(N);
       const completed = await producer.getJobs(['completed']);
-      expect(completed.length).toBe(replayed);
+      expect(new Set(completed.map((j) => (j.data as { doc: string }).doc)).size).toBe(N);
     } finally {
       await Promise.all(workers.map((w) => w.close()));
       await producer.obliterate({ force: true }).catch(() => {});
