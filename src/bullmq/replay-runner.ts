@@ -69,9 +69,9 @@ export class ReplayRunner {
   /** One look at the stored runs: starts a loop for every started, open run that nobody else holds. */
   async resumeAll(): Promise<void> {
     const now = (this.#options.clock ?? systemClock).now();
-    for (const run of await this.#options.runs.listRuns())
-      if (run.startedAtMs !== undefined && isReplayRunOpen(run) && !isReplayRunHeld(run, this.#owner, now))
-        this.start(run.id);
+    // Every started run, not only the newest listed: previews made since must not hide one.
+    for (const run of await this.#options.runs.startedRuns())
+      if (isReplayRunOpen(run) && !isReplayRunHeld(run, this.#owner, now)) this.start(run.id);
   }
 
   /** Looks for runs to go on with now and every `pollMs` until {@link close}. */

@@ -71,6 +71,16 @@ export class PostgresReplayRunStore implements ReplayRunStore {
     return rows.map((row) => row.run);
   }
 
+  async startedRuns(): Promise<ReplayRun[]> {
+    const rows = await this.#db.query<{ run: ReplayRun }>(
+      `SELECT run FROM ${this.#db.q}.replay_runs
+        WHERE prefix = $1 AND run->'startedAtMs' IS NOT NULL AND run->>'status' IN ('pending', 'running')
+        ORDER BY id`,
+      [this.#db.prefix],
+    );
+    return rows.map((row) => row.run);
+  }
+
   async runRecordIds(id: string, from: number, count: number): Promise<string[]> {
     if (!RUN_ID.test(id) || count <= 0) return [];
     const rows = await this.#db.query<{ record_id: string }>(

@@ -1,6 +1,6 @@
 import { DEFAULT_PREFIX, encodeKeyPart, globalKey } from '../common/keys.js';
 import { assertPrefix } from '../common/names.js';
-import type { ReplayRun, ReplayRunStore } from '../runtime/replay-runs.js';
+import { isStartedAndOpen, type ReplayRun, type ReplayRunStore } from '../runtime/replay-runs.js';
 import { defineScript, type RedisClient } from './scripts.js';
 
 const UPDATE = {
@@ -53,9 +53,23 @@ export class RedisReplayRunStore implements ReplayRunStore {
     // The ids first, the run last: a run that exists always has its whole snapshot.
     for (let i = 0; i < recordIds.length; i += CHUNK)
       await this.#redis.rpush(`${this.#key(id)}:ids`, ...recordIds.slice(i, i + CHUNK));
+    if (isStartedAndOpen(stored)) await this.#redis.zadd(this.#startedKey, Number(id), id);
     await this.#redis.set(this.#key(id), versionFirst(stored));
     await this.#redis.zadd(globalKey(this.#prefix, 'replay-runs'), Number(id), id);
     return stored;
+  }
+
+  /** The ids of the runs started and not finished (a superset: an entry is dropped when read closed or gone). */
+  get #startedKey(): string {
+    return globalKey(this.#prefix, 'replay-runs-started');
+  }
+
+  async startedRuns(): Promise<ReplayRun[]> {
+    const ids = await this.#redis.zrange(this.#startedKey, '0', '-1');
+    const runs = await Promise.all(ids.map((id) => this.getRun(id)));
+    const closed = ids.filter((_, i) => !(runs[i] && isStartedAndOpen(runs[i])));
+    if (closed.length > 0) await this.#redis.zrem(this.#startedKey, ...closed);
+    return runs.filter((r): r is ReplayRun => r !== undefined && isStartedAndOpen(r));
   }
 
   async getRun(id: string): Promise<ReplayRun | undefined> {
@@ -76,8 +90,14 @@ export class RedisReplayRunStore implements ReplayRunStore {
 
   async updateRun(run: ReplayRun): Promise<ReplayRun | undefined> {
     const next = { ...run, version: run.version + 1 };
+    // Listed as started before it is written so (a crash in between leaves an entry `startedRuns` drops),
+    // and no longer once it is written closed.
+    const open = isStartedAndOpen(next);
+    if (open) await this.#redis.zadd(this.#startedKey, Number(run.id), run.id);
     const written = await this.#update([this.#key(run.id)], [String(run.version), versionFirst(next)]);
-    return Number(written) === 1 ? next : undefined;
+    if (Number(written) !== 1) return undefined;
+    if (!open) await this.#redis.zrem(this.#startedKey, run.id);
+    return next;
   }
 }
 

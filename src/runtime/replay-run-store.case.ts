@@ -150,5 +150,24 @@ export function describeReplayRunStore(name: string, open: OpenReplayRunStores):
       const updated = await store!.updateRun({ ...created[101]!, status: 'done' });
       expect((await store!.listRuns())[0]).toEqual(updated);
     });
+
+    it('lists every started run not done or cancelled, oldest first, however many runs came after it', async () => {
+      const [store, other] = await setup(2);
+      const start = (run: ReplayRun) => store!.updateRun({ ...run, startedAtMs: T0, status: 'running' });
+      const first = (await start(await store!.createRun(newRun(1), ['r'])))!;
+      const done = (await start(await store!.createRun(newRun(1), ['r'])))!;
+      const cancelled = (await start(await store!.createRun(newRun(1), ['r'])))!;
+      const interrupted = (await start(await store!.createRun(newRun(1), ['r'])))!;
+      expect(await store!.updateRun({ ...done, status: 'done' })).toBeDefined();
+      expect(await other!.updateRun({ ...cancelled, status: 'cancelled' })).toBeDefined();
+      const paused = await other!.updateRun({
+        ...interrupted,
+        status: 'pending',
+        stoppedBecause: 'interrupted',
+      });
+      for (let i = 0; i < 100; i++) await store!.createRun(newRun(1), ['r']);
+      expect(await other!.startedRuns()).toEqual([first, paused]);
+      expect(await store!.startedRuns()).toEqual([first, paused]);
+    });
   });
 }

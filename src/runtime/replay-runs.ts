@@ -80,6 +80,11 @@ export interface ReplayRunStore {
   getRun(id: string): Promise<ReplayRun | undefined>;
   /** Every run, newest first (the newest 100). */
   listRuns(): Promise<ReplayRun[]>;
+  /**
+   * Every run started and neither done nor cancelled, oldest first, however many runs came after it
+   * (previews included): what a runner goes on with after a process stopped.
+   */
+  startedRuns(): Promise<ReplayRun[]>;
   /** `count` ids of the snapshot from position `from`. */
   runRecordIds(id: string, from: number, count: number): Promise<string[]>;
   /** Writes `run` if the stored version is `run.version`, bumping it; false (and nothing written) otherwise. */
@@ -114,6 +119,13 @@ export class MemoryReplayRunStore implements ReplayRunStore {
       .slice(0, 100);
   }
 
+  async startedRuns(): Promise<ReplayRun[]> {
+    return [...this.#runs.values()]
+      .map((e) => JSON.parse(e.json) as ReplayRun)
+      .filter(isStartedAndOpen)
+      .sort((a, b) => Number(a.id) - Number(b.id));
+  }
+
   async runRecordIds(id: string, from: number, count: number): Promise<string[]> {
     return [...(this.#runs.get(id)?.ids ?? []).slice(from, from + count)];
   }
@@ -125,4 +137,14 @@ export class MemoryReplayRunStore implements ReplayRunStore {
     entry.json = JSON.stringify(next);
     return next;
   }
+}
+
+/**
+ * True for a run that was started and is neither done nor cancelled: the runs a store's `startedRuns` lists.
+ *
+ * @example
+ * isStartedAndOpen({ ...run, startedAtMs: Date.now(), status: 'running' }); // true
+ */
+export function isStartedAndOpen(run: ReplayRun): boolean {
+  return run.startedAtMs !== undefined && (run.status === 'pending' || run.status === 'running');
 }

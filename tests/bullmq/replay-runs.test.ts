@@ -4,10 +4,12 @@ import { describe, expect, it } from 'vitest';
 import { MemoryAuditLog } from '../../src/audit/memory-audit-log.js';
 import { replayOrigin } from '../../src/bullmq/dead-letter-ids.js';
 import { deadLetterQueue } from '../../src/bullmq/dead-letter-queue.js';
-import { createReplayRun, previewReplay, runReplay } from '../../src/bullmq/replay-runs.js';
+import { ReplayRunner } from '../../src/bullmq/replay-runner.js';
+import { createReplayRun, previewReplay, runReplay, startReplayRun } from '../../src/bullmq/replay-runs.js';
 import { FakeClock } from '../../src/common/clock.js';
 import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
 import { RedisReplayRunStore } from '../../src/redis/replay-run-store.js';
+import { waitFor } from '../helpers/redis-server.js';
 import { deadLetter, redisForFile, uniqueQueue } from './dlq-fixtures.js';
 
 const env = redisForFile();
@@ -134,6 +136,39 @@ describe('server-side bulk replay runs', () => {
       await jobsB.obliterate({ force: true });
       await jobsB.close();
       redisB.disconnect();
+    }
+  });
+
+  it('a runner goes on with a started run nobody holds, however many runs came after it', async () => {
+    const queue = uniqueQueue('resume');
+    const prefix = `runs-${process.pid}-${prefixes++}`;
+    const redis = new Redis(env.server.connection);
+    const store = new RedisDeadLetterStore({ redis, prefix });
+    const runs = new RedisReplayRunStore({ redis, prefix });
+    const jobs = new Queue(queue, { connection: env.connection });
+    const dlq = deadLetterQueue(queue, { store, queue: jobs });
+    const runner = new ReplayRunner({ store, runs, jobs: () => jobs, pollMs: 50 });
+    try {
+      for (let i = 0; i < 3; i++)
+        await dlq.add(deadLetter(`job-${i}`, { queue, deadLetteredAt: 10_000 + i }));
+      // Started by a process that stopped before running it.
+      const started = await createReplayRun({ store, runs }, queue, { by: 'alice' });
+      await startReplayRun({ runs }, started.id, { by: 'alice' });
+      // Then 100 previews, never started (an operator trying filters, say).
+      for (let i = 0; i < 100; i++) await createReplayRun({ store, runs }, queue, { name: `nothing-${i}` });
+
+      runner.watch();
+      await waitFor(
+        async () => (await runs.getRun(started.id))?.status === 'done',
+        10_000,
+        'the started run to be run to its end',
+      );
+      expect(await runs.getRun(started.id)).toMatchObject({ moved: 3, cursor: 3 });
+      expect(await store.count(queue)).toBe(0);
+    } finally {
+      await runner.close();
+      await jobs.close();
+      redis.disconnect();
     }
   });
 });
