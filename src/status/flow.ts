@@ -2,7 +2,7 @@ import type { FlowStore } from '../runtime/flow-control/store.js';
 import type { FlowStatusSource, ParkedJobsStatus } from './types.js';
 
 /**
- * A flow store (`MemoryFlowStore`, `RedisFlowStore`) as the read model's flow source: the jobs parked for
+ * A flow store (`MemoryFlowStore`, `RedisFlowStore`, `PostgresFlowStore`) as the read model's flow source: the jobs parked for
  * each dependency the status lists, in each queue it reads (one `parked` count per pair). Paused workers
  * are each worker's own state and are not in the store: pass them from a worker's flow controller.
  *

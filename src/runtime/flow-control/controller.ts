@@ -147,7 +147,8 @@ const SCAN_EVERY_TICKS = 20;
  *
  * What it reads of a dependency (the breaker snapshot, the flow state, the kill switch) is reused for
  * `stateCacheMs`; a worker that reads the breaker open marks the dependency down, one that reads it closed
- * again marks it up, which starts the fleet's ramp.
+ * again marks it up, which starts the fleet's ramp. With a budget, its denials mark the dependency down too,
+ * and a budget window free of denials marks it up (docs/flow-control.md, "When a ramp starts").
  *
  * @example
  * const flow = new FlowController({ store, queueDependency: 'search' }, { queue: 'index', breaker, clock, emit, internalError });

@@ -10,7 +10,10 @@ import type { FlowStore } from './store.js';
  *   slowStartMs: 30_000, floorPerSecond: 2, maxRatePerSecond: { crm: 50 } };
  */
 export interface FlowControlOptions {
-  /** Where the fleet shares flow state: `RedisFlowStore` for a fleet, `MemoryFlowStore` for one process. */
+  /**
+   * Where the fleet shares flow state: `RedisFlowStore` or `PostgresFlowStore` for a fleet, `MemoryFlowStore`
+   * for one process.
+   */
   store: FlowStore;
   /**
    * `enforce` (default) pauses, parks and paces. `shadow` only reports what it would do (the worker's
@@ -65,7 +68,7 @@ const Schema = z
   .object({
     store: z.custom<FlowStore>(
       (v) => typeof v === 'object' && v !== null && typeof (v as FlowStore).admit === 'function',
-      'must be a FlowStore (RedisFlowStore, MemoryFlowStore)',
+      'must be a FlowStore (RedisFlowStore, PostgresFlowStore, MemoryFlowStore)',
     ),
     mode: z.enum(['enforce', 'shadow']).default('enforce'),
     enabled: z.boolean().default(true),

@@ -15,7 +15,7 @@ const T0 = 1_700_000_000_000;
 const RAMP = { slowStartMs: 10_000, floorPerSecond: 2 };
 
 /**
- * The flow store contract, written once and run against every implementation (memory, Redis).
+ * The flow store contract, written once and run against every implementation (memory, Redis, PostgreSQL).
  *
  * @example
  * flowStoreCases('MemoryFlowStore', async (clock, n) => {

@@ -26,8 +26,9 @@ export interface FlowSnapshot {
  * Where flow control's fleet-wide state lives: per dependency, the down mark and recovery time that start
  * slow start, the pacer's state, and a park list per queue of jobs held while the dependency is down
  * (released in order); and one fleet-wide kill switch. Every operation is atomic and takes time from the
- * store. Implementations: memory (one process, the simulator, tests) and Redis (every key of a dependency
- * in its hash slot, `{<prefix>:d:<dependency>}`); each passes `store.case.ts`.
+ * store. Implementations: memory (one process, the simulator, tests), Redis (every key of a dependency
+ * in its hash slot, `{<prefix>:d:<dependency>}`) and PostgreSQL (rows locked per operation); each passes
+ * `store.case.ts`.
  *
  * @example
  * const store: FlowStore = new MemoryFlowStore({ clock });
