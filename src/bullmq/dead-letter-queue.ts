@@ -179,6 +179,17 @@ export class DeadLetterQueue {
     );
   }
 
+  /**
+   * The BullMQ queue replays put jobs back on (`options.queue`, or the one opened from `connection`), for
+   * the replay functions that take it, such as `runReplay`.
+   *
+   * @example
+   * await runReplay({ store, runs, queue: 'index', jobs: dlq.replayQueue() }, runId);
+   */
+  replayQueue(): Queue {
+    return this.#jobs();
+  }
+
   /** Closes the BullMQ queue this opened from `connection` (never one you passed, never the store). */
   async close(): Promise<void> {
     await this.#opened?.close();

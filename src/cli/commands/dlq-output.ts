@@ -7,6 +7,7 @@ import type {
   StoredDeadLetter,
 } from '../../runtime/contracts.js';
 import { isMalformedDeadLetter } from '../../runtime/dead-letter-record.js';
+import type { ReplayRun } from '../../runtime/replay-runs.js';
 
 /** Pads columns to their widest cell; the last column is left ragged. Any cell may be missing. */
 export function table(rows: readonly (readonly unknown[])[]): string {
@@ -158,5 +159,36 @@ export function formatReport(report: ReplayReport): string {
       `stopped early: ${report.stoppedBecause}. Run the same command again to replay the rest: ` +
         'jobs already replayed are not replayed twice.',
     );
+  return `${lines.join('\n')}\n`;
+}
+
+/** `dlq runs`: one line per stored replay run, newest first. */
+export function formatRuns(runs: readonly ReplayRun[]): string {
+  if (runs.length === 0) return 'no replay runs are stored\n';
+  const rows = runs.map((r) => [
+    r.id,
+    r.queue,
+    r.startedAtMs === undefined ? 'preview' : r.status,
+    `${r.moved}/${r.total} moved`,
+    `${r.failed} failed`,
+    r.startedBy ?? r.createdBy,
+    r.waitingFor ? `waiting for ${r.waitingFor}` : (r.stoppedBecause ?? ''),
+  ]);
+  return `${table([['ID', 'QUEUE', 'STATUS', 'PROGRESS', 'FAILED', 'BY', 'NOTE'], ...rows])}\n`;
+}
+
+/** `dlq replay --run`: where the run was left, and each record that failed with the reason. */
+export function formatRun(run: ReplayRun, heldByOther: boolean): string {
+  const lines = [
+    `replay run ${run.id} of queue "${run.queue}": ${run.status}, ${run.moved} of ${run.total} moved (${run.skipped} already gone, ${run.failed} failed)`,
+  ];
+  if (heldByOther)
+    lines.push(
+      `another process (${run.owner}) is running it; it goes on here once that one stops or its hold lapses`,
+    );
+  else if (run.status === 'pending')
+    lines.push(`stopped (${run.stoppedBecause ?? 'interrupted'}): run the same command again to go on`);
+  for (const f of run.failures)
+    lines.push(`  failed ${f.id}${f.jobId ? ` (job ${f.jobId})` : ''}: ${f.error}`);
   return `${lines.join('\n')}\n`;
 }

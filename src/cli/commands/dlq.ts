@@ -12,6 +12,7 @@ import { assertPrefix } from '../../common/names.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
 import type { DeadLetterReason } from '../../policy/types.js';
 import type { DeadLetterStore } from '../../runtime/contracts.js';
+import type { ReplayRunStore } from '../../runtime/replay-runs.js';
 import { readSchema, withPostgres } from '../connect-postgres.js';
 import { connectRedis } from '../connect-redis.js';
 import { type CliIO, printJson } from '../io.js';
@@ -26,7 +27,7 @@ import {
   withCommonOptions,
   withFilterOptions,
 } from './dlq-options.js';
-import { formatList, formatQueues, formatRecord, formatReport } from './dlq-output.js';
+import { formatList, formatQueues, formatRecord, formatReport, formatRun, formatRuns } from './dlq-output.js';
 
 type ListFlags = CommonDlqOptions & FilterFlags & { limit?: string; after?: string; newest?: boolean };
 type ReplayFlags = CommonDlqOptions &
@@ -41,6 +42,7 @@ type ReplayFlags = CommonDlqOptions &
     budgetFloor: string;
     pollInterval: string;
     by?: string;
+    run?: string;
   };
 type PurgeFlags = CommonDlqOptions & FilterFlags & { yes?: boolean };
 
@@ -125,7 +127,12 @@ export function register(program: Command, io: CliIO): void {
     .option('--budget-floor <n>', "the workers' minimum allowance (with --when-healthy)", '10')
     .option('--poll-interval <duration>', 'how often to look at the budget while waiting', '1s')
     .option('--by <name>', 'who replays, for the audit log (default: $STORMGUARD_OPERATOR, else "anonymous")')
+    .option(
+      '--run <id>',
+      'go on with a stored bulk replay run (one the console started, or a stopped one; see `dlq runs`), at its own rate',
+    )
     .action((queue: string, flags: ReplayFlags, command: Command) => {
+      if (flags.run !== undefined) return replayStoredRun(io, queue, flags, command);
       const options: ReplayOptions = { ...parseFilterFlags(flags), signal: io.signal, dryRun: flags.dryRun };
       options.by = flags.by ?? process.env.STORMGUARD_OPERATOR ?? 'anonymous';
       if (flags.rate !== undefined) options.ratePerSecond = parseRate(flags.rate);
@@ -166,6 +173,21 @@ export function register(program: Command, io: CliIO): void {
       });
     });
 
+  withExamples(withCommonOptions(dlq.command('runs [queue]')), [
+    'stormguard dlq runs',
+    'stormguard dlq runs search-index --json',
+  ])
+    .description("list the stored bulk replay runs (the console's, automatic ones), newest first")
+    .action((queue: string | undefined, flags: CommonDlqOptions, command: Command) =>
+      withStore(flags, command, async (backend) => {
+        const runs = (await (await backend.replayRuns()).listRuns()).filter(
+          (r) => queue === undefined || r.queue === queue,
+        );
+        if (flags.json) printJson(io, { runs });
+        else io.stdout.write(formatRuns(runs));
+      }),
+    );
+
   withExamples(withFilterOptions(withCommonOptions(dlq.command('purge <queue>'))), [
     'stormguard dlq purge search-index --reason permanent --yes',
   ])
@@ -196,6 +218,8 @@ interface DlqBackend {
   budgetStore(): Promise<BudgetStore>;
   /** The audit log replays are recorded in. */
   auditLog(): Promise<AuditLog>;
+  /** Where bulk replay runs are kept (the console's, automatic replay's). */
+  replayRuns(): Promise<ReplayRunStore>;
 }
 
 /**
@@ -223,6 +247,10 @@ async function withStore(
         auditLog: async () => {
           const { RedisAuditLog } = await import('../../redis/audit-log.js');
           return new RedisAuditLog({ redis, prefix: flags.prefix });
+        },
+        replayRuns: async () => {
+          const { RedisReplayRunStore } = await import('../../redis/replay-run-store.js');
+          return new RedisReplayRunStore({ redis, prefix: flags.prefix });
         },
       });
     } finally {
@@ -254,6 +282,15 @@ async function withStore(
         auditLog: async () => {
           const { PostgresAuditLog } = await import('../../postgres/audit-log.js');
           return new PostgresAuditLog({
+            connection: pool,
+            schema: backend.schema,
+            prefix: flags.prefix,
+            migrate: false,
+          });
+        },
+        replayRuns: async () => {
+          const { PostgresReplayRunStore } = await import('../../postgres/replay-run-store.js');
+          return new PostgresReplayRunStore({
             connection: pool,
             schema: backend.schema,
             prefix: flags.prefix,
@@ -401,4 +438,73 @@ async function follow(
   if (flags.json) printJson(io, { queue, follow: true, reasons, moved, failed });
   else io.stdout.write(`stopped following: replayed ${moved} jobs, ${failed} failed\n`);
   if (failed > 0) io.exitCode = 1;
+}
+
+/** Flags that choose what a fresh replay moves: meaningless for a stored run, which has its snapshot. */
+const FRESH_REPLAY_FLAGS = [
+  'reason',
+  'dependency',
+  'since',
+  'name',
+  'rate',
+  'follow',
+  'dryRun',
+  'limit',
+] as const;
+
+/**
+ * `dlq replay <queue> --run <id>`: goes on with a stored bulk replay run from its cursor, at its own rate,
+ * waiting (when it was started that way) while the budget flags' budget is denying. Exit 1 when the run
+ * is held by another process, or ends with records that failed.
+ */
+function replayStoredRun(io: CliIO, queue: string, flags: ReplayFlags, command: Command): Promise<void> {
+  const clash = FRESH_REPLAY_FLAGS.filter((f) => flags[f] !== undefined);
+  if (clash.length > 0)
+    throw new InvalidInputError(
+      `--run: a stored run replays its own snapshot at its own rate; leave out ${clash.map((f) => `--${f.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ')}`,
+    );
+  const id = flags.run ?? '';
+  if (!/^\S{1,64}$/.test(id))
+    throw new InvalidInputError(`--run: "${id}" is not a run id; \`stormguard dlq runs\` lists them`);
+  const budgetSettings = parseBudgetFlags(flags);
+  return withDlq(queue, flags, command, async (dlq, backend) => {
+    const runs = await backend.replayRuns();
+    const stored = await runs.getRun(id);
+    if (!stored || stored.queue !== queue)
+      throw new InvalidInputError(
+        `--run: no replay run ${id} for queue "${queue}"; \`stormguard dlq runs ${queue}\` lists its runs`,
+      );
+    const budget = stored.whenHealthy
+      ? await budgetReader(await backend.budgetStore(), budgetSettings)
+      : undefined;
+    const progress = await progressBar(io);
+    const { runReplay } = await import('../../bullmq/replay-runs.js');
+    try {
+      const run = await runReplay(
+        { store: backend.store, runs, queue, jobs: dlq.replayQueue(), audit: await backend.auditLog() },
+        id,
+        {
+          ...(io.signal ? { signal: io.signal } : {}),
+          ...(budget ? { whenHealthy: { budget, pollMs: budgetSettings.pollMs } } : {}),
+          onProgress: (r) =>
+            progress.update({
+              total: r.total,
+              moved: r.moved,
+              skipped: r.skipped,
+              failed: r.failed,
+              ...(r.waitingFor ? { waitingFor: r.waitingFor } : {}),
+            }),
+        },
+      );
+      progress.stop();
+      if (!run) throw new InvalidInputError(`--run: replay run ${id} is gone`);
+      const heldByOther = run.status === 'running' && (run.leaseUntilMs ?? 0) > systemClock.now();
+      if (flags.json) printJson(io, run);
+      else io.stdout.write(formatRun(run, heldByOther));
+      if (run.status !== 'done' || run.failed > 0) io.exitCode = 1;
+    } finally {
+      progress.stop();
+      await budget?.close();
+    }
+  });
 }
