@@ -179,11 +179,19 @@ export class MemoryBreakerStore implements BreakerStore, BreakerListing {
       op === 'force-closed' ||
       (op === 'acquire' && (step.probe || step.transitions.length > 0));
     if (writes) {
-      if (!this.#records.has(dependency) && this.#records.size >= this.#sweepAtSize) this.#sweep(nowMs);
       const expiresAtMs = step.record.override
         ? Number.POSITIVE_INFINITY
         : nowMs + 2 * (options.windowMs + options.coolDownMs);
-      this.#records.set(dependency, { record: step.record, expiresAtMs, options });
+      const entry = this.#records.get(dependency);
+      if (entry) {
+        // Updated in place: a write per call must not cost a new entry and a map insert.
+        entry.record = step.record;
+        entry.expiresAtMs = expiresAtMs;
+        entry.options = options;
+      } else {
+        if (this.#records.size >= this.#sweepAtSize) this.#sweep(nowMs);
+        this.#records.set(dependency, { record: step.record, expiresAtMs, options });
+      }
     }
     return step;
   }

@@ -21,10 +21,11 @@ export interface RingSums {
  */
 export class Ring {
   readonly #slots: number;
-  readonly #index: Float64Array;
-  readonly #successes: Float64Array;
-  readonly #spent: Float64Array;
-  readonly #denied: Float64Array;
+  /**
+   * Four columns of `#slots` each, in one array (one allocation per ring: a fleet of per-worker budgets
+   * builds rings by the million): the bucket index each slot holds, then its successes, spent and denied.
+   */
+  readonly #data: Float64Array;
   /** The newest bucket index written: time never goes backwards for a ring. */
   #last = Number.NEGATIVE_INFINITY;
   /** What `sums` returns, reused: read it before the next call. */
@@ -32,10 +33,8 @@ export class Ring {
 
   constructor(readonly window: BudgetWindow) {
     this.#slots = window.buckets + 1;
-    this.#index = new Float64Array(this.#slots).fill(Number.NaN);
-    this.#successes = new Float64Array(this.#slots);
-    this.#spent = new Float64Array(this.#slots);
-    this.#denied = new Float64Array(this.#slots);
+    this.#data = new Float64Array(4 * this.#slots);
+    this.#data.fill(Number.NaN, 0, this.#slots);
   }
 
   /** The bucket a write at `now` goes to (never older than the newest written), without writing. */
@@ -56,16 +55,18 @@ export class Ring {
     for (const { ageMs, count } of successes) {
       const bucket = Math.min(current, intDiv(Math.max(0, now - ageMs), bucketMs));
       if (current - bucket > buckets) continue;
-      const slot = this.#slot(bucket);
-      this.#successes[slot] = addCount(this.#successes[slot]!, count);
+      const at = this.#slots + this.#slot(bucket);
+      this.#data[at] = addCount(this.#data[at]!, count);
     }
   }
 
   /** Adds granted and denied retries to the current bucket. */
   addDecisions(granted: number, denied: number, current: number): void {
     const slot = this.#slot(current);
-    this.#spent[slot] = addCount(this.#spent[slot]!, granted);
-    this.#denied[slot] = addCount(this.#denied[slot]!, denied);
+    const data = this.#data;
+    const n = this.#slots;
+    data[2 * n + slot] = addCount(data[2 * n + slot]!, granted);
+    data[3 * n + slot] = addCount(data[3 * n + slot]!, denied);
   }
 
   /** The sums of the window at `now`, `current` being {@link currentAt}(now), in an object reused by the next call. */
@@ -76,16 +77,18 @@ export class Ring {
     let denied = 0;
     let oldSuccesses = 0;
     let oldDenied = 0;
-    for (let slot = 0; slot < this.#slots; slot++) {
-      const age = current - this.#index[slot]!;
+    const data = this.#data;
+    const n = this.#slots;
+    for (let slot = 0; slot < n; slot++) {
+      const age = current - data[slot]!;
       if (!(age >= 0 && age <= buckets)) continue;
-      spent = addCount(spent, this.#spent[slot]!);
+      spent = addCount(spent, data[2 * n + slot]!);
       if (age < buckets) {
-        successes = addCount(successes, this.#successes[slot]!);
-        denied = addCount(denied, this.#denied[slot]!);
+        successes = addCount(successes, data[n + slot]!);
+        denied = addCount(denied, data[3 * n + slot]!);
       } else {
-        oldSuccesses = this.#successes[slot]!;
-        oldDenied = this.#denied[slot]!;
+        oldSuccesses = data[n + slot]!;
+        oldDenied = data[3 * n + slot]!;
       }
     }
     // An earlier time than the newest bucket counts as that bucket's start: the oldest bucket counts whole.
@@ -99,12 +102,14 @@ export class Ring {
 
   /** The slot of bucket `bucket`, emptied first if it still holds an older bucket. */
   #slot(bucket: number): number {
-    const slot = bucket % this.#slots;
-    if (this.#index[slot] !== bucket) {
-      this.#index[slot] = bucket;
-      this.#successes[slot] = 0;
-      this.#spent[slot] = 0;
-      this.#denied[slot] = 0;
+    const n = this.#slots;
+    const slot = bucket % n;
+    const data = this.#data;
+    if (data[slot] !== bucket) {
+      data[slot] = bucket;
+      data[n + slot] = 0;
+      data[2 * n + slot] = 0;
+      data[3 * n + slot] = 0;
     }
     return slot;
   }

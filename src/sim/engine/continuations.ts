@@ -13,9 +13,11 @@ const RESOLVED = Promise.resolve();
  * has seen them all run.
  */
 export class Continuations {
+  // A queue in two arrays read from `#head` to `#tail`; emptied by resetting both (the slots are reused).
   readonly #turns: number[] = [];
   readonly #fns: (() => void)[] = [];
   #head = 0;
+  #tail = 0;
   /** True once a real chain may be under way: continuations then go to the microtask queue. */
   #onMicrotasks = false;
   #inFlight = 0;
@@ -34,34 +36,33 @@ export class Continuations {
       this.#hop(turns, fn);
       return;
     }
-    this.#turns.push(turns);
-    this.#fns.push(fn);
+    this.#push(turns, fn);
   }
 
   /** Runs the queued continuations, and those they queue, until none is left or one starts a real chain. */
   run(): void {
-    if (this.#fns.length === 0) return;
-    while (this.#head < this.#fns.length) {
+    if (this.#tail === 0) return;
+    while (this.#head < this.#tail) {
       const i = this.#head++;
       const turns = this.#turns[i] as number;
       const fn = this.#fns[i] as () => void;
-      if (turns > 1) {
-        this.#turns.push(turns - 1);
-        this.#fns.push(fn);
-      } else fn();
+      if (turns > 1) this.#push(turns - 1, fn);
+      else fn();
     }
-    this.#clear();
+    this.#head = 0;
+    this.#tail = 0;
   }
 
   /** Call just before starting a real promise chain: what is queued moves to the microtask queue first. */
   beforePromise(): void {
     if (this.#onMicrotasks) return;
     this.#onMicrotasks = true;
-    for (let i = this.#head; i < this.#fns.length; i++) {
+    for (let i = this.#head; i < this.#tail; i++) {
       this.#inFlight++;
       this.#hop(this.#turns[i] as number, this.#fns[i] as () => void);
     }
-    this.#clear();
+    this.#head = 0;
+    this.#tail = 0;
   }
 
   /**
@@ -86,10 +87,10 @@ export class Continuations {
     }
   }
 
-  #clear(): void {
-    this.#head = 0;
-    this.#turns.length = 0;
-    this.#fns.length = 0;
+  #push(turns: number, fn: () => void): void {
+    this.#turns[this.#tail] = turns;
+    this.#fns[this.#tail] = fn;
+    this.#tail++;
   }
 
   #hop(turns: number, fn: () => void): void {

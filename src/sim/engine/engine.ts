@@ -97,6 +97,16 @@ export interface EngineOutput {
   rampStarts: number[][];
 }
 
+/** What one budget wrote for one dependency (see `written` in {@link runEngine}). */
+interface BudgetUse {
+  /** Virtual time of its last write. */
+  at: number;
+  /** Virtual time of its last retry decision (a spend or a denial). */
+  retryAt: number;
+  /** Successes it recorded since its store began the dependency's state. */
+  successes: number;
+}
+
 /** Streams of randomness for one run, the same for every strategy so they see the same arrivals. */
 export interface RunSeeds {
   behaviour: number;
@@ -200,13 +210,35 @@ export async function runEngine(
    */
   const unflushed = new Set<SimBudget>();
   /**
-   * Per dependency, the budgets that may hold counts for it, with when they last wrote for it (a success, or
-   * a decision that asked them). A budget nothing wrote for in two windows has been forgotten by its store
-   * and reads as an empty window: sampling skips it, so a fleet of per-worker budgets costs what its recently
-   * busy workers hold.
+   * Per dependency, what each budget wrote for it: when it last wrote, when it last decided a retry, and
+   * the successes since its store began the dependency's state. A budget nothing wrote for in two windows
+   * has been forgotten by its store; one that decided no retry in two windows and holds too few successes
+   * to lift the allowance off its floor reads as an empty window too. Only the others (`hot`) are read
+   * when sampling, so a fleet of per-worker budgets costs what its busy workers hold.
    */
-  const written: Map<SimBudget, number>[] = dependencyNames.map(() => new Map());
+  const written: Map<SimBudget, BudgetUse>[] = dependencyNames.map(() => new Map());
+  const hot: Set<SimBudget>[] = dependencyNames.map(() => new Set());
   const forgetAfterMs = 2 * (runtime.budgetWindowMs ?? 0);
+  const settings = runtime.unused ?? runtime.budgets[0];
+  /** Fewer successes than this leave the allowance at its floor: floor(successes × ratio) <= minAllowance. */
+  const liftingSuccesses = settings ? Math.floor((settings.minAllowance + 1) / settings.ratio) : 0;
+  const wrote = (budget: SimBudget, d: number, retry: boolean): void => {
+    const now = clock.now();
+    const uses = written[d] as Map<SimBudget, BudgetUse>;
+    let use = uses.get(budget);
+    if (!use) {
+      use = { at: now, retryAt: Number.NEGATIVE_INFINITY, successes: 0 };
+      uses.set(budget, use);
+    } else if (use.at + forgetAfterMs <= now) {
+      // The store forgot the dependency: this write starts its state afresh.
+      use.retryAt = Number.NEGATIVE_INFINITY;
+      use.successes = 0;
+    }
+    use.at = now;
+    if (retry) use.retryAt = now;
+    else use.successes++;
+    if (retry || use.successes >= liftingSuccesses) (hot[d] as Set<SimBudget>).add(budget);
+  };
 
   const gated = budgeted || runtime.breaker !== undefined;
   // The ungated path reuses one context: decideSync is synchronous, so nothing else sees it meanwhile.
@@ -490,7 +522,7 @@ export async function runEngine(
   ): DecideContext => {
     const previous = jobs.previousDelay[job] as number;
     const budget = budgetOf(slot);
-    if (budget) (written[jobClass.dependency] as Map<SimBudget, number>).set(budget, clock.now());
+    if (budget) wrote(budget, jobClass.dependency, true);
     return {
       policy: jobClass.policy,
       error,
@@ -596,7 +628,7 @@ export async function runEngine(
       if (budget) {
         budget.recordSuccess(dependencyNames[d] as string);
         unflushed.add(budget);
-        (written[d] as Map<SimBudget, number>).set(budget, clock.now());
+        wrote(budget, d, false);
       }
       if (breaker) record(breaker, d, t, 'success', slot);
       finish(job, t, undefined);
@@ -704,8 +736,9 @@ export async function runEngine(
   };
 
   /**
-   * Sums every budget's counts per dependency into the gauges. Budgets that hold nothing for a dependency
-   * (not built yet, or idle for two windows) read as an empty window each: the floor, nothing spent.
+   * Sums every budget's counts per dependency into the gauges. Budgets that are not `hot` for a dependency
+   * (not built yet, idle for two windows, or holding only a few successes) read as an empty window each:
+   * the floor, nothing spent, nothing denied.
    */
   const sampleBudgets = (t: number): void => {
     const floor = runtime.unused?.minAllowance ?? runtime.budgets[0]?.minAllowance ?? 0;
@@ -715,9 +748,13 @@ export async function runEngine(
       let spent = 0;
       let denied = 0;
       let empty = runtime.budgetCount;
-      for (const [budget, at] of written[d] as Map<SimBudget, number>) {
-        if (at + forgetAfterMs <= t) {
-          (written[d] as Map<SimBudget, number>).delete(budget);
+      const uses = written[d] as Map<SimBudget, BudgetUse>;
+      for (const budget of hot[d] as Set<SimBudget>) {
+        const use = uses.get(budget) as BudgetUse;
+        const forgotten = use.at + forgetAfterMs <= t;
+        if (forgotten || (use.retryAt + forgetAfterMs <= t && use.successes < liftingSuccesses)) {
+          (hot[d] as Set<SimBudget>).delete(budget);
+          if (forgotten) uses.delete(budget);
           continue;
         }
         empty--;

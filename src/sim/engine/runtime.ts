@@ -6,6 +6,7 @@ import type { FlowSettings } from './flow.js';
 export interface SimBudget extends BudgetGate {
   readonly windowMs: number;
   readonly minAllowance: number;
+  readonly ratio: number;
   recordSuccess(dependency: string): void;
   /** The dependency's counts now, synchronously (what `state()` reports), for the engine's sampling. */
   counts(dependency: string): WindowCounts;
