@@ -64,6 +64,7 @@ export {
 export { type DeadLetterRedaction, redactRecord } from './runtime/redaction.js';
 export {
   MemoryReplayRunStore,
+  REPLAY_RUNS_KEPT,
   type ReplayPreview,
   type ReplayRun,
   type ReplayRunStore,

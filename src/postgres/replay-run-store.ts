@@ -1,4 +1,4 @@
-import type { ReplayRun, ReplayRunStore } from '../runtime/replay-runs.js';
+import { REPLAY_RUNS_KEPT, type ReplayRun, type ReplayRunStore } from '../runtime/replay-runs.js';
 import { PostgresDatabase, type PostgresStoreOptions } from './database.js';
 
 /**
@@ -50,6 +50,18 @@ export class PostgresReplayRunStore implements ReplayRunStore {
        SELECT $1, s.seq, 1, $3::jsonb || jsonb_build_object('id', s.seq::text, 'version', 1) FROM s
        RETURNING id`,
       [this.#db.prefix, recordIds, JSON.stringify(run)],
+    );
+    // Runs beyond the newest REPLAY_RUNS_KEPT go with their snapshots, unless started and open (a row
+    // started meanwhile is re-checked under its lock, and kept).
+    await this.#db.query(
+      `WITH old AS (
+         DELETE FROM ${q}.replay_runs r
+          WHERE r.prefix = $1 AND r.id <= $2::bigint - $3
+            AND NOT (r.run->'startedAtMs' IS NOT NULL AND r.run->>'status' IN ('pending', 'running'))
+          RETURNING r.id
+       )
+       DELETE FROM ${q}.replay_run_ids i USING old WHERE i.prefix = $1 AND i.run_id = old.id`,
+      [this.#db.prefix, row!.id, REPLAY_RUNS_KEPT],
     );
     return { ...run, id: String(row!.id), version: 1 };
   }

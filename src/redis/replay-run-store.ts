@@ -1,12 +1,22 @@
 import { DEFAULT_PREFIX, encodeKeyPart, globalKey } from '../common/keys.js';
 import { assertPrefix } from '../common/names.js';
-import { isStartedAndOpen, type ReplayRun, type ReplayRunStore } from '../runtime/replay-runs.js';
+import {
+  isStartedAndOpen,
+  REPLAY_RUNS_KEPT,
+  type ReplayRun,
+  type ReplayRunStore,
+} from '../runtime/replay-runs.js';
 import { defineScript, type RedisClient } from './scripts.js';
 
 const UPDATE = {
   command: 'stormguardReplayRunUpdateV1',
   file: 'replay-run-update-1.lua',
   numberOfKeys: 1,
+} as const;
+const PRUNE = {
+  command: 'stormguardReplayRunPruneV1',
+  file: 'replay-run-prune-3.lua',
+  numberOfKeys: 3,
 } as const;
 const CHUNK = 1_000;
 
@@ -35,12 +45,14 @@ export class RedisReplayRunStore implements ReplayRunStore {
   readonly #redis: RedisClient;
   readonly #prefix: string;
   readonly #update: ReturnType<typeof defineScript>;
+  readonly #prune: ReturnType<typeof defineScript>;
 
   constructor(options: RedisReplayRunStoreOptions) {
     this.#prefix = options.prefix ?? DEFAULT_PREFIX;
     assertPrefix(this.#prefix);
     this.#redis = options.redis;
     this.#update = defineScript(options.redis, UPDATE);
+    this.#prune = defineScript(options.redis, PRUNE);
   }
 
   #key(id: string): string {
@@ -56,7 +68,16 @@ export class RedisReplayRunStore implements ReplayRunStore {
     if (isStartedAndOpen(stored)) await this.#redis.zadd(this.#startedKey, Number(id), id);
     await this.#redis.set(this.#key(id), versionFirst(stored));
     await this.#redis.zadd(globalKey(this.#prefix, 'replay-runs'), Number(id), id);
+    await this.#pruneBefore(Number(id) - REPLAY_RUNS_KEPT);
     return stored;
+  }
+
+  /** Removes the runs with ids up to `lastId`, and their snapshots, except those started and open. */
+  async #pruneBefore(lastId: number): Promise<void> {
+    if (lastId < 1) return;
+    const index = globalKey(this.#prefix, 'replay-runs');
+    for (const old of await this.#redis.zrangebyscore(index, '-inf', String(lastId)))
+      await this.#prune([this.#key(old), `${this.#key(old)}:ids`, index], [old]);
   }
 
   /** The ids of the runs started and not finished (a superset: an entry is dropped when read closed or gone). */

@@ -3,7 +3,7 @@
  * PostgreSQL) with no branch for any of them.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ReplayRun, ReplayRunStore } from './replay-runs.js';
+import { REPLAY_RUNS_KEPT, type ReplayRun, type ReplayRunStore } from './replay-runs.js';
 
 /** Fresh, empty stores over one shared place (as several processes see it), `count` of them. */
 export interface ReplayRunStoreHarness {
@@ -149,6 +149,34 @@ export function describeReplayRunStore(name: string, open: OpenReplayRunStores):
       );
       const updated = await store!.updateRun({ ...created[101]!, status: 'done' });
       expect((await store!.listRuns())[0]).toEqual(updated);
+    });
+
+    it('keeps the newest 200 runs with their snapshots, and every older run started and open', async () => {
+      expect(REPLAY_RUNS_KEPT).toBe(200);
+      const [store] = await setup();
+      const open = await store!.updateRun({
+        ...(await store!.createRun(newRun(1), ['open-1'])),
+        startedAtMs: T0,
+        status: 'running',
+      });
+      const done = await store!.updateRun({
+        ...(await store!.createRun(newRun(1), ['done-1'])),
+        startedAtMs: T0,
+        status: 'done',
+      });
+      const preview = await store!.createRun(newRun(1), ['preview-1']);
+      const created: ReplayRun[] = [];
+      for (let i = 0; i < 200; i++) created.push(await store!.createRun(newRun(1), [`r-${i}`]));
+      // The 200 newest, and the open run before them; the finished run and the preview are gone.
+      expect(await store!.getRun(open!.id)).toEqual(open);
+      expect(await store!.runRecordIds(open!.id, 0, 10)).toEqual(['open-1']);
+      for (const gone of [done!, preview]) {
+        expect(await store!.getRun(gone.id)).toBeUndefined();
+        expect(await store!.runRecordIds(gone.id, 0, 10)).toEqual([]);
+      }
+      expect(await store!.getRun(created[0]!.id)).toEqual(created[0]);
+      expect(await store!.runRecordIds(created[0]!.id, 0, 10)).toEqual(['r-0']);
+      expect(await store!.startedRuns()).toEqual([open]);
     });
 
     it('lists every started run not done or cancelled, oldest first, however many runs came after it', async () => {

@@ -68,6 +68,16 @@ export interface ReplayRun {
 }
 
 /**
+ * How many runs a replay-run store keeps: creating one removes, with their snapshots, the runs older
+ * than the newest this many, except those started and neither done nor cancelled (a runner goes on with
+ * them). Previews and finished runs do not pile up.
+ *
+ * @example
+ * (await runs.listRuns()).length <= REPLAY_RUNS_KEPT; // true
+ */
+export const REPLAY_RUNS_KEPT = 200;
+
+/**
  * Where replay runs live, next to the dead letters (memory, Redis). Every write of a run is a
  * compare-and-set on its `version`, so two processes never both run one.
  *
@@ -75,7 +85,10 @@ export interface ReplayRun {
  * const runs: ReplayRunStore = new MemoryReplayRunStore();
  */
 export interface ReplayRunStore {
-  /** Stores a new run with its snapshot of record ids; returns it with its id. */
+  /**
+   * Stores a new run with its snapshot of record ids; returns it with its id. Runs older than the newest
+   * {@link REPLAY_RUNS_KEPT} go, unless started and open.
+   */
   createRun(run: Omit<ReplayRun, 'id' | 'version'>, recordIds: readonly string[]): Promise<ReplayRun>;
   getRun(id: string): Promise<ReplayRun | undefined>;
   /** Every run, newest first (the newest 100). */
@@ -104,6 +117,10 @@ export class MemoryReplayRunStore implements ReplayRunStore {
   async createRun(run: Omit<ReplayRun, 'id' | 'version'>, recordIds: readonly string[]): Promise<ReplayRun> {
     const stored: ReplayRun = { ...run, id: String(++this.#seq), version: 1 };
     this.#runs.set(stored.id, { json: JSON.stringify(stored), ids: [...recordIds] });
+    for (const [id, entry] of this.#runs) {
+      if (Number(id) > this.#seq - REPLAY_RUNS_KEPT) break;
+      if (!isStartedAndOpen(JSON.parse(entry.json) as ReplayRun)) this.#runs.delete(id);
+    }
     return stored;
   }
 
