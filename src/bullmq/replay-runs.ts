@@ -252,7 +252,8 @@ export async function runReplay(
     if (waitingFor !== savedWaitingFor && !(await save())) signal?.throwIfAborted();
     for (let left = ms; left > 0; left -= step) {
       await baseSleep(Math.min(step, left), signal);
-      if (left > step && !(await save())) signal?.throwIfAborted();
+      // Renewed by the time since the last write, so many short waits (a health poll) renew it too.
+      if (clock.now() - savedAt >= step && !(await save())) signal?.throwIfAborted();
     }
   };
   const signal = stop.signal;

@@ -9,6 +9,7 @@ import { createReplayRun, previewReplay, runReplay, startReplayRun } from '../..
 import { FakeClock } from '../../src/common/clock.js';
 import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
 import { RedisReplayRunStore } from '../../src/redis/replay-run-store.js';
+import { MemoryReplayRunStore } from '../../src/runtime/replay-runs.js';
 import { waitFor } from '../helpers/redis-server.js';
 import { deadLetter, redisForFile, uniqueQueue } from './dlq-fixtures.js';
 
@@ -169,6 +170,74 @@ describe('server-side bulk replay runs', () => {
       await runner.close();
       await jobs.close();
       redis.disconnect();
+    }
+  });
+
+  it('a run started from a preview waits for an unhealthy dependency, showing it and renewing its lease, so no other runner takes it meanwhile', async () => {
+    const queue = uniqueQueue('wait');
+    const prefix = `runs-${process.pid}-${prefixes++}`;
+    const clock = new FakeClock(1_700_000_000_000);
+    const store = new RedisDeadLetterStore({ redis: env.redis, prefix });
+    const runs = new MemoryReplayRunStore();
+    const jobs = new Queue(queue, { connection: env.connection });
+    const dlq = deadLetterQueue(queue, { store, queue: jobs });
+    const audit = new MemoryAuditLog({ clock });
+    try {
+      for (let i = 0; i < 3; i++)
+        await dlq.add(deadLetter(`w-${i}`, { queue, reason: 'breaker-open', deadLetteredAt: 10_000 + i }));
+      const preview = await createReplayRun({ store, runs }, queue, { reason: 'breaker-open', clock });
+      const started = await startReplayRun({ runs, audit }, preview.id, {
+        ratePerSecond: 2,
+        whenHealthy: true,
+        by: 'bob',
+        clock,
+      });
+      expect(started).toMatchObject({
+        ratePerSecond: 2,
+        whenHealthy: true,
+        startedBy: 'bob',
+        startedAtMs: clock.now(),
+        preview: { ratePerSecond: 2, estimatedMs: 1_500 },
+      });
+      await expect(startReplayRun({ runs }, preview.id, { clock })).rejects.toThrow(/has started already/);
+
+      // search stays down for five minutes: ten times the lease.
+      const healthyAt = clock.now() + 300_000;
+      const seen: { waitingFor?: string; leaseLeftMs: number; other?: string }[] = [];
+      const target = { store, runs, queue, jobs, audit };
+      const sleep = async (ms: number) => {
+        clock.advance(ms);
+        const run = await runs.getRun(preview.id);
+        if (clock.now() < healthyAt && run) {
+          // Another process trying meanwhile finds it held, and leaves it.
+          const other = await runReplay(target, preview.id, { owner: 'b', clock, sleep: async () => {} });
+          seen.push({
+            ...(run.waitingFor ? { waitingFor: run.waitingFor } : {}),
+            leaseLeftMs: (run.leaseUntilMs ?? 0) - clock.now(),
+            ...(other?.owner ? { other: other.owner } : {}),
+          });
+        }
+      };
+      const done = await runReplay(target, preview.id, {
+        owner: 'a',
+        leaseMs: 30_000,
+        clock,
+        sleep,
+        whenHealthy: { pollMs: 1_000, isHealthy: () => clock.now() >= healthyAt },
+      });
+      expect(done).toMatchObject({ status: 'done', moved: 3, failed: 0, startedBy: 'bob' });
+      expect(done).not.toHaveProperty('waitingFor');
+      expect(seen.length).toBeGreaterThan(250);
+      expect(seen.filter((s) => !(s.waitingFor === 'search' && s.other === 'a'))).toEqual([]);
+      expect(Math.min(...seen.map((s) => s.leaseLeftMs))).toBeGreaterThan(0);
+      const { entries } = await audit.list({ limit: 10 });
+      expect(entries.map((e) => [e.action, e.by])).toEqual([
+        ['replay.finish', 'anonymous'],
+        ['replay.start', 'bob'],
+      ]);
+    } finally {
+      await jobs.obliterate({ force: true });
+      await jobs.close();
     }
   });
 });
