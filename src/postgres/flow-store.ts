@@ -2,7 +2,12 @@ import type { Clock } from '../common/clock.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
 import type { PaceVerdict } from '../runtime/flow-control/pacing.js';
 import type { SlowStartRamp } from '../runtime/flow-control/slow-start.js';
-import type { FlowSnapshot, FlowStore } from '../runtime/flow-control/store.js';
+import {
+  byQueueThenWorker,
+  type FlowSnapshot,
+  type FlowStore,
+  type PausedWorkerEntry,
+} from '../runtime/flow-control/store.js';
 import { PostgresDatabase, type PostgresStoreOptions } from './database.js';
 
 /**
@@ -37,7 +42,8 @@ interface MarkReply {
  * that locks what it changes: a dependency's row (down mark, recovery time, the pacer's state) for
  * `markUp` and `admit`, so the ramp starts once and each slot is granted once fleet-wide; a park list's
  * row for `park` and `release`, so a parked job is released once, oldest first. Time is the server's
- * `clock_timestamp()`; `read` and `markUp` report the kill switch in the same call. Rows read as absent
+ * `clock_timestamp()`; `read` and `markUp` report the kill switch in the same call. Paused workers are
+ * rows of `flow_paused` (`sql/010-flow-paused.sql`), one per worker and queue, each with its own expiry. Rows read as absent
  * `stateTtlMs` after their last write (a park list: twice the park horizon after its last park), as the
  * Redis store's keys expire.
  *
@@ -153,6 +159,55 @@ export class PostgresFlowStore implements FlowStore {
       [this.#db.prefix, dependency, queue, this.#now()],
     );
     return row ? Number(row.length) : 0;
+  }
+
+  async notePaused(
+    dependency: string,
+    queue: string,
+    worker: string,
+    forMs: number,
+    ttlMs: number,
+  ): Promise<void> {
+    await this.#db.query(`SELECT ${this.#db.q}.flow_note_paused($1, $2, $3, $4, $5, $6, $7)`, [
+      this.#db.prefix,
+      dependency,
+      queue,
+      worker,
+      Math.max(0, Math.ceil(forMs)),
+      Math.max(1, Math.ceil(ttlMs)),
+      this.#now(),
+    ]);
+  }
+
+  async clearPaused(dependency: string, queue: string, worker: string): Promise<void> {
+    await this.#db.query(
+      `DELETE FROM ${this.#db.q}.flow_paused WHERE prefix = $1 AND dependency = $2 AND queue = $3 AND worker = $4`,
+      [this.#db.prefix, dependency, queue, worker],
+    );
+  }
+
+  async pausedWorkers(dependency: string): Promise<PausedWorkerEntry[]> {
+    const q = this.#db.q;
+    const rows = await this.#db.query<{
+      queue: string;
+      worker: string;
+      since_ms: string;
+      until_ms: string;
+      expires_at_ms: string;
+    }>(
+      `SELECT queue, worker, since_ms, until_ms, expires_at_ms FROM ${q}.flow_paused
+        WHERE prefix = $1 AND dependency = $2 AND expires_at_ms > ${q}.now_ms($3)`,
+      [this.#db.prefix, dependency, this.#now()],
+    );
+    return rows
+      .map((row) => ({
+        queue: row.queue,
+        worker: row.worker,
+        sinceMs: Number(row.since_ms),
+        untilMs: Number(row.until_ms),
+        expiresAtMs: Number(row.expires_at_ms),
+      }))
+      .sort(byQueueThenWorker);
   }
 
   async switchedOff(): Promise<boolean> {

@@ -2,7 +2,12 @@ import type { Clock } from '../common/clock.js';
 import { dependencyTag, encodeKeyPart, globalKey } from '../common/keys.js';
 import type { PaceVerdict } from '../runtime/flow-control/pacing.js';
 import type { SlowStartRamp } from '../runtime/flow-control/slow-start.js';
-import type { FlowSnapshot, FlowStore } from '../runtime/flow-control/store.js';
+import {
+  byQueueThenWorker,
+  type FlowSnapshot,
+  type FlowStore,
+  type PausedWorkerEntry,
+} from '../runtime/flow-control/store.js';
 import { assertPrefix, DEFAULT_PREFIX } from './budget-keys.js';
 import { defineScript, type RedisClient } from './scripts.js';
 
@@ -28,7 +33,8 @@ const DEFAULT_STATE_TTL_MS = 24 * 3_600_000;
 /**
  * The fleet-wide {@link FlowStore} on Redis (ioredis). A dependency's state is one hash,
  * `{<prefix>:d:<dependency>}:flow`, beside its budget and breaker in one Redis Cluster slot, with its park
- * lists (`…:park:<queue>`) and released marks (`…:released:<queue>`); every operation is one script or
+ * lists (`…:park:<queue>`), released marks (`…:released:<queue>`) and paused workers (`…:paused`, one hash
+ * field per worker and queue, each with its own expiry); every operation is one script or
  * one command, one round trip, with time from the Redis server. The kill switch is one fleet-wide key,
  * `{<prefix>:g}:flow-off`. Everything expires on its own.
  *
@@ -46,6 +52,7 @@ export class RedisFlowStore implements FlowStore {
   readonly #admit;
   readonly #park;
   readonly #release;
+  readonly #paused;
 
   constructor(options: RedisFlowStoreOptions) {
     const prefix = options.prefix ?? DEFAULT_PREFIX;
@@ -74,6 +81,11 @@ export class RedisFlowStore implements FlowStore {
       command: 'stormguardFlowReleaseV1',
       file: 'flow-release-3.lua',
       numberOfKeys: 3,
+    });
+    this.#paused = defineScript(redis, {
+      command: 'stormguardFlowPausedV1',
+      file: 'flow-paused-1.lua',
+      numberOfKeys: 1,
     });
   }
 
@@ -134,6 +146,45 @@ export class RedisFlowStore implements FlowStore {
     return this.#redis.llen(this.#parkKey(dependency, queue));
   }
 
+  async notePaused(
+    dependency: string,
+    queue: string,
+    worker: string,
+    forMs: number,
+    ttlMs: number,
+  ): Promise<void> {
+    await this.#paused(
+      [this.#pausedKey(dependency)],
+      ['note', JSON.stringify([queue, worker]), wholeMs(forMs, 0), wholeMs(ttlMs, 1), this.#now()],
+    );
+  }
+
+  async clearPaused(dependency: string, queue: string, worker: string): Promise<void> {
+    await this.#paused(
+      [this.#pausedKey(dependency)],
+      ['clear', JSON.stringify([queue, worker]), 0, 1, this.#now()],
+    );
+  }
+
+  async pausedWorkers(dependency: string): Promise<PausedWorkerEntry[]> {
+    const reply = (await this.#paused(
+      [this.#pausedKey(dependency)],
+      ['list', '', 0, 1, this.#now()],
+    )) as string[];
+    const entries: PausedWorkerEntry[] = [];
+    for (let i = 0; i + 3 < reply.length; i += 4) {
+      const [queue, worker] = JSON.parse(reply[i]!) as [string, string];
+      entries.push({
+        queue,
+        worker,
+        sinceMs: Number(reply[i + 1]),
+        untilMs: Number(reply[i + 2]),
+        expiresAtMs: Number(reply[i + 3]),
+      });
+    }
+    return entries.sort(byQueueThenWorker);
+  }
+
   switchedOff(): Promise<boolean> {
     return this.#off();
   }
@@ -142,6 +193,10 @@ export class RedisFlowStore implements FlowStore {
     const key = globalKey(this.prefix, 'flow-off');
     if (off) await this.#redis.set(key, '1');
     else await this.#redis.del(key);
+  }
+
+  #pausedKey(dependency: string): string {
+    return `${dependencyTag(this.prefix, dependency)}:paused`;
   }
 
   #parkKey(dependency: string, queue: string): string {
@@ -163,6 +218,11 @@ export class RedisFlowStore implements FlowStore {
   #now(): string {
     return this.#clock ? String(this.#clock.now()) : '';
   }
+}
+
+/** A duration as the scripts take it: whole ms, at least `min`. */
+function wholeMs(ms: number, min: number): number {
+  return Math.max(min, Math.ceil(ms));
 }
 
 function rampArgs(ramp: SlowStartRamp): (string | number)[] {

@@ -16,8 +16,10 @@ import { dependencyTag, globalKey, queueTag } from '../../src/common/keys.js';
 import { RedisBreakerStore } from '../../src/redis/breaker-store.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
+import { RedisFlowStore } from '../../src/redis/flow-store.js';
 import { RedisIdempotencyStore } from '../../src/redis/idempotency-store.js';
 import { describeDeadLetterStore } from '../../src/runtime/dead-letter-store.case.js';
+import { flowStoreCases } from '../../src/runtime/flow-control/store.case.js';
 import { TestRedisCluster } from '../helpers/redis-cluster.js';
 import { waitFor } from '../helpers/redis-server.js';
 
@@ -65,6 +67,17 @@ idempotencyStoreCases('RedisIdempotencyStore on a Cluster', async () => {
     elapse: (key, ms) =>
       waitFor(async () => (await redis.exists(store.keyOf(key))) === 0, ms + 2_000, `${key} to expire`),
     close: async () => {},
+  };
+});
+
+flowStoreCases('RedisFlowStore on a Cluster', async (clock, connections) => {
+  const prefix = freshPrefix();
+  const clients = Array.from({ length: connections }, () => cluster.client());
+  return {
+    stores: clients.map((client) => new RedisFlowStore({ redis: client, prefix, clock })),
+    close: async () => {
+      for (const client of clients) client.disconnect();
+    },
   };
 });
 

@@ -1,7 +1,7 @@
 import { type Clock, systemClock } from '../../common/clock.js';
 import { pace, paceMany } from './pacing.js';
 import { type SlowStartRamp, slowStartRate } from './slow-start.js';
-import type { FlowSnapshot, FlowStore } from './store.js';
+import { byQueueThenWorker, type FlowSnapshot, type FlowStore, type PausedWorkerEntry } from './store.js';
 
 interface DependencyFlow {
   down: boolean;
@@ -9,6 +9,8 @@ interface DependencyFlow {
   tatMs: number;
   parked: Map<string, string[]>;
   released: Map<string, Set<string>>;
+  /** Paused-worker entries by `[queue, worker]` as JSON (an injective key). */
+  paused: Map<string, PausedWorkerEntry>;
 }
 
 /**
@@ -90,6 +92,25 @@ export class MemoryFlowStore implements FlowStore {
     return this.#deps.get(dependency)?.parked.get(queue)?.length ?? 0;
   }
 
+  notePaused(dependency: string, queue: string, worker: string, forMs: number, ttlMs: number): void {
+    const paused = this.#flow(dependency).paused;
+    const key = JSON.stringify([queue, worker]);
+    const now = this.#clock.now();
+    const known = paused.get(key);
+    const sinceMs = known && known.expiresAtMs > now ? known.sinceMs : now;
+    paused.set(key, { queue, worker, sinceMs, untilMs: now + forMs, expiresAtMs: now + ttlMs });
+  }
+
+  clearPaused(dependency: string, queue: string, worker: string): void {
+    this.#deps.get(dependency)?.paused.delete(JSON.stringify([queue, worker]));
+  }
+
+  pausedWorkers(dependency: string): PausedWorkerEntry[] {
+    const now = this.#clock.now();
+    const entries = [...(this.#deps.get(dependency)?.paused.values() ?? [])];
+    return entries.filter((e) => e.expiresAtMs > now).sort(byQueueThenWorker);
+  }
+
   switchedOff(): boolean {
     return this.#off;
   }
@@ -101,7 +122,7 @@ export class MemoryFlowStore implements FlowStore {
   #flow(dependency: string): DependencyFlow {
     let flow = this.#deps.get(dependency);
     if (!flow) {
-      flow = { down: false, tatMs: 0, parked: new Map(), released: new Map() };
+      flow = { down: false, tatMs: 0, parked: new Map(), released: new Map(), paused: new Map() };
       this.#deps.set(dependency, flow);
     }
     return flow;

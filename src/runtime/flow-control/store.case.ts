@@ -126,6 +126,63 @@ export function flowStoreCases(name: string, open: OpenFlowStores): void {
       expect(await store.parked('search', 'index')).toBe(0);
     });
 
+    it('lists the workers holding a queue paused, fleet-wide, per dependency, keeping when each began', async () => {
+      const [a, b] = (await setup(2)) as [FlowStore, FlowStore];
+      expect(await a.pausedWorkers('search')).toEqual([]);
+      await a.notePaused('search', 'index', 'w2', 4_000, 15_000);
+      await b.notePaused('search', 'index', 'w1', 4_000, 15_000);
+      await b.notePaused('search', 'crawl', 'w1', 1_000, 15_000);
+      await b.notePaused('mail', 'index', 'w1', 1_000, 15_000);
+      clock.advance(2_000);
+      // A refresh keeps sinceMs and moves untilMs and the expiry.
+      await a.notePaused('search', 'index', 'w2', 4_000, 15_000);
+      expect(await b.pausedWorkers('search')).toEqual([
+        { queue: 'crawl', worker: 'w1', sinceMs: T0, untilMs: T0 + 1_000, expiresAtMs: T0 + 15_000 },
+        { queue: 'index', worker: 'w1', sinceMs: T0, untilMs: T0 + 4_000, expiresAtMs: T0 + 15_000 },
+        { queue: 'index', worker: 'w2', sinceMs: T0, untilMs: T0 + 6_000, expiresAtMs: T0 + 17_000 },
+      ]);
+      await a.clearPaused('search', 'index', 'w1');
+      await a.clearPaused('search', 'index', 'w1');
+      await a.clearPaused('search', 'index', 'nobody');
+      expect((await b.pausedWorkers('search')).map((e) => [e.queue, e.worker])).toEqual([
+        ['crawl', 'w1'],
+        ['index', 'w2'],
+      ]);
+      expect((await a.pausedWorkers('mail')).map((e) => [e.queue, e.worker])).toEqual([['index', 'w1']]);
+    });
+
+    it("a paused worker's entry ages out unless refreshed, and a later pause starts afresh", async () => {
+      const [a, b] = (await setup(2)) as [FlowStore, FlowStore];
+      await a.notePaused('search', 'index', 'crashed', 30_000, 3_000);
+      await a.notePaused('search', 'index', 'alive', 30_000, 3_000);
+      clock.advance(2_000);
+      await b.notePaused('search', 'index', 'alive', 30_000, 3_000);
+      clock.advance(1_000); // the first note of each ends now
+      expect(await b.pausedWorkers('search')).toEqual([
+        { queue: 'index', worker: 'alive', sinceMs: T0, untilMs: T0 + 32_000, expiresAtMs: T0 + 5_000 },
+      ]);
+      clock.advance(2_000);
+      expect(await a.pausedWorkers('search')).toEqual([]);
+      // Paused again after its entry aged out: since is the new pause's start.
+      await a.notePaused('search', 'index', 'alive', 1_000, 3_000);
+      expect(await b.pausedWorkers('search')).toEqual([
+        { queue: 'index', worker: 'alive', sinceMs: T0 + 5_000, untilMs: T0 + 6_000, expiresAtMs: T0 + 8_000 },
+      ]);
+    });
+
+    it('paused-worker entries keep queue and worker names apart, whatever they hold', async () => {
+      const [store] = (await setup()) as [FlowStore];
+      await store.notePaused('eu:search', 'a:b', 'c', 1_000, 5_000);
+      await store.notePaused('eu:search', 'a', 'b:c', 1_000, 5_000);
+      await store.notePaused('eu:search', 'q "1"', 'w {x}', 1_000, 5_000);
+      expect((await store.pausedWorkers('eu:search')).map((e) => [e.queue, e.worker])).toEqual([
+        ['a', 'b:c'],
+        ['a:b', 'c'],
+        ['q "1"', 'w {x}'],
+      ]);
+      expect(await store.pausedWorkers('eu')).toEqual([]);
+    });
+
     it('the kill switch is fleet-wide', async () => {
       const [a, b] = (await setup(2)) as [FlowStore, FlowStore];
       expect(await b.switchedOff()).toBe(false);

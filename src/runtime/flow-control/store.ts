@@ -23,9 +23,29 @@ export interface FlowSnapshot {
 }
 
 /**
+ * A worker that holds a queue paused for a dependency, as the flow store lists it (store time).
+ *
+ * @example
+ * const entry: PausedWorkerEntry = { queue: 'index', worker: 'host-1:4242:1', sinceMs: 1_700_000_000_000,
+ *   untilMs: 1_700_000_030_000, expiresAtMs: 1_700_000_015_000 };
+ */
+export interface PausedWorkerEntry {
+  queue: string;
+  /** The worker's name (BullMQ's `name` option, else host, process id and a per-process number). */
+  worker: string;
+  /** When this worker first recorded the pause (kept across refreshes). */
+  sinceMs: number;
+  /** The end of the pause as last recorded: the breaker's next probe time, at the latest. */
+  untilMs: number;
+  /** When the entry ages out unless refreshed again: a crashed worker's entry goes by itself. */
+  expiresAtMs: number;
+}
+
+/**
  * Where flow control's fleet-wide state lives: per dependency, the down mark and recovery time that start
- * slow start, the pacer's state, and a park list per queue of jobs held while the dependency is down
- * (released in order); and one fleet-wide kill switch. Every operation is atomic and takes time from the
+ * slow start, the pacer's state, a park list per queue of jobs held while the dependency is down
+ * (released in order), and the workers holding a queue paused for it (entries that expire unless
+ * refreshed); and one fleet-wide kill switch. Every operation is atomic and takes time from the
  * store. Implementations: memory (one process, the simulator, tests), Redis (every key of a dependency
  * in its hash slot, `{<prefix>:d:<dependency>}`) and PostgreSQL (rows locked per operation); each passes
  * `store.case.ts`.
@@ -63,8 +83,32 @@ export interface FlowStore {
   claimReleased(dependency: string, queue: string, jobId: string): MaybePromise<boolean>;
   /** How many jobs of `queue` are parked for the dependency. */
   parked(dependency: string, queue: string): MaybePromise<number>;
+  /**
+   * Records that `worker` holds `queue` paused for the dependency until `forMs` from now (store time),
+   * or refreshes its entry: `sinceMs` stays from the first record while the entry lives. The entry ages
+   * out `ttlMs` from now unless recorded again.
+   */
+  notePaused(dependency: string, queue: string, worker: string, forMs: number, ttlMs: number): MaybePromise<void>;
+  /** Removes `worker`'s entry for `queue` (it resumed). Idempotent. */
+  clearPaused(dependency: string, queue: string, worker: string): MaybePromise<void>;
+  /** The live paused-worker entries of the dependency, sorted by queue then worker. Never changes one. */
+  pausedWorkers(dependency: string): MaybePromise<PausedWorkerEntry[]>;
   /** The fleet-wide kill switch: true while flow control is off everywhere. Never writes. */
   switchedOff(): MaybePromise<boolean>;
   /** Sets the fleet-wide kill switch (true: flow control off everywhere). */
   setOff(off: boolean): MaybePromise<void>;
+}
+
+/**
+ * The order every store lists paused-worker entries in: by queue, then worker, in code-unit order.
+ *
+ * @example
+ * entries.sort(byQueueThenWorker);
+ */
+export function byQueueThenWorker(a: PausedWorkerEntry, b: PausedWorkerEntry): number {
+  return compare(a.queue, b.queue) || compare(a.worker, b.worker);
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -4,6 +4,8 @@
 --                          theoretical arrival time, ms, fractional)
 --   D:park:<queue>         list  job ids parked for the dependency, oldest first
 --   D:released:<queue>     set   job ids taken from the park list whose run holds a ramp slot
+--   D:paused               hash  one field per worker holding a queue paused for the dependency (the
+--                          JSON array [queue, worker]), valued "<since ms> <until ms> <expires at ms>"
 -- The ramp and the pacer are the pure functions of src/runtime/flow-control (slow-start.ts, pacing.ts).
 
 -- Attempts per second admitted `elapsed` ms after recovery (elapsed nil: not recovering); -1 is unlimited.
