@@ -166,7 +166,13 @@ export function flowStoreCases(name: string, open: OpenFlowStores): void {
       // Paused again after its entry aged out: since is the new pause's start.
       await a.notePaused('search', 'index', 'alive', 1_000, 3_000);
       expect(await b.pausedWorkers('search')).toEqual([
-        { queue: 'index', worker: 'alive', sinceMs: T0 + 5_000, untilMs: T0 + 6_000, expiresAtMs: T0 + 8_000 },
+        {
+          queue: 'index',
+          worker: 'alive',
+          sinceMs: T0 + 5_000,
+          untilMs: T0 + 6_000,
+          expiresAtMs: T0 + 8_000,
+        },
       ]);
     });
 

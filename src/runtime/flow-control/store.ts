@@ -88,7 +88,13 @@ export interface FlowStore {
    * or refreshes its entry: `sinceMs` stays from the first record while the entry lives. The entry ages
    * out `ttlMs` from now unless recorded again.
    */
-  notePaused(dependency: string, queue: string, worker: string, forMs: number, ttlMs: number): MaybePromise<void>;
+  notePaused(
+    dependency: string,
+    queue: string,
+    worker: string,
+    forMs: number,
+    ttlMs: number,
+  ): MaybePromise<void>;
   /** Removes `worker`'s entry for `queue` (it resumed). Idempotent. */
   clearPaused(dependency: string, queue: string, worker: string): MaybePromise<void>;
   /** The live paused-worker entries of the dependency, sorted by queue then worker. Never changes one. */
