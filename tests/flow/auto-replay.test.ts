@@ -11,13 +11,13 @@ import { RedisBreakerStore } from '../../src/redis/breaker-store.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
 import { RedisReplayRunStore } from '../../src/redis/replay-run-store.js';
+import type { ReplayRun } from '../../src/runtime/replay-runs.js';
 import { TestRedis, waitFor } from '../helpers/redis-server.js';
 
-const QUEUE = 'auto-replay';
-const PREFIX = 'auto';
 const N = 30;
 
 let server: TestRedis;
+let fleets = 0;
 beforeAll(async () => {
   server = await TestRedis.start();
 });
@@ -25,19 +25,41 @@ afterAll(async () => {
   await server?.close();
 });
 
-describe('automatic replay (createWorker autoReplay)', () => {
-  it('puts back every job an outage dead-lettered once the dependency is healthy, each once, across two workers', async () => {
-    // The dependency: down until the test says it is back; every job's side effect counted.
-    let down = true;
-    const done = new Map<string, number>();
-    const clients: Redis[] = [];
-    const workers: StormguardWorker<{ doc: string }>[] = [];
-    // Two workers, as two processes would be: each with its own connections and stores.
-    for (let i = 0; i < 2; i++) {
+/**
+ * A queue, its dependency `search` (down until `recover()`, every job's side effect counted) and the
+ * workers of its fleet, each started as a process would start one: its own connections and stores.
+ */
+function fleet() {
+  const queue = `auto-replay-${fleets}`;
+  const prefix = `auto-${fleets++}`;
+  let down = true;
+  const done = new Map<string, number>();
+  const deadLettered: string[] = [];
+  let replayed = 0;
+  const clients: Redis[] = [];
+  const workers: StormguardWorker<{ doc: string }>[] = [];
+  const producer = new Queue(queue, { connection: server.connection });
+  const probe = new Redis(server.connection);
+  const store = new RedisDeadLetterStore({ redis: probe, prefix });
+  const runs = new RedisReplayRunStore({ redis: probe, prefix });
+  return {
+    queue,
+    done,
+    deadLettered,
+    store,
+    runs,
+    producer,
+    replayed: () => replayed,
+    recover() {
+      down = false;
+    },
+    autoRuns: async (): Promise<ReplayRun[]> =>
+      (await runs.listRuns()).filter((r) => r.createdBy === AUTO_REPLAY_BY),
+    start(): StormguardWorker<{ doc: string }> {
       const redis = new Redis({ ...server.connection, maxRetriesPerRequest: null });
       clients.push(redis);
       const worker = createWorker<{ doc: string }>(
-        QUEUE,
+        queue,
         async (job, ctx) =>
           ctx.call('search', async () => {
             if (down) throw new TransientError('search is down');
@@ -52,17 +74,17 @@ describe('automatic replay (createWorker autoReplay)', () => {
             jitter: 'none',
             whenBreakerOpen: 'dead-letter',
           }),
-          deadLetters: new RedisDeadLetterStore({ redis, prefix: PREFIX }),
+          deadLetters: new RedisDeadLetterStore({ redis, prefix }),
           // No floor: while the dependency fails, every retry is denied (budget-exhausted)…
           budget: new RetryBudget({
-            store: new RedisBudgetStore({ redis, prefix: PREFIX }),
+            store: new RedisBudgetStore({ redis, prefix }),
             ratio: 0.1,
             windowMs: 2_000,
             minAllowance: 0,
           }),
           // …until the breaker opens, after which jobs are dead-lettered breaker-open.
           breaker: new CircuitBreaker({
-            store: new RedisBreakerStore({ redis, prefix: PREFIX }),
+            store: new RedisBreakerStore({ redis, prefix }),
             consecutiveFailures: 4,
             coolDownMs: 1_000,
             halfOpenProbes: 1,
@@ -70,69 +92,113 @@ describe('automatic replay (createWorker autoReplay)', () => {
           }),
           dependencies: { index: 'search' },
           autoReplay: {
-            runs: new RedisReplayRunStore({ redis, prefix: PREFIX }),
+            runs: new RedisReplayRunStore({ redis, prefix }),
             ratePerSecond: 50,
             pollMs: 100,
             leaseMs: 3_000,
           },
         },
       );
-      workers.push(worker);
-    }
-    const deadLettered: string[] = [];
-    let replayed = 0;
-    for (const w of workers) {
-      w.events.on('dead-letter', (e) => deadLettered.push(e.reason));
-      w.events.on('replayed', () => {
+      worker.events.on('dead-letter', (e) => deadLettered.push(e.reason));
+      worker.events.on('replayed', () => {
         replayed++;
       });
-    }
-    const producer = new Queue(QUEUE, { connection: server.connection });
-    const probe = new Redis(server.connection);
-    const store = new RedisDeadLetterStore({ redis: probe, prefix: PREFIX });
-    const runs = new RedisReplayRunStore({ redis: probe, prefix: PREFIX });
-    try {
-      await producer.addBulk(
-        Array.from({ length: N }, (_, i) => ({ name: 'index', data: { doc: `doc-${i}` } })),
-      );
-      await waitFor(
-        () => deadLettered.length >= N,
-        20_000,
-        'every job to be dead-lettered during the outage',
-      );
-      expect(new Set(deadLettered)).toEqual(new Set(['budget-exhausted', 'breaker-open']));
-      // The workers' automatic replay holds them while the dependency is unhealthy.
-      await waitFor(
-        async () =>
-          (await runs.listRuns()).some((r) => r.createdBy === AUTO_REPLAY_BY && r.waitingFor === 'search'),
-        10_000,
-        'an automatic replay to wait for search',
-      );
-      expect(done.size).toBe(0);
-
-      down = false;
-      await waitFor(() => done.size === N, 30_000, 'every job to complete after the recovery');
-      await waitFor(async () => (await store.count(QUEUE)) === 0, 10_000, 'the dead letters to be gone');
-      // Every side effect once, and every dead letter filed was replayed once: never by both workers.
-      expect([...done.values()]).toEqual(Array.from({ length: N }, () => 1));
-      expect(replayed).toBe(deadLettered.length);
-      const autoRuns = (await runs.listRuns()).filter((r) => r.createdBy === AUTO_REPLAY_BY);
-      expect(autoRuns.filter((r) => r.status === 'done' || r.status === 'cancelled')).toHaveLength(
-        autoRuns.length,
-      );
-      expect(autoRuns.reduce((sum, r) => sum + r.moved, 0)).toBe(replayed);
-      expect(autoRuns.flatMap((r) => r.failures)).toEqual([]);
-      // A job replayed into a breaker still half-open may be dead-lettered again, and replayed again:
-      // each record once, each job's work once.
-      expect(replayed).toBeGreaterThanOrEqual(N);
-      const completed = await producer.getJobs(['completed']);
-      expect(new Set(completed.map((j) => (j.data as { doc: string }).doc)).size).toBe(N);
-    } finally {
+      workers.push(worker);
+      return worker;
+    },
+    async close() {
       await Promise.all(workers.map((w) => w.close()));
       await producer.obliterate({ force: true }).catch(() => {});
       await producer.close();
       probe.disconnect();
       for (const c of clients) c.disconnect();
+    },
+  };
+}
+
+describe('automatic replay (createWorker autoReplay)', () => {
+  it('puts back every job an outage dead-lettered once the dependency is healthy, each once, across two workers', async () => {
+    const f = fleet();
+    try {
+      f.start();
+      f.start();
+      await f.producer.addBulk(
+        Array.from({ length: N }, (_, i) => ({ name: 'index', data: { doc: `doc-${i}` } })),
+      );
+      await waitFor(
+        () => f.deadLettered.length >= N,
+        20_000,
+        'every job to be dead-lettered during the outage',
+      );
+      expect(new Set(f.deadLettered)).toEqual(new Set(['budget-exhausted', 'breaker-open']));
+      // The workers' automatic replay holds them while the dependency is unhealthy.
+      await waitFor(
+        async () => (await f.autoRuns()).some((r) => r.waitingFor === 'search'),
+        10_000,
+        'an automatic replay to wait for search',
+      );
+      expect(f.done.size).toBe(0);
+
+      f.recover();
+      await waitFor(() => f.done.size === N, 30_000, 'every job to complete after the recovery');
+      await waitFor(async () => (await f.store.count(f.queue)) === 0, 10_000, 'the dead letters to be gone');
+      // Every side effect once, and every dead letter filed was replayed once: never by both workers.
+      expect([...f.done.values()]).toEqual(Array.from({ length: N }, () => 1));
+      expect(f.replayed()).toBe(f.deadLettered.length);
+      const autoRuns = await f.autoRuns();
+      expect(autoRuns.filter((r) => r.status === 'done' || r.status === 'cancelled')).toHaveLength(
+        autoRuns.length,
+      );
+      expect(autoRuns.reduce((sum, r) => sum + r.moved, 0)).toBe(f.replayed());
+      expect(autoRuns.flatMap((r) => r.failures)).toEqual([]);
+      // A job replayed into a breaker still half-open may be dead-lettered again, and replayed again:
+      // each record once, each job's work once.
+      expect(f.replayed()).toBeGreaterThanOrEqual(N);
+      const completed = await f.producer.getJobs(['completed']);
+      expect(new Set(completed.map((j) => (j.data as { doc: string }).doc)).size).toBe(N);
+    } finally {
+      await f.close();
+    }
+  }, 90_000);
+
+  it('a worker that stops while its run waits hands it over: another worker goes on with the same run', async () => {
+    const f = fleet();
+    try {
+      const first = f.start();
+      await f.producer.addBulk(
+        Array.from({ length: N }, (_, i) => ({ name: 'index', data: { doc: `doc-${i}` } })),
+      );
+      await waitFor(
+        () => f.deadLettered.length >= N,
+        20_000,
+        'every job to be dead-lettered during the outage',
+      );
+      let waiting: ReplayRun | undefined;
+      await waitFor(
+        async () => {
+          waiting = (await f.autoRuns()).find((r) => r.waitingFor === 'search' && r.status === 'running');
+          return waiting !== undefined;
+        },
+        10_000,
+        'the first worker to hold a run waiting for search',
+      );
+      const second = f.start();
+      await first.close();
+      // Stopped, the first worker handed the run back rather than leaving it held for its lease.
+      const handedBack = await f.runs.getRun(waiting!.id);
+      expect(handedBack).toMatchObject({ status: 'pending', stoppedBecause: 'interrupted' });
+
+      f.recover();
+      await waitFor(() => f.done.size === N, 30_000, 'every job to complete after the recovery');
+      const finished = await f.runs.getRun(waiting!.id);
+      expect(finished).toMatchObject({ status: 'done', failed: 0 });
+      expect(finished?.owner).not.toBe(waiting?.owner);
+      expect([...f.done.values()]).toEqual(Array.from({ length: N }, () => 1));
+      await waitFor(async () => (await f.store.count(f.queue)) === 0, 10_000, 'the dead letters to be gone');
+      expect(f.replayed()).toBe(f.deadLettered.length);
+      await second.close();
+    } finally {
+      await f.close();
     }
   }, 90_000);
 });
