@@ -199,7 +199,7 @@ function createBudget(strategy: ResolvedStrategy, clock: Clock): SimBudget {
 function createBreaker(strategy: ResolvedStrategy, clock: Clock): CircuitBreaker {
   const settings = Object.fromEntries(Object.entries(strategy.breaker).filter(([, v]) => v !== undefined));
   try {
-    return new CircuitBreaker({ ...settings, store: new MemoryBreakerStore({ clock }) });
+    return new CircuitBreaker({ ...settings, clock, store: new MemoryBreakerStore({ clock }) });
   } catch (error) {
     if (!isValidationError(error)) throw error;
     throw new ValidationError(
