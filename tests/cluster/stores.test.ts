@@ -18,8 +18,10 @@ import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
 import { RedisFlowStore } from '../../src/redis/flow-store.js';
 import { RedisIdempotencyStore } from '../../src/redis/idempotency-store.js';
+import { RedisReplayRunStore } from '../../src/redis/replay-run-store.js';
 import { describeDeadLetterStore } from '../../src/runtime/dead-letter-store.case.js';
 import { flowStoreCases } from '../../src/runtime/flow-control/store.case.js';
+import { describeReplayRunStore } from '../../src/runtime/replay-run-store.case.js';
 import { TestRedisCluster } from '../helpers/redis-cluster.js';
 import { waitFor } from '../helpers/redis-server.js';
 
@@ -75,6 +77,17 @@ flowStoreCases('RedisFlowStore on a Cluster', async (clock, connections) => {
   const clients = Array.from({ length: connections }, () => cluster.client());
   return {
     stores: clients.map((client) => new RedisFlowStore({ redis: client, prefix, clock })),
+    close: async () => {
+      for (const client of clients) client.disconnect();
+    },
+  };
+});
+
+describeReplayRunStore('RedisReplayRunStore on a Cluster', async (count) => {
+  const prefix = freshPrefix();
+  const clients = Array.from({ length: count }, () => cluster.client());
+  return {
+    stores: clients.map((client) => new RedisReplayRunStore({ redis: client, prefix })),
     close: async () => {
       for (const client of clients) client.disconnect();
     },
