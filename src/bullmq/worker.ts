@@ -154,6 +154,7 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
           internalError: (error) => this.#report(error),
           pauseQueue: (forMs) => this.rateLimit(forMs),
           budget: flowBudgetOf(options.budget),
+          worker: workerOptions.name,
         })
       : undefined;
     this.flow?.watch(Object.values(options.dependencies ?? {}));

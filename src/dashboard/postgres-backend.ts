@@ -2,6 +2,7 @@ import { Queue } from 'bullmq';
 import type { QueueBackendFactory } from '../bullmq/worker-options.js';
 import { DEFAULT_PREFIX } from '../common/keys.js';
 import type { PostgresConnection } from '../postgres/database.js';
+import { flowStatusOf } from '../status/flow.js';
 import type { ConsoleBackend } from './backend.js';
 
 /**
@@ -25,7 +26,8 @@ export interface PostgresConsoleBackendOptions {
 }
 
 /**
- * The console's view of a fleet whose state is in PostgreSQL. The schema must be migrated
+ * The console's view of a fleet whose state is in PostgreSQL: budgets, breakers, dead letters and flow
+ * control (paused workers, parked jobs). The schema must be migrated
  * (`stormguard migrate`): the console never runs migrations.
  *
  * @example
@@ -46,6 +48,7 @@ export async function postgresConsoleBackend(
     { DEFAULT_SCHEMA },
     { PostgresAuditLog },
     { PostgresReplayRunStore },
+    { PostgresFlowStore },
   ] = await Promise.all([
     import('../postgres/breaker-store.js'),
     import('../postgres/budget-store.js'),
@@ -53,6 +56,7 @@ export async function postgresConsoleBackend(
     import('../postgres/schema.js'),
     import('../postgres/audit-log.js'),
     import('../postgres/replay-run-store.js'),
+    import('../postgres/flow-store.js'),
   ]);
   const common = {
     connection: options.connection,
@@ -64,11 +68,12 @@ export async function postgresConsoleBackend(
   const breakers = new PostgresBreakerStore({ ...common, prefix });
   const deadLetters = new PostgresDeadLetterStore(common);
   const runs = new PostgresReplayRunStore({ ...common, prefix });
+  const flow = new PostgresFlowStore({ ...common, prefix });
   const bullmq = (await import('bullmq')) as { createPostgresBackend?: QueueBackendFactory };
   const factory = bullmq.createPostgresBackend;
   const queues = new Map<string, Queue>();
   return {
-    status: { budget: budgets, breaker: breakers, deadLetters },
+    status: { budget: budgets, breaker: breakers, deadLetters, flow: flowStatusOf(flow) },
     deadLetters,
     breakers,
     runs,
@@ -91,7 +96,13 @@ export async function postgresConsoleBackend(
     async close() {
       await Promise.all([...queues.values()].map((q) => q.close()));
       queues.clear();
-      await Promise.all([budgets.close?.(), breakers.close?.(), deadLetters.close?.(), runs.close()]);
+      await Promise.all([
+        budgets.close?.(),
+        breakers.close?.(),
+        deadLetters.close?.(),
+        runs.close(),
+        flow.close(),
+      ]);
     },
   };
 }

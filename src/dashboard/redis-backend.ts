@@ -4,8 +4,10 @@ import { RedisAuditLog } from '../redis/audit-log.js';
 import { RedisBreakerStore } from '../redis/breaker-store.js';
 import { RedisBudgetStore } from '../redis/budget-store.js';
 import { RedisDeadLetterStore } from '../redis/dead-letter-store.js';
+import { RedisFlowStore } from '../redis/flow-store.js';
 import { RedisReplayRunStore } from '../redis/replay-run-store.js';
 import type { RedisClient } from '../redis/scripts.js';
+import { flowStatusOf } from '../status/flow.js';
 import type { ConsoleBackend } from './backend.js';
 
 /**
@@ -24,8 +26,8 @@ export interface RedisConsoleBackendOptions {
 }
 
 /**
- * The console's view of a fleet whose state is in Redis: budgets, breakers and dead letters under
- * `prefix`, replays onto the BullMQ queues under `bullPrefix`.
+ * The console's view of a fleet whose state is in Redis: budgets, breakers, dead letters and flow control
+ * (paused workers, parked jobs) under `prefix`, replays onto the BullMQ queues under `bullPrefix`.
  *
  * @example
  * import { Redis } from 'ioredis';
@@ -40,7 +42,12 @@ export function redisConsoleBackend(options: RedisConsoleBackendOptions): Consol
   const deadLetters = new RedisDeadLetterStore({ redis: options.redis, prefix });
   const queues = new Map<string, Queue>();
   return {
-    status: { budget: budgets, breaker: breakers, deadLetters },
+    status: {
+      budget: budgets,
+      breaker: breakers,
+      deadLetters,
+      flow: flowStatusOf(new RedisFlowStore({ redis: options.redis, prefix })),
+    },
     deadLetters,
     breakers,
     runs: new RedisReplayRunStore({ redis: options.redis, prefix }),

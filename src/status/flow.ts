@@ -1,16 +1,30 @@
 import type { FlowStore } from '../runtime/flow-control/store.js';
-import type { FlowStatusSource, ParkedJobsStatus } from './types.js';
+import type { FlowStatusSource, ParkedJobsStatus, PausedWorkerStatus } from './types.js';
 
 /**
- * A flow store (`MemoryFlowStore`, `RedisFlowStore`, `PostgresFlowStore`) as the read model's flow source: the jobs parked for
- * each dependency the status lists, in each queue it reads (one `parked` count per pair). Paused workers
- * are each worker's own state and are not in the store: pass them from a worker's flow controller.
+ * A flow store (`MemoryFlowStore`, `RedisFlowStore`, `PostgresFlowStore`) as the read model's flow source:
+ * for each dependency the status lists, the workers holding a queue paused for it (each worker records
+ * its pause in the store while it holds it: one `pausedWorkers` read per dependency, any queue) and the
+ * jobs parked for it in each queue the status reads (one `parked` count per pair).
  *
  * @example
  * await readFleetStatus({ budget, breaker, deadLetters, flow: flowStatusOf(new RedisFlowStore({ redis })) });
  */
-export function flowStatusOf(store: Pick<FlowStore, 'parked'>): FlowStatusSource {
+export function flowStatusOf(store: Pick<FlowStore, 'parked' | 'pausedWorkers'>): FlowStatusSource {
   return {
+    pausedWorkers: async ({ dependencies }) => {
+      const rows: PausedWorkerStatus[] = [];
+      for (const dependency of dependencies)
+        for (const entry of await store.pausedWorkers(dependency))
+          rows.push({
+            queue: entry.queue,
+            dependency,
+            worker: entry.worker,
+            sinceMs: entry.sinceMs,
+            untilMs: entry.untilMs,
+          });
+      return rows;
+    },
     parkedJobs: async ({ dependencies, queues }) => {
       const rows: ParkedJobsStatus[] = [];
       for (const dependency of dependencies)

@@ -16,11 +16,13 @@ afterAll(async () => {
 });
 
 describe('stormguard flow --postgres', () => {
-  it('status shows the switch and, per dependency, whether it is down and how many jobs are parked', async () => {
+  it('status shows the switch and, per dependency, whether it is down, its paused workers and how many jobs are parked', async () => {
     const schema = uniqueSchema();
     const store = new PostgresFlowStore({ connection: pool, schema, prefix: 'cli' });
     await store.markDown('search');
     for (const id of ['1', '2', '3']) await store.park('search', 'index', id, 60_000);
+    await store.notePaused('search', 'index', 'host-a:1:1', 30_000, 600_000);
+    await store.notePaused('search', 'crawl', 'host-b:2:1', 30_000, 600_000);
     const args = ['--postgres', bed.url, '--schema', schema, '--prefix', 'cli'];
     const { code, stdout } = await cli(
       'flow',
@@ -33,18 +35,41 @@ describe('stormguard flow --postgres', () => {
       '--json',
     );
     expect(code).toBe(0);
-    expect(JSON.parse(stdout)).toEqual({
+    const report = JSON.parse(stdout);
+    // Server time: the pause's length is what was recorded.
+    for (const paused of report.dependencies[0].pausedWorkers)
+      expect(paused.untilMs - paused.sinceMs).toBe(30_000);
+    expect(report).toEqual({
       prefix: 'cli',
       on: true,
       queue: 'index',
       dependencies: [
-        { dependency: 'search', down: true, parked: 3 },
-        { dependency: 'mail', down: false, parked: 0 },
+        {
+          dependency: 'search',
+          down: true,
+          parked: 3,
+          pausedWorkers: [
+            {
+              queue: 'crawl',
+              worker: 'host-b:2:1',
+              sinceMs: expect.any(Number),
+              untilMs: expect.any(Number),
+            },
+            {
+              queue: 'index',
+              worker: 'host-a:1:1',
+              sinceMs: expect.any(Number),
+              untilMs: expect.any(Number),
+            },
+          ],
+        },
+        { dependency: 'mail', down: false, parked: 0, pausedWorkers: [] },
       ],
     });
     const human = await cli('flow', 'status', 'search', '--queue', 'index', ...args);
     expect(human.stdout).toBe(
-      'flow control is on fleet-wide (prefix cli)\nsearch: down, 3 parked in index\n',
+      'flow control is on fleet-wide (prefix cli)\n' +
+        'search: down, 3 parked in index, 2 workers paused (crawl: host-b:2:1, index: host-a:1:1)\n',
     );
   });
 

@@ -103,7 +103,40 @@ describe('fleet status with flow control', () => {
         ['search', 3, ['jobs-parked']],
       ]);
       expect(status.needsAttention).toEqual(['search']);
-      expect(status.pausedWorkers).toBeUndefined();
+      expect(status.pausedWorkers).toEqual([]);
+    });
+
+  for (const [name, openFlow] of [
+    ['MemoryFlowStore', () => new MemoryFlowStore()],
+    [
+      'RedisFlowStore',
+      () => new RedisFlowStore({ redis, prefix: `status-flow-${process.pid}-${prefixes++}` }),
+    ],
+    ['PostgresFlowStore', () => new PostgresFlowStore({ connection: pool, schema: uniqueSchema() })],
+  ] as const)
+    it(`lists the workers paused in a ${name} per dependency, whatever their queue, as needing attention`, async () => {
+      const flow = openFlow();
+      const deadLetters = new MemoryDeadLetterStore();
+      await deadLetters.registerQueue('mixed');
+      await flow.notePaused('search', 'index', 'host-a:1:1', 30_000, 15_000);
+      await flow.notePaused('search', 'crawl', 'host-b:2:1', 30_000, 15_000);
+      await flow.notePaused('mail', 'send', 'host-a:1:2', 30_000, 15_000);
+      await flow.clearPaused('mail', 'send', 'host-a:1:2');
+      const status = await readFleetStatus(
+        { deadLetters, flow: flowStatusOf(flow) },
+        { dependencies: ['mail', 'search'] },
+      );
+      expect(status.pausedWorkers?.map((p) => [p.dependency, p.queue, p.worker])).toEqual([
+        ['search', 'crawl', 'host-b:2:1'],
+        ['search', 'index', 'host-a:1:1'],
+      ]);
+      const [first] = status.pausedWorkers ?? [];
+      expect((first?.untilMs ?? 0) - (first?.sinceMs ?? 0)).toBe(30_000);
+      expect(status.dependencies.map((d) => [d.dependency, d.pausedWorkers, d.attention])).toEqual([
+        ['mail', 0, []],
+        ['search', 2, ['workers-paused']],
+      ]);
+      expect(status.needsAttention).toEqual(['search']);
     });
 });
 

@@ -17,7 +17,8 @@ interface StatusFlags extends FlowFlags {
 }
 
 /**
- * `stormguard flow status|off|on`: flow control's fleet-wide kill switch, and what it holds per dependency.
+ * `stormguard flow status|off|on`: flow control's fleet-wide kill switch, and what it holds per dependency
+ * (the workers holding a queue paused for it, as they record themselves in the flow store, and parked jobs).
  * `off` makes every worker stop pausing, parking and pacing within its state-cache time (250 ms by default)
  * and release what it parked; `on` turns it back on.
  *
@@ -33,7 +34,7 @@ export function register(program: Command, io: CliIO): void {
     'stormguard flow status search --queue index --postgres postgres://app@db:5432/shop --schema stormguard',
   ])
     .description(
-      'show whether flow control is on fleet-wide and, per dependency, whether it is down and how many jobs are parked',
+      'show whether flow control is on fleet-wide and, per dependency, whether it is down, which workers hold a queue paused for it and how many jobs are parked',
     )
     .argument('[dependencies...]', 'dependencies to show')
     .option('--queue <queue>', 'the queue whose parked jobs to count')
@@ -42,7 +43,10 @@ export function register(program: Command, io: CliIO): void {
         const off = await store.switchedOff();
         const rows = await Promise.all(
           dependencies.map(async (dependency) => {
-            const snapshot = await store.read(dependency);
+            const [snapshot, paused] = await Promise.all([
+              store.read(dependency),
+              store.pausedWorkers(dependency),
+            ]);
             return {
               dependency,
               down: snapshot.down,
@@ -53,6 +57,12 @@ export function register(program: Command, io: CliIO): void {
                     recoveredForMs: snapshot.nowMs - snapshot.recoveredAtMs,
                   }),
               ...(flags.queue === undefined ? {} : { parked: await store.parked(dependency, flags.queue) }),
+              pausedWorkers: paused.map(({ queue, worker, sinceMs, untilMs }) => ({
+                queue,
+                worker,
+                sinceMs,
+                untilMs,
+              })),
             };
           }),
         );
@@ -74,9 +84,8 @@ export function register(program: Command, io: CliIO): void {
           : row.recoveredForMs === undefined
             ? 'up'
             : `up, recovered ${formatDuration(row.recoveredForMs)} ago`;
-        lines.push(
-          `${row.dependency}: ${state}${'parked' in row ? `, ${row.parked} parked in ${report.queue}` : ''}`,
-        );
+        const parked = 'parked' in row ? `, ${row.parked} parked in ${report.queue}` : '';
+        lines.push(`${row.dependency}: ${state}${parked}${pausedText(row.pausedWorkers)}`);
       }
       io.stdout.write(`${lines.join('\n')}\n`);
     });
@@ -104,6 +113,13 @@ export function register(program: Command, io: CliIO): void {
               : `flow control is on fleet-wide (prefix ${flags.prefix})\n`,
           );
       });
+}
+
+/** `, 2 workers paused (index: host-a:41:1, crawl: host-b:7:1)`, or nothing when none is. */
+function pausedText(paused: readonly { queue: string; worker: string }[]): string {
+  if (paused.length === 0) return '';
+  const who = paused.map((p) => `${p.queue}: ${p.worker}`).join(', ');
+  return `, ${paused.length} ${paused.length === 1 ? 'worker' : 'workers'} paused (${who})`;
 }
 
 /** Runs `work` with the fleet's flow store on the backend the flags name (Redis, or PostgreSQL). */

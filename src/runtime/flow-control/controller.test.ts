@@ -4,6 +4,7 @@ import { MemoryBreakerStore } from '../../breaker/memory-store.js';
 import { MemoryBudgetStore } from '../../budget/memory-store.js';
 import { RetryBudget } from '../../budget/retry-budget.js';
 import { FakeClock } from '../../common/clock.js';
+import { BrokenCircuitError } from '../../errors/broken-circuit-error.js';
 import { type FlowAction, FlowController, type FlowEvents } from './controller.js';
 import { MemoryFlowStore } from './memory-store.js';
 
@@ -11,7 +12,14 @@ import { MemoryFlowStore } from './memory-store.js';
  * A breaker, a flow store and a controller of queue `index` on one fake clock; with `budgetMode`, a retry
  * budget too (one retry per 10 s window, 1 s sub-buckets) that the controller reads.
  */
-function setup(options: { queueDependency?: string; budgetMode?: 'enforce' | 'shadow' } = {}) {
+function setup(
+  options: {
+    queueDependency?: string;
+    budgetMode?: 'enforce' | 'shadow';
+    mode?: 'enforce' | 'shadow';
+    pausedReportMs?: number;
+  } = {},
+) {
   const { budgetMode, ...flowOptions } = options;
   const clock = new FakeClock(1_000_000);
   const budget = new RetryBudget({
@@ -37,6 +45,7 @@ function setup(options: { queueDependency?: string; budgetMode?: 'enforce' | 'sh
     { store, slowStartMs: 10_000, floorPerSecond: 2, stateCacheMs: 0, ...flowOptions },
     {
       queue: 'index',
+      worker: 'w1',
       breaker,
       budget: budgetMode ? budget : undefined,
       clock,
@@ -149,6 +158,67 @@ describe('FlowController (memory stores, fake clock)', () => {
     );
     await flow.stop();
     expect(await held).toEqual({ type: 'pause', forMs: 5_000 });
+  });
+
+  it('records its pause in the store while it holds the queue, and removes it when it stops', async () => {
+    const { flow, store, open } = setup({ queueDependency: 'search' });
+    await open();
+    const held = flow.beforeRun('search', { jobId: '1', starts: 1 });
+    await vi.waitFor(() =>
+      expect(store.pausedWorkers('search')).toEqual([
+        // Expires three refresh intervals (5 s by default) after the note.
+        { queue: 'index', worker: 'w1', sinceMs: 1_000_000, untilMs: 1_005_000, expiresAtMs: 1_015_000 },
+      ]),
+    );
+    await flow.stop();
+    expect(await held).toEqual({ type: 'pause', forMs: 5_000 });
+    expect(store.pausedWorkers('search')).toEqual([]);
+  });
+
+  it('refreshes its paused entry once per pausedReportMs, and clears it once the pause is over', async () => {
+    const { clock, flow, store, open, breaker } = setup({ queueDependency: 'search', pausedReportMs: 2_000 });
+    await open();
+    const notes = vi.spyOn(store, 'notePaused');
+    const refusal = new BrokenCircuitError('search', 1_005_000, 'open', 5_000);
+    expect(await flow.heldByBreaker('search', refusal)).toEqual({ type: 'pause', forMs: 5_000 });
+    // More jobs refused within the same pause write nothing more.
+    expect(await flow.heldByBreaker('search', refusal)).toEqual({ type: 'pause', forMs: 5_000 });
+    flow.startReleasing(async () => 'gone');
+    try {
+      await vi.waitFor(() => expect(store.pausedWorkers('search')).toHaveLength(1));
+      clock.advance(1_000);
+      await flow.releaseOnce(async () => 'gone');
+      expect(notes).toHaveBeenCalledTimes(1);
+      clock.advance(1_000);
+      await vi.waitFor(() => expect(store.pausedWorkers('search')[0]?.expiresAtMs).toBe(1_008_000));
+      expect(notes).toHaveBeenCalledTimes(2);
+      expect(store.pausedWorkers('search')[0]).toEqual({
+        queue: 'index',
+        worker: 'w1',
+        sinceMs: 1_000_000,
+        untilMs: 1_005_000,
+        expiresAtMs: 1_008_000,
+      });
+      // The pause ends (the breaker half-opens, the probe closes it): the entry goes before it would expire.
+      clock.advance(3_500);
+      await breaker.recordSuccess('search');
+      expect(await flow.beforeRun('search', { jobId: '2', starts: 1 })).toEqual({ type: 'run' });
+      await vi.waitFor(() => expect(store.pausedWorkers('search')).toEqual([]));
+    } finally {
+      await flow.stop();
+    }
+  });
+
+  it('in shadow mode records no paused worker', async () => {
+    const { flow, store, open } = setup({ queueDependency: 'search', mode: 'shadow' });
+    await open();
+    const notes = vi.spyOn(store, 'notePaused');
+    const refusal = new BrokenCircuitError('search', 1_005_000, 'open', 5_000);
+    expect(await flow.heldByBreaker('search', refusal)).toBeUndefined();
+    expect(await flow.beforeRun('search', { jobId: '1', starts: 1 })).toEqual({ type: 'run' });
+    await flow.stop();
+    expect(notes).not.toHaveBeenCalled();
+    expect(store.pausedWorkers('search')).toEqual([]);
   });
 
   it('with the kill switch on, nothing is held', async () => {

@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import type { BreakerSnapshot } from '../../breaker/types.js';
 import type { BudgetSnapshot } from '../../budget/types.js';
 import type { Clock } from '../../common/clock.js';
@@ -115,6 +116,11 @@ export interface FlowControllerSettings {
    * after a breaker recovery. Default: none (only a breaker recovery starts a ramp).
    */
   budget?: FlowBudget | undefined;
+  /**
+   * This worker's name in the store's paused-worker entries (what `stormguard flow status` and the
+   * console list). Default: `<host>:<process id>:<n>`, n counting the flow controllers of the process.
+   */
+  worker?: string | undefined;
 }
 
 /** What promoting a released job came to: back in the queue, gone (completed, removed), or not delayed yet. */
@@ -138,6 +144,9 @@ const RUN: FlowAction = Object.freeze({ type: 'run' });
 const MIN_HOLD_MS = 50;
 /** Every this many release ticks, dependencies with nothing parked here are checked for parks by others. */
 const SCAN_EVERY_TICKS = 20;
+/** A paused-worker entry outlives this many refresh intervals: one missed refresh does not drop it. */
+const PAUSED_ENTRY_REFRESHES = 3;
+let controllers = 0;
 
 /**
  * One worker's flow control, knowing no queue library: the gate before every run (hold while the
@@ -176,10 +185,20 @@ export class FlowController {
   #timer: NodeJS.Timeout | undefined;
   #ticking: Promise<void> | undefined;
   #ticks = 0;
+  /** This worker's name in the store's paused-worker entries. */
+  readonly worker: string;
+  /**
+   * Dependencies whose pause this worker has recorded in the store, with the local time of the last
+   * write (-Infinity: the pause was extended, write again now).
+   */
+  readonly #pauseNoted = new Map<string, number>();
+  #syncingPauses: Promise<void> | undefined;
+  #syncPausesAgain = false;
 
   constructor(options: FlowControlOptions, settings: FlowControllerSettings) {
     this.options = resolveFlowControlOptions(options);
     this.#settings = settings;
+    this.worker = settings.worker ?? `${hostname()}:${process.pid}:${++controllers}`;
     this.#sleep =
       settings.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, Math.ceil(ms)).unref()));
     if (this.options.queueDependency !== undefined) this.#watched.add(this.options.queueDependency);
@@ -233,7 +252,10 @@ export class FlowController {
       if (!(await this.#holdHere(dependency, verdict.forMs))) return { type: 'pause', forMs: verdict.forMs };
     }
     // Healthy again: every job held here re-checks now (and takes its paced slot).
-    if (health.breaker.state === 'closed') this.#wakeAll(dependency, true);
+    if (health.breaker.state === 'closed') {
+      this.#wakeAll(dependency, true);
+      if (this.#pauseNoted.has(dependency)) this.#syncPauses();
+    }
     if (options.mode === 'shadow' || !this.#paces(dependency, health) || (await this.#switchedOff()))
       return RUN;
     const store = options.store;
@@ -304,6 +326,7 @@ export class FlowController {
   startReleasing(promote: (jobId: string) => Promise<PromoteResult>): void {
     if (this.#timer) return;
     this.#timer = setInterval(() => {
+      this.#syncPauses();
       if (this.#ticking) return;
       this.#ticking = this.releaseOnce(promote)
         .then(() => {})
@@ -326,6 +349,9 @@ export class FlowController {
     this.#timer = undefined;
     for (const dependency of this.#holds.keys()) this.#wakeAll(dependency, false);
     await this.#ticking;
+    // Stopped, this worker holds nothing: its paused-worker entries go now rather than age out.
+    await this.#syncingPauses;
+    await this.#writePauses().catch((error: unknown) => this.#settings.internalError(error));
   }
 
   /**
@@ -390,6 +416,56 @@ export class FlowController {
     if (until <= (this.#pausedUntil.get(dependency) ?? 0) + MIN_HOLD_MS) return;
     this.#pausedUntil.set(dependency, until);
     this.#settings.pauseQueue?.(forMs).catch((error: unknown) => this.#settings.internalError(error));
+    this.#pauseNoted.set(dependency, Number.NEGATIVE_INFINITY);
+    this.#syncPauses();
+  }
+
+  /**
+   * Brings this worker's paused-worker entries in the store in line with what it holds ({@link status}),
+   * one sync at a time: notes a pause when it starts or is extended and once per `pausedReportMs` while
+   * it lasts (never per job), and clears the entry when it ends.
+   */
+  #syncPauses(): void {
+    if (this.#syncingPauses) {
+      this.#syncPausesAgain = true;
+      return;
+    }
+    if (this.#pauseNoted.size === 0) return;
+    this.#syncingPauses = this.#writePauses()
+      .catch((error: unknown) => this.#settings.internalError(error))
+      .finally(() => {
+        this.#syncingPauses = undefined;
+        if (this.#syncPausesAgain) {
+          this.#syncPausesAgain = false;
+          this.#syncPauses();
+        }
+      });
+  }
+
+  async #writePauses(): Promise<void> {
+    const { store, pausedReportMs } = this.options;
+    const { queue } = this.#settings;
+    const now = this.#settings.clock.now();
+    for (const held of this.status()) {
+      const { dependency } = held;
+      const noted = this.#pauseNoted.get(dependency);
+      if (noted === undefined) continue;
+      if (held.paused && !this.#stopped) {
+        if (now - noted < pausedReportMs) continue;
+        const forMs = Math.max(0, (held.pausedUntilMs ?? now) - now);
+        await store.notePaused(
+          dependency,
+          queue,
+          this.worker,
+          forMs,
+          PAUSED_ENTRY_REFRESHES * pausedReportMs,
+        );
+        this.#pauseNoted.set(dependency, now);
+      } else {
+        await store.clearPaused(dependency, queue, this.worker);
+        this.#pauseNoted.delete(dependency);
+      }
+    }
   }
 
   /**

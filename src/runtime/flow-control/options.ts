@@ -53,6 +53,12 @@ export interface FlowControlOptions {
    * in ms. Default 250 (the breaker's own state-cache time).
    */
   stateCacheMs?: number;
+  /**
+   * While this worker holds its queue paused for a dependency, how often it refreshes its paused-worker
+   * entry in the store (one write per interval, whatever the job count), in ms. The entry ages out three
+   * intervals after its last refresh, so a crashed worker leaves the list by itself. Default 5 000.
+   */
+  pausedReportMs?: number;
 }
 
 /** {@link FlowControlOptions} with every default applied. */
@@ -86,6 +92,7 @@ const Schema = z
     releaseBatch: z.number().int().min(1).default(100),
     probeWaitMs: z.number().int().min(10).default(1_000),
     stateCacheMs: wholeMs.default(250),
+    pausedReportMs: z.number().int().min(100).default(5_000),
   })
   .strict();
 
