@@ -12,6 +12,7 @@ import {
   cancelReplayRun,
   createReplayRun,
   isReplayRunOpen,
+  listReplayRuns,
   runReplay,
   startReplayRun,
 } from './replay-runs.js';
@@ -175,7 +176,7 @@ export class AutoReplay {
   async #openRun(reason: AutoReplayReason): Promise<ReplayRun | undefined> {
     const { runs } = this.#options;
     const { queue, store, clock } = this.#context;
-    const open = autoRuns(await candidateRuns(runs), queue, reason);
+    const open = autoRuns(await listReplayRuns(runs), queue, reason);
     if (open[0]) return open[0];
     if ((await store.count(queue, { reason })) === 0) return undefined;
     const created = await createReplayRun({ store, runs }, queue, {
@@ -190,7 +191,7 @@ export class AutoReplay {
       // Another worker found it first and runs it: started already.
       if (!isInvalidInputError(error)) throw error;
     });
-    const winner = autoRuns(await candidateRuns(runs), queue, reason)[0];
+    const winner = autoRuns(await listReplayRuns(runs), queue, reason)[0];
     if (winner && winner.id !== created.id) {
       await cancelReplayRun({ runs }, created.id, {
         by: AUTO_REPLAY_BY,
@@ -220,17 +221,6 @@ export class AutoReplay {
         : {}),
     };
   }
-}
-
-/**
- * The runs that may be the fleet's open one: every started run, however many came after it, and the
- * newest (a run another worker created a moment ago and has not started yet).
- */
-async function candidateRuns(runs: ReplayRunStore): Promise<ReplayRun[]> {
-  const [started, newest] = await Promise.all([runs.startedRuns(), runs.listRuns()]);
-  const byId = new Map<string, ReplayRun>();
-  for (const run of [...started, ...newest]) byId.set(run.id, run);
-  return [...byId.values()];
 }
 
 /** The open automatic runs of `queue` and `reason`, oldest (lowest id) first: the first is the fleet's. */

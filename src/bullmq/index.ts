@@ -58,6 +58,7 @@ export {
   createReplayRun,
   isReplayRunHeld,
   isReplayRunOpen,
+  listReplayRuns,
   previewReplay,
   type RunReplayOptions,
   runReplay,

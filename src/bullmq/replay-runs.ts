@@ -345,6 +345,20 @@ export async function runReplay(
 }
 
 /**
+ * The runs to show or pick from: the store's newest (previews and finished runs included) and every run
+ * started and not finished however many came after it, newest first.
+ *
+ * @example
+ * const open = (await listReplayRuns(runs)).filter(isReplayRunOpen);
+ */
+export async function listReplayRuns(runs: ReplayRunStore): Promise<ReplayRun[]> {
+  const [started, newest] = await Promise.all([runs.startedRuns(), runs.listRuns()]);
+  const byId = new Map<string, ReplayRun>();
+  for (const run of [...newest, ...started]) if (!byId.has(run.id)) byId.set(run.id, run);
+  return [...byId.values()].sort((a, b) => Number(b.id) - Number(a.id) || b.id.localeCompare(a.id));
+}
+
+/**
  * True when the run is neither done nor cancelled: some process may (go on and) run it.
  *
  * @example

@@ -5,10 +5,12 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
 import { replayOrigin } from '../../src/bullmq/dead-letter-ids.js';
 import { type DeadLetterQueue, deadLetterQueue } from '../../src/bullmq/dead-letter-queue.js';
+import { createReplayRun, startReplayRun } from '../../src/bullmq/replay-runs.js';
 import { queueTag } from '../../src/common/keys.js';
 import { RedisAuditLog } from '../../src/redis/audit-log.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
+import { RedisReplayRunStore } from '../../src/redis/replay-run-store.js';
 import { type CliResult, ensureCliBuilt, cli as runCli, spawnCli } from '../helpers/cli.js';
 import { freePort, waitFor } from '../helpers/redis-server.js';
 import { deadLetter, redisForFile, uniqueQueue } from './dlq-fixtures.js';
@@ -233,6 +235,20 @@ describe('stormguard dlq', () => {
       expect(JSON.parse(again.stdout)).toMatchObject({ matched: 0, moved: [] });
       expect(await replayedOriginals(source)).toEqual(allIds(6));
     });
+  });
+
+  it('runs lists a started run however many runs came after it', async () => {
+    const queue = uniqueQueue('runs');
+    const store = new RedisDeadLetterStore({ redis: env.redis });
+    const runs = new RedisReplayRunStore({ redis: env.redis });
+    const started = await createReplayRun({ store, runs }, queue, { by: 'alice' });
+    await startReplayRun({ runs }, started.id, { by: 'alice' });
+    // 100 newer runs of another queue: previews, never started.
+    for (let i = 0; i < 100; i++) await createReplayRun({ store, runs }, `${queue}-other`, {});
+    const result = await cli('dlq', 'runs', queue, '--json');
+    expect(result.code).toBe(0);
+    const listed = (JSON.parse(result.stdout) as { runs: { id: string }[] }).runs;
+    expect(listed.map((r) => r.id)).toEqual([started.id]);
   });
 
   it('purge refuses without --yes (exit 2) and deletes with it', async () => {

@@ -180,7 +180,8 @@ export function register(program: Command, io: CliIO): void {
     .description("list the stored bulk replay runs (the console's, automatic ones), newest first")
     .action((queue: string | undefined, flags: CommonDlqOptions, command: Command) =>
       withStore(flags, command, async (backend) => {
-        const runs = (await (await backend.replayRuns()).listRuns()).filter(
+        const { listReplayRuns } = await import('../../bullmq/replay-runs.js');
+        const runs = (await listReplayRuns(await backend.replayRuns())).filter(
           (r) => queue === undefined || r.queue === queue,
         );
         if (flags.json) printJson(io, { runs });

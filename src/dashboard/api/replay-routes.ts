@@ -1,6 +1,6 @@
 import { replayDeadLetters } from '../../bullmq/replay.js';
 import type { ReplayRunner } from '../../bullmq/replay-runner.js';
-import { createReplayRun, startReplayRun } from '../../bullmq/replay-runs.js';
+import { createReplayRun, listReplayRuns, startReplayRun } from '../../bullmq/replay-runs.js';
 import { isInvalidInputError } from '../../errors/invalid-input-error.js';
 import type { ReplayRun, ReplayRunStore } from '../../runtime/replay-runs.js';
 import { HttpError, readJson, sendJson } from '../http/respond.js';
@@ -106,7 +106,7 @@ export function replayRoutes(ctx: ConsoleContext, runner: ReplayRunner | undefin
       path: '/api/replays',
       async handle({ res, query }) {
         const queue = query.get('queue') || undefined;
-        const all = ctx.backend.runs ? await ctx.backend.runs.listRuns() : [];
+        const all = ctx.backend.runs ? await listReplayRuns(ctx.backend.runs) : [];
         sendJson(res, 200, {
           runs: all.filter((r) => r.startedAtMs !== undefined && (queue === undefined || r.queue === queue)),
         });
