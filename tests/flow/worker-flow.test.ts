@@ -12,6 +12,8 @@ import { TransientError } from '../../src/errors/transient-error.js';
 import { definePolicy } from '../../src/policy/define-policy.js';
 import { RedisBreakerStore } from '../../src/redis/breaker-store.js';
 import { RedisFlowStore } from '../../src/redis/flow-store.js';
+import { flowStatusOf } from '../../src/status/flow.js';
+import { readFleetStatus } from '../../src/status/read-fleet-status.js';
 import { recordEvents, TestBed } from '../e2e/harness.js';
 import { waitFor } from '../helpers/redis-server.js';
 
@@ -50,7 +52,12 @@ function stores() {
   });
   const transitions: string[] = [];
   breaker.events.on('state-change', (e) => transitions.push(`${e.from}>${e.to}`));
-  return { breaker, flowStore: new RedisFlowStore({ redis: bed.redis, prefix }), transitions };
+  return {
+    breaker,
+    breakerStore: new RedisBreakerStore({ redis: bed.redis, prefix }),
+    flowStore: new RedisFlowStore({ redis: bed.redis, prefix }),
+    transitions,
+  };
 }
 
 function flowWorker(
@@ -107,6 +114,53 @@ describe('flow control in a BullMQ worker', () => {
     expect(holds.length).toBeGreaterThan(0);
     expect(new Set(holds)).toEqual(new Set(['pause:false']));
     expect(await dlq.count()).toBe(0);
+  });
+
+  it('a worker paused for the down dependency shows in the fleet status while it holds the queue, and leaves it after recovery', async () => {
+    const { queueName, queue } = bed.queues('paused-status');
+    const { breaker, breakerStore, flowStore } = stores();
+    const search = new Dependency();
+    const worker = flowWorker(
+      queueName,
+      { search },
+      {
+        breaker,
+        dependencies: { index: 'search' },
+        workerOptions: { name: 'indexer-1' },
+        flowControl: { store: flowStore, queueDependency: 'search', slowStartMs: 0, stateCacheMs: 50 },
+      },
+    );
+    const log = recordEvents(worker.events);
+    for (let n = 0; n < 5; n++) await queue.add('index', { n });
+    const flow = flowStatusOf(flowStore);
+    const scope = { dependencies: ['search'], queues: [queueName] };
+    await waitFor(
+      async () => ((await flow.pausedWorkers?.(scope)) ?? []).length > 0,
+      10_000,
+      'the paused worker to be listed',
+    );
+    expect(await flow.pausedWorkers?.(scope)).toEqual([
+      {
+        queue: queueName,
+        dependency: 'search',
+        worker: 'indexer-1',
+        sinceMs: expect.any(Number),
+        untilMs: expect.any(Number),
+      },
+    ]);
+    const status = await readFleetStatus({ breaker: breakerStore, flow });
+    const listed = status.dependencies.find((d) => d.dependency === 'search');
+    expect(listed?.pausedWorkers).toBe(1);
+    expect(listed?.attention).toContain('workers-paused');
+    search.down = false;
+    await waitFor(() => log.count('completed') === 5, 15_000, 'every job to complete');
+    await waitFor(
+      async () => ((await flow.pausedWorkers?.(scope)) ?? []).length === 0,
+      10_000,
+      'the paused worker to leave the list',
+    );
+    const after = await readFleetStatus({ breaker: breakerStore, flow });
+    expect(after.dependencies.find((d) => d.dependency === 'search')?.pausedWorkers).toBe(0);
   });
 
   it('parks the down dependency’s jobs in a mixed queue while the others flow, and releases them in order after recovery', async () => {
