@@ -126,9 +126,9 @@ function describe(reason: AttentionReason, d: DependencyStatus): string {
     case 'degraded':
       return 'store unreachable, local fallback answering';
     case 'workers-paused':
-      return `${count(d.pausedWorkers)} workers paused`;
+      return `${count(d.pausedWorkers)} ${d.pausedWorkers === 1 ? 'worker' : 'workers'} paused`;
     case 'jobs-parked':
-      return `${count(d.parkedJobs)} jobs parked`;
+      return `${count(d.parkedJobs)} ${d.parkedJobs === 1 ? 'job' : 'jobs'} parked`;
     case 'dead-letters':
       return `${count(d.deadLetters?.total)} dead letters`;
   }
