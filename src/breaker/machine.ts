@@ -213,6 +213,8 @@ export function stepBreaker(
   options: ResolvedBreakerOptions,
   { batchedSuccesses = 0, ticket, override }: BreakerStepInput = NO_INPUT,
 ): BreakerStep {
+  const unchanged = unchangedBy(input, op, nowMs, options);
+  if (unchanged) return unchanged;
   // Arrays are never changed in place, only replaced: the copy shares the input's until it changes them.
   const record: BreakerRecord = {
     ...input,
@@ -284,6 +286,33 @@ export function stepBreaker(
 }
 
 const NO_INPUT: BreakerStepInput = Object.freeze({});
+
+/**
+ * The step of an `acquire` or `peek` on a closed breaker that changes nothing (every bucket live, no
+ * streak to forget, no probe lapsed): the input record itself, with the view, and no copy. `undefined`
+ * for every other step.
+ */
+function unchangedBy(
+  input: BreakerRecord,
+  op: BreakerOp,
+  nowMs: number,
+  options: ResolvedBreakerOptions,
+): BreakerStep | undefined {
+  if ((op !== 'acquire' && op !== 'peek') || input.state !== 'closed') return undefined;
+  const probes = input.probesInFlight;
+  if (probes === undefined || probesStillInFlight(probes, nowMs, options.coolDownMs) !== probes)
+    return undefined;
+  const buckets = input.buckets;
+  if (liveBuckets(buckets, nowMs, options) !== buckets) return undefined;
+  if (buckets.length === 0 && input.consecutiveFailures !== 0) return undefined;
+  return {
+    record: input,
+    allowed: op === 'acquire',
+    probe: false,
+    transitions: [],
+    view: viewOf(input, nowMs),
+  };
+}
 
 /** Moves `record` to `to`, noting the transition. */
 function change(
