@@ -3,10 +3,13 @@ import type { AddressInfo } from 'node:net';
 import { createPostgresBackend, Queue } from 'bullmq';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CircuitBreaker } from '../../src/breaker/circuit-breaker.js';
 import { replayOrigin } from '../../src/bullmq/dead-letter-ids.js';
 import { createDashboard } from '../../src/dashboard/handler.js';
 import { postgresConsoleBackend } from '../../src/dashboard/postgres-backend.js';
+import { PostgresBreakerStore } from '../../src/postgres/breaker-store.js';
 import { PostgresDeadLetterStore } from '../../src/postgres/dead-letter-store.js';
+import { PostgresFlowStore } from '../../src/postgres/flow-store.js';
 import { PostgresReplayRunStore } from '../../src/postgres/replay-run-store.js';
 import { sampleDeadLetter } from '../../src/runtime/dead-letter-store.case.js';
 import { postgresBed } from '../helpers/postgres-bed.js';
@@ -68,6 +71,44 @@ async function openConsole(schema: string) {
 }
 
 describe('the console on PostgreSQL', () => {
+  it("shows the workers paused and the jobs parked for a dependency, from the schema's flow store", async () => {
+    const schema = uniqueSchema();
+    const deadLetters = new PostgresDeadLetterStore({ connection: pool, schema });
+    await deadLetters.registerQueue('mixed');
+    // A breaker the overview lists, and what two workers recorded in the flow store.
+    const breaker = new CircuitBreaker({
+      store: new PostgresBreakerStore({ connection: pool, schema }),
+      consecutiveFailures: 1,
+    });
+    await breaker.recordFailure('search');
+    const flow = new PostgresFlowStore({ connection: pool, schema });
+    await flow.notePaused('search', 'index', 'indexer-1', 30_000, 15_000);
+    await flow.park('search', 'mixed', 'job-1', 60_000);
+    await flow.park('search', 'mixed', 'job-2', 60_000);
+    const console_ = await openConsole(schema);
+    try {
+      const overview = (await (await fetch(`${console_.url}api/overview`)).json()) as {
+        pausedWorkers: { queue: string; dependency: string; worker: string }[];
+        parkedJobs: { queue: string; dependency: string; count: number }[];
+        dependencies: {
+          dependency: string;
+          pausedWorkers: number;
+          parkedJobs: number;
+          attention: string[];
+        }[];
+      };
+      expect(overview.pausedWorkers.map((p) => [p.dependency, p.queue, p.worker])).toEqual([
+        ['search', 'index', 'indexer-1'],
+      ]);
+      expect(overview.parkedJobs).toEqual([{ queue: 'mixed', dependency: 'search', count: 2 }]);
+      const search = overview.dependencies.find((d) => d.dependency === 'search');
+      expect([search?.pausedWorkers, search?.parkedJobs]).toEqual([1, 2]);
+      expect(search?.attention).toEqual(expect.arrayContaining(['workers-paused', 'jobs-parked']));
+    } finally {
+      await console_.close();
+    }
+  });
+
   it('keeps a bulk replay in PostgreSQL: a console stopped half-way and another started later move every record once', async () => {
     const schema = uniqueSchema();
     const store = new PostgresDeadLetterStore({ connection: pool, schema });
