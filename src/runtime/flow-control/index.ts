@@ -11,6 +11,8 @@ export {
   type GateSettings,
   type HoldKind,
 } from './gate.js';
+export { MemoryFlowStore } from './memory-store.js';
+export type { FlowControlOptions } from './options.js';
 export { type PaceVerdict, pace, paceMany } from './pacing.js';
 export {
   budgetStoppedDenying,
@@ -19,3 +21,4 @@ export {
   slowStartAllowance,
   slowStartRate,
 } from './slow-start.js';
+export type { FlowSnapshot, FlowStore, PausedWorkerEntry } from './store.js';
