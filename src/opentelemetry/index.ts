@@ -15,4 +15,9 @@
 export { ATTR, type DecisionAttribute, type LinkAttribute } from './attributes.js';
 export { type OpenTelemetryMetricsOptions, openTelemetryMetrics } from './metrics.js';
 export { formatTraceparent, parseTraceparent } from './traceparent.js';
-export { INSTRUMENTATION_NAME, type OpenTelemetryTracingOptions, openTelemetryTracing } from './tracing.js';
+export {
+  type ErrorText,
+  INSTRUMENTATION_NAME,
+  type OpenTelemetryTracingOptions,
+  openTelemetryTracing,
+} from './tracing.js';

@@ -122,3 +122,66 @@ describe('an attempt span', () => {
     expect(span?.events.map((e) => e.name)).toEqual(['exception']);
   });
 });
+
+describe('redactError', () => {
+  const card = Object.assign(new Error('charge of card 4111111111111111 refused'), { name: 'PaymentError' });
+
+  async function tracedFailure(options: Parameters<typeof openTelemetryTracing>[0]) {
+    const exporter = new InMemorySpanExporter();
+    const tracerProvider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
+    const attempt = openTelemetryTracing({ ...options, tracerProvider }).startAttempt(START);
+    await expect(
+      attempt?.call('payments', async () => {
+        throw card;
+      }),
+    ).rejects.toBe(card);
+    attempt?.decided(
+      {
+        action: 'dead-letter',
+        reason: 'permanent',
+        detail: 'permanent',
+        classification: { retryable: false, reason: 'permanent-error' },
+      },
+      'payments',
+      card,
+    );
+    attempt?.end({ type: 'dead-lettered', recordId: '1' });
+    await tracerProvider.forceFlush();
+    return exporter.getFinishedSpans();
+  }
+
+  it('records what the hook returns on the attempt and on the call, never the raw text', async () => {
+    const spans = await tracedFailure({
+      redactError: (e) => ({ name: e.name, message: e.message.replace(/\d{12,19}/g, '[card]') }),
+    });
+    expect(spans.map((s) => s.name).sort()).toEqual(['payments', 'stormguard.attempt']);
+    for (const span of spans) {
+      const event = span.events.find((e) => e.name === 'exception');
+      expect(event?.attributes?.['exception.message']).toBe('charge of card [card] refused');
+      expect(event?.attributes?.['exception.stacktrace']).toBeUndefined();
+      expect(span.attributes['error.type']).toBe('PaymentError');
+      expect(JSON.stringify([span.events, span.status, span.attributes])).not.toContain('4111');
+    }
+  });
+
+  it('records the class alone when the hook throws', async () => {
+    const spans = await tracedFailure({
+      redactError: () => {
+        throw new Error('hook broke');
+      },
+    });
+    for (const span of spans) {
+      const event = span.events.find((e) => e.name === 'exception');
+      expect(event?.attributes?.['exception.message']).toBe('PaymentError (redaction failed)');
+      expect(JSON.stringify([span.events, span.status])).not.toContain('4111');
+    }
+  });
+
+  it('records the error as it is without a hook', async () => {
+    const spans = await tracedFailure({});
+    const attempt = spans.find((s) => s.name === 'stormguard.attempt');
+    const event = attempt?.events.find((e) => e.name === 'exception');
+    expect(event?.attributes?.['exception.message']).toBe('charge of card 4111111111111111 refused');
+    expect(event?.attributes?.['exception.stacktrace']).toContain('PaymentError');
+  });
+});

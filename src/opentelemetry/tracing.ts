@@ -41,6 +41,28 @@ export interface OpenTelemetryTracingOptions {
   tracerProvider?: TracerProvider;
   /** The `messaging.system` attribute. Default `bullmq`; `''` leaves it out. */
   messagingSystem?: string;
+  /**
+   * What a failed attempt or call records of its error (the exception event and the span status), called
+   * with a copy of the error's name, message and stack. Traces leave the process, so a fleet that redacts
+   * its dead letters redacts here too: the same rule for `lastError` serves both. Return the error to
+   * record; a hook that throws records the error's class alone, never the raw text. Default: as it is.
+   *
+   * @example
+   * openTelemetryTracing({ redactError: (e) => ({ name: e.name, message: e.message.replace(/\d{12,19}/g, '[card]') }) });
+   */
+  redactError?: (error: ErrorText) => ErrorText;
+}
+
+/**
+ * An error as a trace records it: its class, message and (when there is one) stack.
+ *
+ * @example
+ * const text: ErrorText = { name: 'HttpError', message: '503 Service Unavailable' };
+ */
+export interface ErrorText {
+  name: string;
+  message: string;
+  stack?: string;
 }
 
 /**
@@ -75,7 +97,7 @@ export function openTelemetryTracing(options: OpenTelemetryTracingOptions = {}):
     isActive: () => tracerOf() !== undefined,
     startAttempt(start) {
       const tracer = tracerOf();
-      return tracer && new OpenTelemetryAttempt(tracer, start, system);
+      return tracer && new OpenTelemetryAttempt(tracer, start, system, errorText(options.redactError));
     },
   };
 }
@@ -86,10 +108,12 @@ class OpenTelemetryAttempt implements AttemptTrace {
   readonly #span: Span;
   readonly #context: Context;
   readonly #recording: boolean;
+  readonly #errorText: (error: unknown) => ErrorText;
   #decision: DecisionAttribute | undefined;
 
-  constructor(tracer: Tracer, start: AttemptStart, system: string) {
+  constructor(tracer: Tracer, start: AttemptStart, system: string, text: (error: unknown) => ErrorText) {
     this.#tracer = tracer;
+    this.#errorText = text;
     const parent = context.active();
     const attributes: Attributes = {
       [ATTR.messagingDestination]: start.queue,
@@ -135,7 +159,7 @@ class OpenTelemetryAttempt implements AttemptTrace {
         try {
           return await fn();
         } catch (error) {
-          failed(span, error);
+          failed(span, this.#errorText(error));
           throw error;
         } finally {
           span.end();
@@ -180,7 +204,7 @@ class OpenTelemetryAttempt implements AttemptTrace {
       attributes[ATTR.retryNumber] = decision.retry;
     } else attributes[ATTR.deadLetterReason] = decision.reason;
     span.setAttributes(attributes);
-    failed(span, error, `${this.#decision}: ${classification.reason}`);
+    failed(span, this.#errorText(error), `${this.#decision}: ${classification.reason}`);
   }
 
   end(outcome: AttemptOutcome): void {
@@ -194,7 +218,7 @@ class OpenTelemetryAttempt implements AttemptTrace {
         span.setAttribute(ATTR.decision, 'bookkeeping-retry');
         span.setStatus({
           code: SpanStatusCode.ERROR,
-          message: `bookkeeping refused: ${describeError(outcome.error).message}`,
+          message: `bookkeeping refused: ${this.#errorText(outcome.error).message}`,
         });
       }
     }
@@ -202,10 +226,24 @@ class OpenTelemetryAttempt implements AttemptTrace {
   }
 }
 
+/** An error's text as the trace records it: described, then through the redaction hook when there is one. */
+function errorText(redact: ((error: ErrorText) => ErrorText) | undefined): (error: unknown) => ErrorText {
+  if (!redact) return describeError;
+  return (error) => {
+    const described = describeError(error);
+    try {
+      const answer = redact({ ...described });
+      if (answer && typeof answer.name === 'string' && typeof answer.message === 'string') return answer;
+    } catch {
+      // Fall through: a hook that fails must not let the raw text out.
+    }
+    return { name: described.name, message: `${described.name} (redaction failed)` };
+  };
+}
+
 /** Marks a span failed with the error's class as `error.type`, and the error as an exception event. */
-function failed(span: Span, error: unknown, message?: string): void {
+function failed(span: Span, described: ErrorText, message?: string): void {
   if (!span.isRecording()) return;
-  const described = describeError(error);
   span.setAttribute(ATTR.errorType, described.name);
   span.recordException(
     described.stack === undefined
