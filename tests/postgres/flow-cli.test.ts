@@ -1,6 +1,12 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresFlowStore } from '../../src/postgres/flow-store.js';
+import {
+  expectSeededStatusReport,
+  SEEDED_STATUS_TEXT,
+  STATUS_ARGS,
+  seedFlowStatus,
+} from '../flow/flow-status-fixture.js';
 import { cli, ensureCliBuilt } from '../helpers/cli.js';
 import { postgresBed } from '../helpers/postgres-bed.js';
 import { uniqueSchema } from '../helpers/postgres-server.js';
@@ -18,59 +24,13 @@ afterAll(async () => {
 describe('stormguard flow --postgres', () => {
   it('status shows the switch and, per dependency, whether it is down, its paused workers and how many jobs are parked', async () => {
     const schema = uniqueSchema();
-    const store = new PostgresFlowStore({ connection: pool, schema, prefix: 'cli' });
-    await store.markDown('search');
-    for (const id of ['1', '2', '3']) await store.park('search', 'index', id, 60_000);
-    await store.notePaused('search', 'index', 'host-a:1:1', 30_000, 600_000);
-    await store.notePaused('search', 'crawl', 'host-b:2:1', 30_000, 600_000);
-    const args = ['--postgres', bed.url, '--schema', schema, '--prefix', 'cli'];
-    const { code, stdout } = await cli(
-      'flow',
-      'status',
-      'search',
-      'mail',
-      '--queue',
-      'index',
-      ...args,
-      '--json',
-    );
+    await seedFlowStatus(new PostgresFlowStore({ connection: pool, schema, prefix: 'cli' }));
+    const backend = ['--postgres', bed.url, '--schema', schema];
+    const { code, stdout } = await cli(...STATUS_ARGS, ...backend, '--json');
     expect(code).toBe(0);
-    const report = JSON.parse(stdout);
-    // Server time: the pause's length is what was recorded.
-    for (const paused of report.dependencies[0].pausedWorkers)
-      expect(paused.untilMs - paused.sinceMs).toBe(30_000);
-    expect(report).toEqual({
-      prefix: 'cli',
-      on: true,
-      queue: 'index',
-      dependencies: [
-        {
-          dependency: 'search',
-          down: true,
-          parked: 3,
-          pausedWorkers: [
-            {
-              queue: 'crawl',
-              worker: 'host-b:2:1',
-              sinceMs: expect.any(Number),
-              untilMs: expect.any(Number),
-            },
-            {
-              queue: 'index',
-              worker: 'host-a:1:1',
-              sinceMs: expect.any(Number),
-              untilMs: expect.any(Number),
-            },
-          ],
-        },
-        { dependency: 'mail', down: false, parked: 0, pausedWorkers: [] },
-      ],
-    });
-    const human = await cli('flow', 'status', 'search', '--queue', 'index', ...args);
-    expect(human.stdout).toBe(
-      'flow control is on fleet-wide (prefix cli)\n' +
-        'search: down, 3 parked in index, 2 workers paused (crawl: host-b:2:1, index: host-a:1:1)\n',
-    );
+    expectSeededStatusReport(stdout);
+    const human = await cli('flow', 'status', 'search', '--queue', 'index', '--prefix', 'cli', ...backend);
+    expect(human.stdout).toBe(SEEDED_STATUS_TEXT);
   });
 
   it('off turns flow control off for the prefix, on turns it back on', async () => {
