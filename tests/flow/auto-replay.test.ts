@@ -116,20 +116,21 @@ function fleet() {
   };
 }
 
+/** Adds N jobs while the dependency is down and waits until the outage has dead-lettered each. */
+async function deadLetterEveryJob(f: ReturnType<typeof fleet>): Promise<void> {
+  await f.producer.addBulk(
+    Array.from({ length: N }, (_, i) => ({ name: 'index', data: { doc: `doc-${i}` } })),
+  );
+  await waitFor(() => f.deadLettered.length >= N, 20_000, 'every job to be dead-lettered during the outage');
+}
+
 describe('automatic replay (createWorker autoReplay)', () => {
   it('puts back every job an outage dead-lettered once the dependency is healthy, each once, across two workers', async () => {
     const f = fleet();
     try {
       f.start();
       f.start();
-      await f.producer.addBulk(
-        Array.from({ length: N }, (_, i) => ({ name: 'index', data: { doc: `doc-${i}` } })),
-      );
-      await waitFor(
-        () => f.deadLettered.length >= N,
-        20_000,
-        'every job to be dead-lettered during the outage',
-      );
+      await deadLetterEveryJob(f);
       expect(new Set(f.deadLettered)).toEqual(new Set(['budget-exhausted', 'breaker-open']));
       // The workers' automatic replay holds them while the dependency is unhealthy.
       await waitFor(
@@ -165,14 +166,7 @@ describe('automatic replay (createWorker autoReplay)', () => {
     const f = fleet();
     try {
       const first = f.start();
-      await f.producer.addBulk(
-        Array.from({ length: N }, (_, i) => ({ name: 'index', data: { doc: `doc-${i}` } })),
-      );
-      await waitFor(
-        () => f.deadLettered.length >= N,
-        20_000,
-        'every job to be dead-lettered during the outage',
-      );
+      await deadLetterEveryJob(f);
       let waiting: ReplayRun | undefined;
       await waitFor(
         async () => {

@@ -14,7 +14,16 @@ export async function seedFlowStatus(store: FlowStore): Promise<void> {
 }
 
 /** The arguments of the status command the seeded state is read with (backend flags go after). */
-export const STATUS_ARGS = ['flow', 'status', 'search', 'mail', '--queue', 'index', '--prefix', 'cli'] as const;
+export const STATUS_ARGS = [
+  'flow',
+  'status',
+  'search',
+  'mail',
+  '--queue',
+  'index',
+  '--prefix',
+  'cli',
+] as const;
 
 /** Checks `flow status --json` of the seeded state. */
 export function expectSeededStatusReport(stdout: string): void {

@@ -73,14 +73,17 @@ describeFleetStatus('PostgreSQL', async (clock) => {
 });
 
 describe('fleet status with flow control', () => {
-  for (const [name, openFlow] of [
+  // Each flow store, opened fresh for one test (the Redis one under a prefix of its own).
+  const FLOW_STORES = [
     ['MemoryFlowStore', () => new MemoryFlowStore()],
     [
       'RedisFlowStore',
       () => new RedisFlowStore({ redis, prefix: `status-flow-${process.pid}-${prefixes++}` }),
     ],
     ['PostgresFlowStore', () => new PostgresFlowStore({ connection: pool, schema: uniqueSchema() })],
-  ] as const)
+  ] as const;
+
+  for (const [name, openFlow] of FLOW_STORES)
     it(`counts the jobs parked in a ${name} per dependency and queue, and lists them as needing attention`, async () => {
       const flow = openFlow();
       const deadLetters = new MemoryDeadLetterStore();
@@ -106,14 +109,7 @@ describe('fleet status with flow control', () => {
       expect(status.pausedWorkers).toEqual([]);
     });
 
-  for (const [name, openFlow] of [
-    ['MemoryFlowStore', () => new MemoryFlowStore()],
-    [
-      'RedisFlowStore',
-      () => new RedisFlowStore({ redis, prefix: `status-flow-${process.pid}-${prefixes++}` }),
-    ],
-    ['PostgresFlowStore', () => new PostgresFlowStore({ connection: pool, schema: uniqueSchema() })],
-  ] as const)
+  for (const [name, openFlow] of FLOW_STORES)
     it(`lists the workers paused in a ${name} per dependency, whatever their queue, as needing attention`, async () => {
       const flow = openFlow();
       const deadLetters = new MemoryDeadLetterStore();
