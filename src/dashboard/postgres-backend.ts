@@ -58,17 +58,19 @@ export async function postgresConsoleBackend(
     import('../postgres/replay-run-store.js'),
     import('../postgres/flow-store.js'),
   ]);
+  // Every store reads the one prefix: a store without it would read the default's rows (the console
+  // then showed no dead letter and no audit entry that `stormguard dlq list --prefix` shows).
   const common = {
     connection: options.connection,
     schema: options.schema ?? DEFAULT_SCHEMA,
+    prefix: options.prefix ?? DEFAULT_PREFIX,
     migrate: false,
   };
-  const prefix = options.prefix ?? DEFAULT_PREFIX;
-  const budgets = new PostgresBudgetStore({ ...common, prefix });
-  const breakers = new PostgresBreakerStore({ ...common, prefix });
+  const budgets = new PostgresBudgetStore(common);
+  const breakers = new PostgresBreakerStore(common);
   const deadLetters = new PostgresDeadLetterStore(common);
-  const runs = new PostgresReplayRunStore({ ...common, prefix });
-  const flow = new PostgresFlowStore({ ...common, prefix });
+  const runs = new PostgresReplayRunStore(common);
+  const flow = new PostgresFlowStore(common);
   const bullmq = (await import('bullmq')) as { createPostgresBackend?: QueueBackendFactory };
   const factory = bullmq.createPostgresBackend;
   const queues = new Map<string, Queue>();
