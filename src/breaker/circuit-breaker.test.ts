@@ -190,11 +190,12 @@ describe('CircuitBreaker', () => {
     expect((error as Error).message).toMatch(/^invalid circuit breaker options for "crm": coolDownMs: -1/);
   });
 
-  it('rejects an empty dependency name with a clear error', async () => {
+  it('follows the one name rule: spaces are a name, an empty string is not', async () => {
     const { breaker } = setup();
-    const error = await breaker.acquire('  ').catch((e: unknown) => e);
+    await expect(breaker.acquire('  ')).resolves.toMatchObject({ allowed: true });
+    const error = await breaker.acquire('').catch((e: unknown) => e);
     expect(isInvalidInputError(error)).toBe(true);
-    expect((error as Error).message).toMatch(/dependency: " {2}" is not a dependency name/);
+    expect((error as Error).message).toMatch(/dependency "": must not be empty/);
   });
 
   it('a throwing listener does not break the call', async () => {

@@ -1,5 +1,6 @@
 import { type Clock, systemClock } from '../common/clock.js';
 import { EventBus } from '../common/events.js';
+import { assertDependencyName } from '../common/names.js';
 import { BrokenCircuitError } from '../errors/broken-circuit-error.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
 import { isPermanentError } from '../errors/permanent-error.js';
@@ -119,7 +120,7 @@ export class CircuitBreaker implements BreakerGate {
     this.#defaults = resolveBreakerOptions(breakerOptions);
     this.#overrides = new Map(
       Object.entries(dependencies ?? {}).map(([dependency, override]) => [
-        dependency,
+        checkDependency(dependency),
         resolveBreakerOptions(
           { ...breakerOptions, ...override },
           `circuit breaker options for "${dependency}"`,
@@ -444,10 +445,9 @@ function checkStateCacheMs(value: number): number {
   return value;
 }
 
+// The one name rule every part and store shares (src/common/names.ts): a name the budget accepts, the
+// breaker accepts too.
 function checkDependency(dependency: string): string {
-  if (typeof dependency !== 'string' || dependency.trim() === '' || dependency.length > 200)
-    throw new InvalidInputError(
-      `dependency: ${JSON.stringify(dependency)} is not a dependency name; use a short non-empty name such as "search"`,
-    );
+  assertDependencyName(dependency);
   return dependency;
 }

@@ -2,7 +2,7 @@ import type { CircuitBreaker } from '../breaker/circuit-breaker.js';
 
 import type { Clock } from '../common/clock.js';
 import { describeError } from '../common/error-text.js';
-import { dependencyNameProblem, MAX_DEPENDENCY_LENGTH } from '../common/names.js';
+import { jobDependencyName } from '../common/names.js';
 import type { RandomSource } from '../common/random.js';
 import { isBrokenCircuitError } from '../errors/broken-circuit-error.js';
 import { PermanentError } from '../errors/permanent-error.js';
@@ -196,14 +196,14 @@ export class JobRuntime {
 
   /**
    * The job's dependency: `dependencies[name]`, or the job name when it has no mapping. A job name that
-   * cannot be a dependency name (empty, or over 200 characters; queues allow both) is cut to 200, or
-   * becomes `unnamed`.
+   * cannot be a dependency name (empty, over 200 characters, U+0000…; queues allow them) is mapped
+   * losslessly before `decide` (a readable part and a hash suffix, see `jobDependencyName`), so the budget,
+   * the breaker and flow control all accept it and two names never share a dependency.
    */
   dependencyFor(name: string): string {
     const mapped = this.settings.dependencies[name];
     if (mapped !== undefined) return mapped;
-    if (dependencyNameProblem(name) === undefined) return name;
-    return name.slice(0, MAX_DEPENDENCY_LENGTH) || 'unnamed';
+    return jobDependencyName(name);
   }
 
   /**

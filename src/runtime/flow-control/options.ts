@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { dependencyNameProblem } from '../../common/names.js';
 import { parseWith } from '../../common/validation.js';
 import type { FlowStore } from './store.js';
 
@@ -69,6 +70,11 @@ export type ResolvedFlowControlOptions = Required<Omit<FlowControlOptions, 'queu
 
 const positive = z.number().finite().positive();
 const wholeMs = z.number().int().min(0);
+// The one dependency-name rule (src/common/names.ts), so flow control accepts what the budget and breaker do.
+const dependencyName = z.string().superRefine((name, ctx) => {
+  const problem = dependencyNameProblem(name);
+  if (problem !== undefined) ctx.addIssue({ code: 'custom', message: `dependency name ${problem}` });
+});
 
 const Schema = z
   .object({
@@ -78,10 +84,10 @@ const Schema = z
     ),
     mode: z.enum(['enforce', 'shadow']).default('enforce'),
     enabled: z.boolean().default(true),
-    queueDependency: z.string().min(1).max(200).optional(),
+    queueDependency: dependencyName.optional(),
     slowStartMs: wholeMs.default(30_000),
     floorPerSecond: positive.default(1),
-    maxRatePerSecond: z.record(z.string(), positive).default({}),
+    maxRatePerSecond: z.record(dependencyName, positive).default({}),
     maxPaceWaitMs: wholeMs.default(1_000),
     parkHorizonMs: z
       .number()
