@@ -23,6 +23,7 @@ import { type CallContext, JobCallContext } from './call-context.js';
 import type { AttemptState, AttemptStateStore, DeadLetterStore } from './contracts.js';
 import type { JobEvents, JobLabels } from './events.js';
 import { admit, needsAdmission } from './flow-control/admission.js';
+import { budgetUnderFlow } from './flow-control/budget-hold.js';
 import type { FlowAction, FlowController } from './flow-control/controller.js';
 import {
   type AttemptOutcome,
@@ -85,7 +86,10 @@ export interface RuntimeGuard {
  * @example
  * const flow: RuntimeFlow = new FlowController({ store }, { queue: 'index', breaker, clock, emit, internalError });
  */
-export type RuntimeFlow = Pick<FlowController, 'beforeRun' | 'heldByBreaker' | 'park'> & {
+export type RuntimeFlow = Pick<
+  FlowController,
+  'beforeRun' | 'heldByBreaker' | 'park' | 'holdsBudgetDenials'
+> & {
   readonly options: { readonly parkHorizonMs: number };
 };
 
@@ -499,7 +503,7 @@ export class JobRuntime {
         ...(state.previousDelayMs === undefined ? {} : { previousDelayMs: state.previousDelayMs }),
         hasDeadLetterTarget: settings.deadLetters !== undefined,
         breaker: settings.breaker && trace ? this.#tracedBreaker(settings.breaker, trace) : settings.breaker,
-        budget: settings.budget && trace ? this.#tracedBudget(settings.budget, trace) : settings.budget,
+        budget: this.#budgetGate(trace),
       });
     } catch (error) {
       if (trace) this.#refusedBookkeeping.set(trace, { error });
@@ -525,7 +529,7 @@ export class JobRuntime {
     trace: AttemptTrace | undefined,
   ): Promise<Decision> {
     const { settings } = this;
-    const budget = settings.budget && trace ? this.#tracedBudget(settings.budget, trace) : settings.budget;
+    const budget = this.#budgetGate(trace);
     const breaker =
       settings.breaker && trace ? this.#tracedBreaker(settings.breaker, trace) : settings.breaker;
     return decide({
@@ -545,6 +549,16 @@ export class JobRuntime {
       ...(budget ? { budget } : {}),
       ...(breaker ? { breaker } : {}),
     });
+  }
+
+  /**
+   * The budget `decide` and admission ask (traced when the attempt is): under flow control in `enforce`
+   * mode, one whose refusal holds the job instead of ending it as `onExhausted` says (`budgetUnderFlow`).
+   */
+  #budgetGate(trace: AttemptTrace | undefined): BudgetGate | undefined {
+    const { budget, flow } = this.settings;
+    if (!budget) return undefined;
+    return budgetUnderFlow(trace ? this.#tracedBudget(budget, trace) : budget, flow);
   }
 
   #active(instrumentation: JobInstrumentation): boolean {

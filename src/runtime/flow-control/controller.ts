@@ -290,6 +290,23 @@ export class FlowController {
     return { type: verdict.kind, forMs };
   }
 
+  /**
+   * Whether a retry (or a run) the retry budget refuses is held instead of ended as the budget's
+   * `onExhausted` says: true while flow control enforces (enabled in this worker, `enforce` mode, not
+   * switched off fleet-wide). A kill switch that cannot be read counts as on (reported): holding loses
+   * nothing, and the job's `maxAge` still bounds the hold. See `budgetUnderFlow`.
+   */
+  async holdsBudgetDenials(): Promise<boolean> {
+    const { options } = this;
+    if (!options.enabled || options.mode === 'shadow') return false;
+    try {
+      return !(await this.#switchedOff());
+    } catch (error) {
+      this.#settings.internalError(error);
+      return true;
+    }
+  }
+
   /** Records a parked job in its dependency's park list; the caller then delays it `parkHorizonMs`. */
   async park(dependency: string, jobId: string): Promise<void> {
     this.#maybeParked.add(dependency);
