@@ -1,6 +1,9 @@
+import type { AuditLog } from '../audit/types.js';
 import type { Clock } from '../common/clock.js';
 import type {
   AttemptState,
+  DeadLetterEvictions,
+  DeadLetterFiling,
   DeadLetterFilter,
   DeadLetterPage,
   DeadLetterPageRequest,
@@ -22,6 +25,7 @@ import {
 } from '../runtime/dead-letter-record.js';
 import {
   assertRetention,
+  auditEvictions,
   finalStateOf,
   MAX_EVICTIONS_PER_FILING,
 } from '../runtime/dead-letter-store-rules.js';
@@ -46,6 +50,11 @@ export interface PostgresDeadLetterStoreOptions extends PostgresStoreOptions {
    * unset: the database server is the fleet's one clock. Default unset.
    */
   timeOverride?: Clock;
+  /**
+   * Where each filing that evicts records writes one entry (`dead-letters.evict`: how many, by reason and
+   * by limit), e.g. a `PostgresAuditLog` on the same database. Default none.
+   */
+  audit?: AuditLog;
 }
 
 /** The record id's stand-in in the attempt state's JSON (split there, the database writes the id between). */
@@ -80,11 +89,13 @@ export class PostgresDeadLetterStore implements DeadLetterStore {
   readonly #db: PostgresDatabase;
   readonly #timeOverride: Clock | undefined;
   readonly #redact: DeadLetterRedaction | undefined;
+  readonly #audit: AuditLog | undefined;
 
   constructor(options: PostgresDeadLetterStoreOptions) {
     this.#db = new PostgresDatabase(options, 'PostgreSQL dead-letter store');
     this.#timeOverride = options.timeOverride;
     this.#redact = options.redact;
+    this.#audit = options.audit;
   }
 
   get #q(): string {
@@ -123,16 +134,14 @@ export class PostgresDeadLetterStore implements DeadLetterStore {
     return row ? summaryOf(row) : undefined;
   }
 
-  async file(
-    record: DeadLetterRecord,
-    finalState: AttemptState,
-    ttlMs: number,
-  ): Promise<{ id: string; created: boolean }> {
+  async file(record: DeadLetterRecord, finalState: AttemptState, ttlMs: number): Promise<DeadLetterFiling> {
     record = redactRecord(record, this.#redact);
     assertDeadLetterRecord(record);
     const json = JSON.stringify(finalStateOf(record, finalState, '\u0000'));
     const at = json.indexOf(ID_MARK);
-    const [row] = await this.#db.query<{ result: { created: boolean; id: string } }>(
+    const [row] = await this.#db.query<{
+      result: { created: boolean; id: string; evicted?: DeadLetterEvictions };
+    }>(
       `SELECT ${this.#q}.dead_letter_file($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) AS result`,
       [
         this.#db.prefix,
@@ -151,7 +160,12 @@ export class PostgresDeadLetterStore implements DeadLetterStore {
         this.#now(),
       ],
     );
-    return { id: String(row?.result.id), created: row?.result.created === true };
+    const filing: DeadLetterFiling = { id: String(row?.result.id), created: row?.result.created === true };
+    const evicted = row?.result.evicted;
+    if (!evicted) return filing;
+    return this.#audit
+      ? auditEvictions(this.#audit, record.queue, { ...filing, evicted })
+      : { ...filing, evicted };
   }
 
   async get(queue: string, id: string): Promise<StoredDeadLetter | MalformedDeadLetter | undefined> {

@@ -1,8 +1,11 @@
+import type { AuditLog } from '../audit/types.js';
 import type { Clock } from '../common/clock.js';
 import { DEFAULT_PREFIX, encodeKeyPart, globalKey, queueTag } from '../common/keys.js';
 import { assertPrefix } from '../common/names.js';
 import type {
   AttemptState,
+  DeadLetterEvictions,
+  DeadLetterFiling,
   DeadLetterFilter,
   DeadLetterPage,
   DeadLetterPageRequest,
@@ -24,6 +27,7 @@ import {
 } from '../runtime/dead-letter-record.js';
 import {
   assertRetention,
+  auditEvictions,
   finalStateOf,
   MAX_EVICTIONS_PER_FILING,
 } from '../runtime/dead-letter-store-rules.js';
@@ -65,6 +69,11 @@ export interface RedisDeadLetterStoreOptions {
    * `false` on a single Redis.
    */
   durableWrites?: DurableWritesOption;
+  /**
+   * Where each filing that evicts records writes one entry (`dead-letters.evict`: how many, by reason and
+   * by limit), e.g. a `RedisAuditLog` on the same Redis. Default none.
+   */
+  audit?: AuditLog;
 }
 
 /**
@@ -77,7 +86,7 @@ export interface RedisDeadLetterStoreOptions {
 export const DEAD_LETTER_SCHEMA_VERSION = 1;
 
 const SCRIPTS = {
-  file: { command: 'stormguardDlqFileV1', file: 'dlq-file-10.lua', numberOfKeys: 10 },
+  file: { command: 'stormguardDlqFileV2', file: 'dlq-file-10.lua', numberOfKeys: 10 },
   list: { command: 'stormguardDlqListV1', file: 'dlq-list-7.lua', numberOfKeys: 7, readOnly: true },
   count: { command: 'stormguardDlqCountV2', file: 'dlq-count-5.lua', numberOfKeys: 5, readOnly: true },
   claim: { command: 'stormguardDlqClaimV1', file: 'dlq-claim-2.lua', numberOfKeys: 2 },
@@ -185,6 +194,7 @@ export class RedisDeadLetterStore implements DeadLetterStore {
   readonly #scripts: { [K in keyof typeof SCRIPTS]: Script };
   readonly #registered = new Set<string>();
   readonly #redact: DeadLetterRedaction | undefined;
+  readonly #audit: AuditLog | undefined;
   #schemaChecked: Promise<void> | undefined;
 
   constructor(options: RedisDeadLetterStoreOptions) {
@@ -194,6 +204,7 @@ export class RedisDeadLetterStore implements DeadLetterStore {
     this.#redis = options.redis;
     this.#clock = options.clock;
     this.#redact = options.redact;
+    this.#audit = options.audit;
     this.#durable = resolveDurableWrites(options.redis, options.durableWrites);
     this.#scripts = Object.fromEntries(
       Object.entries(SCRIPTS).map(([name, spec]) => [name, defineScript(options.redis, spec)]),
@@ -255,11 +266,7 @@ export class RedisDeadLetterStore implements DeadLetterStore {
     };
   }
 
-  async file(
-    record: DeadLetterRecord,
-    finalState: AttemptState,
-    ttlMs: number,
-  ): Promise<{ id: string; created: boolean }> {
+  async file(record: DeadLetterRecord, finalState: AttemptState, ttlMs: number): Promise<DeadLetterFiling> {
     record = redactRecord(record, this.#redact);
     assertDeadLetterRecord(record);
     if (!this.#registered.has(record.queue)) await this.registerQueue(record.queue);
@@ -286,12 +293,17 @@ export class RedisDeadLetterStore implements DeadLetterStore {
       this.#now(),
       MAX_EVICTIONS_PER_FILING,
     ];
-    const [created, id] = (
+    const [created, id, report] = (
       this.#durable
         ? await runDurably(this.#redis, SCRIPTS.file, fileKeys, fileArgs, this.#durable)
         : await this.#scripts.file(fileKeys, fileArgs)
-    ) as [number, string];
-    return { id: String(id), created: created === 1 };
+    ) as [number, string, string | undefined];
+    const filing: DeadLetterFiling = { id: String(id), created: created === 1 };
+    if (!report) return filing;
+    const evicted = JSON.parse(report) as DeadLetterEvictions;
+    return this.#audit
+      ? auditEvictions(this.#audit, record.queue, { ...filing, evicted })
+      : { ...filing, evicted };
   }
 
   async get(queue: string, id: string): Promise<StoredDeadLetter | MalformedDeadLetter | undefined> {

@@ -261,6 +261,35 @@ export interface DeadLetterQueueSummary {
 }
 
 /**
+/**
+ * What one filing's retention evicted: how many records, by their dead-letter reason and by the limit that
+ * evicted them (a record past both counts under `maxAgeMs`). Plain JSON.
+ *
+ * @example
+ * const evicted: DeadLetterEvictions = { count: 3, reasons: { 'budget-exhausted': 2, permanent: 1 }, limits: { maxAgeMs: 1, maxCount: 2 } };
+ */
+export interface DeadLetterEvictions {
+  count: number;
+  reasons: Partial<Record<DeadLetterReason, number>>;
+  limits: { maxAgeMs?: number; maxCount?: number };
+  /** Set when the store's audit log could not record the eviction (the filing stands). */
+  auditError?: string;
+}
+
+/**
+ * What {@link DeadLetterStore.file} did: the record's id, whether this call filed it, and what retention
+ * evicted to make room (absent when nothing was evicted; a store written before it was reported leaves it
+ * out too).
+ *
+ * @example
+ * const filing: DeadLetterFiling = { id: '17', created: true, evicted: { count: 1, reasons: { permanent: 1 }, limits: { maxCount: 1 } } };
+ */
+export interface DeadLetterFiling {
+  id: string;
+  created: boolean;
+  evicted?: DeadLetterEvictions;
+}
+
  * Where a job's {@link AttemptState} lives between attempts. Only failed jobs have one; it expires on its
  * own after `ttlMs`, and goes when the job completes.
  */
@@ -295,13 +324,11 @@ export interface DeadLetterStore extends AttemptStateStore {
    * `createdAt`) again returns the first record's id with `created: false`, even once that record was
    * replayed or purged. A reused job id (another `createdAt`) gets a record of its own and never touches
    * an earlier one. A record that is not a {@link DeadLetterRecord} is refused with an error naming the field.
-   * Filing applies the queue's retention: the oldest records beyond it are evicted (and counted).
+   * Filing applies the queue's retention: the oldest records beyond it are evicted (and counted), never
+   * the record being filed, however old its `deadLetteredAt` (the next filing drops it); what this filing
+   * evicted comes back in `evicted`.
    */
-  file(
-    record: DeadLetterRecord,
-    finalState: AttemptState,
-    ttlMs: number,
-  ): MaybePromise<{ id: string; created: boolean }>;
+  file(record: DeadLetterRecord, finalState: AttemptState, ttlMs: number): MaybePromise<DeadLetterFiling>;
   /** One record by its id; a record that does not read is returned as {@link MalformedDeadLetter}. */
   get(queue: string, id: string): MaybePromise<StoredDeadLetter | MalformedDeadLetter | undefined>;
   /**

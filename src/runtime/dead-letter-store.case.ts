@@ -412,6 +412,101 @@ export function describeDeadLetterStore(name: string, open: OpenDeadLetterStore)
       expect(await store.queue('index')).toMatchObject({ count: 1, evicted: 2 });
     });
 
+    it('never evicts the record it files, however old; the next filing drops it, and each filing says what it evicted', async () => {
+      const store = await setup();
+      await store.registerQueue('index', { maxAgeMs: 30 * DAY });
+      // 40 days old when filed (a migration, a late worker): kept by its own filing.
+      const first = await file(store, sampleDeadLetter('a', { deadLetteredAt: T0 - 40 * DAY }));
+      expect(first).toEqual({ id: first.id, created: true });
+      expect(await store.get('index', first.id)).toMatchObject({ jobId: 'a' });
+      const second = await file(
+        store,
+        sampleDeadLetter('b', { deadLetteredAt: T0 - 40 * DAY, reason: 'budget-exhausted' }),
+      );
+      expect(second.evicted).toEqual({ count: 1, reasons: { 'max-attempts': 1 }, limits: { maxAgeMs: 1 } });
+      expect(await store.get('index', first.id)).toBeUndefined();
+      expect(await store.get('index', second.id)).toMatchObject({ jobId: 'b' });
+      expect(await store.queue('index')).toMatchObject({ count: 1, evicted: 1 });
+
+      await store.registerQueue('index', { maxCount: 2 });
+      const third = await file(store, sampleDeadLetter('c', { deadLetteredAt: T0 }));
+      expect(third.evicted).toBeUndefined();
+      // The oldest of all, filed at the limit: the next oldest goes, not the record being filed.
+      const fourth = await file(
+        store,
+        sampleDeadLetter('d', { deadLetteredAt: T0 - 50 * DAY, reason: 'breaker-open' }),
+      );
+      expect(fourth.evicted).toEqual({
+        count: 1,
+        reasons: { 'budget-exhausted': 1 },
+        limits: { maxCount: 1 },
+      });
+      expect((await listAll(store, 'index')).map((l) => l.split(':')[1])).toEqual(['d', 'c']);
+      const fifth = await file(store, sampleDeadLetter('e', { deadLetteredAt: T0 + 1 }));
+      expect(fifth.evicted).toEqual({ count: 1, reasons: { 'breaker-open': 1 }, limits: { maxCount: 1 } });
+      expect((await listAll(store, 'index')).map((l) => l.split(':')[1])).toEqual(['c', 'e']);
+      expect(await store.queue('index')).toMatchObject({ count: 2, evicted: 3 });
+      // Filing the same job again evicts nothing and reports nothing.
+      expect(await file(store, sampleDeadLetter('e', { deadLetteredAt: T0 + 1 }))).toEqual({
+        id: fifth.id,
+        created: false,
+      });
+    });
+
+    it('files at the retention limit while replays, purges and deletes remove records: nothing fails, every record is accounted for', async () => {
+      const store = await setup();
+      const LIMIT = 8;
+      await store.registerQueue('index', { maxCount: LIMIT });
+      for (let i = 0; i < LIMIT; i++)
+        await file(store, sampleDeadLetter(`seed-${i}`, { deadLetteredAt: T0 + i }));
+      const removed = new Set<string>();
+      let reported = 0;
+      const failures: string[] = [];
+      const guard = (lane: string, work: () => Promise<void>) =>
+        work().catch((error: unknown) => {
+          failures.push(`${lane}: ${error instanceof Error ? error.message : String(error)}`);
+        });
+      // Two filers at the limit: every filing evicts the oldest record, which the removers also go for.
+      const filer = (lane: number) =>
+        guard(`file ${lane}`, async () => {
+          for (let i = 0; i < 40; i++) {
+            const filing = await file(
+              store,
+              sampleDeadLetter(`f${lane}-${i}`, { deadLetteredAt: T0 + LIMIT + i }),
+            );
+            expect(filing.created).toBe(true);
+            reported += filing.evicted?.count ?? 0;
+          }
+        });
+      const removeOldest = (lane: string, take: (id: string) => Promise<boolean>, newestFirst = false) =>
+        guard(lane, async () => {
+          for (let round = 0; round < 30; round++) {
+            const page = await store.list('index', { limit: 2, newestFirst });
+            for (const record of page.records) if (await take(record.id)) removed.add(record.id);
+          }
+        });
+      await Promise.all([
+        filer(0),
+        filer(1),
+        // A replay: claim the oldest, then remove it once "re-added".
+        removeOldest('replay', async (id) => {
+          const claim = await store.claimReplay('index', id, `replay-${id}`);
+          return claim !== undefined && (await store.completeReplay('index', id));
+        }),
+        removeOldest('purge', (id) => Promise.resolve(store.remove('index', id))),
+        removeOldest('delete', (id) => Promise.resolve(store.remove('index', id)), true),
+      ]);
+      expect(failures).toEqual([]);
+      const summary = await store.queue('index');
+      const held = await store.count('index');
+      expect(summary?.count).toBe(held);
+      expect(held).toBeLessThanOrEqual(LIMIT);
+      expect((await listAll(store, 'index', {}, 100)).length).toBe(held);
+      // Seeded plus filed: each one is held, evicted (and reported by its filing) or removed, once.
+      expect(held + (summary?.evicted ?? 0) + removed.size).toBe(LIMIT + 80);
+      expect(reported).toBe(summary?.evicted);
+    });
+
     it('refuses bad retention limits, naming them', async () => {
       const store = await setup();
       await expect((async () => store.registerQueue('index', { maxCount: 0 }))()).rejects.toSatisfy(

@@ -1,6 +1,9 @@
+import type { AuditLog } from '../audit/types.js';
 import { type Clock, systemClock } from '../common/clock.js';
 import type {
   AttemptState,
+  DeadLetterEvictions,
+  DeadLetterFiling,
   DeadLetterFilter,
   DeadLetterPage,
   DeadLetterPageRequest,
@@ -9,6 +12,7 @@ import type {
   DeadLetterStore,
   JobRef,
   MalformedDeadLetter,
+  MaybePromise,
   ReplayClaim,
   RetentionLimits,
   StoredDeadLetter,
@@ -21,7 +25,13 @@ import {
   parseDeadLetterFilter,
   readStoredRecord,
 } from './dead-letter-record.js';
-import { assertRetention, finalStateOf, MAX_EVICTIONS_PER_FILING } from './dead-letter-store-rules.js';
+import {
+  assertRetention,
+  auditEvictions,
+  EvictionTally,
+  finalStateOf,
+  MAX_EVICTIONS_PER_FILING,
+} from './dead-letter-store-rules.js';
 import { type DeadLetterRedaction, redactRecord } from './redaction.js';
 
 /** One record as the memory store keeps it: the indexed fields, the record's JSON text, a replay claim. */
@@ -60,6 +70,11 @@ export interface MemoryDeadLetterStoreOptions {
   redact?: DeadLetterRedaction;
   /** Store time (claims, retention, expiry, registration). Default: the system clock. */
   clock?: Clock;
+  /**
+   * Where each filing that evicts records writes one entry (`dead-letters.evict`: how many, by reason and
+   * by limit). Default none.
+   */
+  audit?: AuditLog;
 }
 
 /**
@@ -76,11 +91,13 @@ export interface MemoryDeadLetterStoreOptions {
 export class MemoryDeadLetterStore implements DeadLetterStore {
   readonly #clock: Clock;
   readonly #redact: DeadLetterRedaction | undefined;
+  readonly #audit: AuditLog | undefined;
   readonly #queues = new Map<string, QueueState>();
 
   constructor(options: MemoryDeadLetterStoreOptions = {}) {
     this.#clock = options.clock ?? systemClock;
     this.#redact = options.redact;
+    this.#audit = options.audit;
   }
 
   registerQueue(queue: string, retention?: RetentionLimits): void {
@@ -105,7 +122,7 @@ export class MemoryDeadLetterStore implements DeadLetterStore {
     };
   }
 
-  file(record: DeadLetterRecord, finalState: AttemptState, ttlMs: number): { id: string; created: boolean } {
+  file(record: DeadLetterRecord, finalState: AttemptState, ttlMs: number): MaybePromise<DeadLetterFiling> {
     record = redactRecord(record, this.#redact);
     assertDeadLetterRecord(record);
     const state = this.#open(record.queue);
@@ -124,8 +141,10 @@ export class MemoryDeadLetterStore implements DeadLetterStore {
     state.entries.splice(insertionIndex(state.entries, entry), 0, entry);
     state.byId.set(entry.id, entry);
     this.writeAttempts(record, finalStateOf(record, finalState, entry.id), ttlMs);
-    this.#applyRetention(state);
-    return { id: entry.id, created: true };
+    const evicted = this.#applyRetention(state, entry);
+    if (!evicted) return { id: entry.id, created: true };
+    const filing = { id: entry.id, created: true, evicted };
+    return this.#audit ? auditEvictions(this.#audit, record.queue, filing) : filing;
   }
 
   get(queue: string, id: string): StoredDeadLetter | MalformedDeadLetter | undefined {
@@ -239,20 +258,27 @@ export class MemoryDeadLetterStore implements DeadLetterStore {
     return state;
   }
 
-  /** Evicts the oldest records beyond the queue's count and age limits, counting them. */
-  #applyRetention(state: QueueState): void {
+  /**
+   * Evicts the oldest records beyond the queue's count and age limits, counting them; never `filed`, the
+   * record this filing wrote (the next filing drops it when it is past the limits).
+   */
+  #applyRetention(state: QueueState, filed: Entry): DeadLetterEvictions | undefined {
     const { maxCount, maxAgeMs } = state.retention;
     const oldestKept = maxAgeMs === undefined ? undefined : this.#clock.now() - maxAgeMs;
-    for (let evicted = 0; evicted < MAX_EVICTIONS_PER_FILING; evicted++) {
-      const oldest = state.entries[0];
-      if (!oldest) return;
-      const tooMany = maxCount !== undefined && state.entries.length > maxCount;
+    const tally = new EvictionTally();
+    while (tally.count < MAX_EVICTIONS_PER_FILING) {
+      const at = state.entries[0] === filed ? 1 : 0;
+      const oldest = state.entries[at];
+      if (!oldest) break;
       const tooOld = oldestKept !== undefined && oldest.at < oldestKept;
-      if (!tooMany && !tooOld) return;
-      state.entries.shift();
+      const tooMany = maxCount !== undefined && state.entries.length > maxCount;
+      if (!tooMany && !tooOld) break;
+      state.entries.splice(at, 1);
       state.byId.delete(oldest.id);
       state.evicted += 1;
+      tally.add(oldest.reason, tooOld ? 'maxAgeMs' : 'maxCount');
     }
+    return tally.report();
   }
 }
 

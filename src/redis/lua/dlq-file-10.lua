@@ -1,6 +1,8 @@
 --[[
   Files a dead-letter record and writes the job's final attempt state, atomically; then applies the
-  queue's retention (evicting at most ARGV[7] of the oldest records, counted in meta.evicted).
+  queue's retention to the other records (evicting at most ARGV[7] of the oldest, counted in
+  meta.evicted). The record being filed is never evicted by its own filing, however old: the next
+  filing drops it.
 
   KEYS[1]  T:dl:seq     KEYS[2]  T:dl:rec     KEYS[3]  T:dl:ix      KEYS[4]  T:dl:claim
   KEYS[5]  T:dl:all     KEYS[6]  T:dl:r:<reason>   KEYS[7]  T:dl:d:<dependency>   KEYS[8]  T:dl:n:<name>
@@ -17,8 +19,9 @@
   ARGV[7]  at most this many evictions
 
   Returns
-    {1, id}   filed under the new id
-    {0, id}   this job (same id and createdAt) was filed before, as id: nothing written
+    {1, id, evicted}   filed under the new id; evicted is "" when retention evicted nothing, else the JSON
+                       {"count": n, "reasons": {<reason>: n}, "limits": {"maxAgeMs"|"maxCount": n}}
+    {0, id}            this job (same id and createdAt) was filed before, as id: nothing written
 ]]
 --@include server-time
 --@include dead-letters
@@ -46,11 +49,18 @@ dlWriteAttempts(KEYS[9], ARGV[3] .. id .. ARGV[4], now, tonumber(ARGV[5]))
 local meta = KEYS[10]
 local limits = redis.call('HMGET', meta, 'maxAgeMs', 'maxCount')
 local maxAge, maxCount = tonumber(limits[1]), tonumber(limits[2])
+local report = ''
 if maxAge or maxCount then
-  local evicted = 0
+  -- The reason of an evicted record, from its reason index key (T:dl:r:<reason>), readable even when the
+  -- record is not.
+  local reasonKeyPrefix = string.sub(KEYS[5], 1, #KEYS[5] - #'all') .. 'r:'
+  local evicted, reasons, limits = 0, {}, {}
   while evicted < tonumber(ARGV[7]) do
-    local oldest = redis.call('ZRANGE', KEYS[5], 0, 0, 'WITHSCORES')
-    if #oldest == 0 then
+    local oldest = redis.call('ZRANGE', KEYS[5], 0, 1, 'WITHSCORES')
+    if oldest[1] == member then
+      oldest = { oldest[3], oldest[4] }
+    end
+    if not oldest[1] then
       break
     end
     local tooMany = maxCount and redis.call('ZCARD', KEYS[5]) > maxCount
@@ -58,11 +68,22 @@ if maxAge or maxCount then
     if not tooMany and not tooOld then
       break
     end
-    dlRemove(KEYS[2], KEYS[3], KEYS[4], KEYS[5], dlId(oldest[1]))
+    local victim = dlId(oldest[1])
+    local reason = 'unknown'
+    local ok, fields = pcall(cjson.decode, redis.call('HGET', KEYS[3], victim) or '')
+    if ok and type(fields) == 'table' and type(fields[2]) == 'string'
+      and string.sub(fields[2], 1, #reasonKeyPrefix) == reasonKeyPrefix then
+      reason = string.sub(fields[2], #reasonKeyPrefix + 1)
+    end
+    dlRemove(KEYS[2], KEYS[3], KEYS[4], KEYS[5], victim)
     evicted = evicted + 1
+    reasons[reason] = (reasons[reason] or 0) + 1
+    local limit = tooOld and 'maxAgeMs' or 'maxCount'
+    limits[limit] = (limits[limit] or 0) + 1
   end
   if evicted > 0 then
     redis.call('HINCRBY', meta, 'evicted', evicted)
+    report = cjson.encode({ count = evicted, reasons = reasons, limits = limits })
   end
 end
-return { 1, id }
+return { 1, id, report }
