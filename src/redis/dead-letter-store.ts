@@ -208,6 +208,10 @@ export class RedisDeadLetterStore implements DeadLetterStore {
   readonly #scripts: { [K in keyof typeof SCRIPTS]: Script };
   readonly #registered = new Set<string>();
   readonly #redact: DeadLetterRedaction | undefined;
+  /** The store's redaction hook: the worker redacts the errors it hands its queue with it too. */
+  get redaction(): DeadLetterRedaction | undefined {
+    return this.#redact;
+  }
   readonly #audit: AuditLog | undefined;
   readonly #closeClient: () => Promise<void>;
   #schemaChecked: Promise<void> | undefined;
