@@ -94,7 +94,6 @@ export function openTelemetryTracing(options: OpenTelemetryTracingOptions = {}):
     return provider.getTracer(INSTRUMENTATION_NAME);
   };
   return {
-    ...(options.redactError ? { redactError: options.redactError } : {}),
     isActive: () => tracerOf() !== undefined,
     startAttempt(start) {
       const tracer = tracerOf();

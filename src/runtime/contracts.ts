@@ -1,5 +1,4 @@
 import type { Classification, DeadLetterReason } from '../policy/types.js';
-import type { DeadLetterRedaction } from './redaction.js';
 
 /**
  * The contracts of the backend-neutral job runtime: what a queue adapter (BullMQ on Redis or PostgreSQL,
@@ -262,7 +261,6 @@ export interface DeadLetterQueueSummary {
 }
 
 /**
-/**
  * What one filing's retention evicted: how many records, by their dead-letter reason and by the limit that
  * evicted them (a record past both counts under `maxAgeMs`). Plain JSON.
  *
@@ -291,6 +289,7 @@ export interface DeadLetterFiling {
   evicted?: DeadLetterEvictions;
 }
 
+/**
  * Where a job's {@link AttemptState} lives between attempts. Only failed jobs have one; it expires on its
  * own after `ttlMs`, and goes when the job completes.
  */
@@ -351,9 +350,4 @@ export interface DeadLetterStore extends AttemptStateStore {
   /** Removes a record for good (purge); false when it was gone already. Malformed records too. */
   remove(queue: string, id: string): MaybePromise<boolean>;
   close?(): MaybePromise<void>;
-  /**
-   * The redaction hook records go through before they are stored, when the store has one: the job runtime
-   * redacts with it every error it hands the queue, its logs and its events, as it redacts `lastError`.
-   */
-  readonly redaction?: DeadLetterRedaction | undefined;
 }
