@@ -1,6 +1,7 @@
 import { Queue } from 'bullmq';
 import { type Clock, systemClock } from '../common/clock.js';
 import { EventBus } from '../common/events.js';
+import { checkOptionNames, type OptionNames } from '../common/option-names.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
 import type {
   AttemptState,
@@ -12,6 +13,7 @@ import type {
 } from '../runtime/contracts.js';
 import { BULLMQ_DEFAULT_PREFIX, clusterPrefixProblem } from './cluster-prefix.js';
 import { type DeadLetterFilter, resolveFilter } from './dead-letter-filter.js';
+import { defaultDeadLetters } from './default-dead-letters.js';
 import { type ReplayOptions, type ReplayReport, replayDeadLetters } from './replay.js';
 import type { WorkerEvents } from './types.js';
 import type { QueueBackendFactory, WorkerConnection } from './worker-options.js';
@@ -24,8 +26,13 @@ import type { QueueBackendFactory, WorkerConnection } from './worker-options.js'
  * const options: DeadLetterQueueOptions = { store: new RedisDeadLetterStore({ redis }), connection: redis };
  */
 export interface DeadLetterQueueOptions {
-  /** Where the records are: `MemoryDeadLetterStore`, `RedisDeadLetterStore`, `PostgresDeadLetterStore`. */
-  store: DeadLetterStore;
+  /**
+   * Where the records are: `MemoryDeadLetterStore`, `RedisDeadLetterStore`, `PostgresDeadLetterStore`.
+   * Default: the one `createWorker` files to when given none, a `RedisDeadLetterStore` (prefix
+   * `stormguard`) on `connection` (its own client when `connection` holds options, closed by `close()`).
+   * Required with `queue` alone or with a `backend`.
+   */
+  store?: DeadLetterStore;
   /**
    * The BullMQ queue replayed jobs go to (its name must be the source queue's). Yours: `close()` leaves it
    * open. Use this for BullMQ's PostgreSQL backend.
@@ -60,6 +67,22 @@ export interface ListOptions extends DeadLetterFilter {
   newestFirst?: boolean;
 }
 
+const OPTION_NAMES = {
+  store: true,
+  queue: true,
+  connection: true,
+  backend: true,
+  prefix: true,
+  clock: true,
+} as const satisfies OptionNames<DeadLetterQueueOptions>;
+
+/** Names people reach for that `deadLetterQueue` spells otherwise. */
+const OPTION_ALIASES: Readonly<Record<string, string>> = {
+  deadLetters: 'the dead-letter store is `store` here (`deadLetters` is the createWorker option)',
+  redis: 'the Redis client or options go in `connection`',
+  workerOptions: 'give the BullMQ prefix as `prefix`',
+};
+
 /** Records removed per round of a purge. */
 const PURGE_PAGE = 500;
 /** How long the job's attempt state lives when a record is filed by hand (`add`). */
@@ -83,6 +106,8 @@ export class DeadLetterQueue {
    */
   readonly events = new EventBus<WorkerEvents>();
   readonly #clock: Clock;
+  /** Closes what this opened for its default store (nothing when given a store or a client). */
+  readonly #closeStore: () => Promise<void>;
   #opened: Queue | undefined;
 
   constructor(
@@ -94,13 +119,18 @@ export class DeadLetterQueue {
       throw new InvalidInputError(
         `dead-letter queue: ${JSON.stringify(sourceQueue)} is not a queue name (non-empty)`,
       );
-    if (!options?.store)
-      throw new InvalidInputError('dead-letter queue: options.store is required (a dead-letter store)');
+    if (typeof options !== 'object' || options === null)
+      throw new InvalidInputError(
+        'dead-letter queue: options are required: { connection } (the Redis createWorker uses), or { store, queue }',
+      );
+    checkOptionNames('deadLetterQueue', options, OPTION_NAMES, OPTION_ALIASES);
     if (options.queue && options.queue.name !== sourceQueue)
       throw new InvalidInputError(
         `dead-letter queue: options.queue is "${options.queue.name}", but these are the dead letters of "${sourceQueue}"`,
       );
-    this.store = options.store;
+    const fallback = options.store === undefined ? defaultStore(options) : undefined;
+    this.store = options.store ?? (fallback as NonNullable<typeof fallback>).store;
+    this.#closeStore = fallback?.close ?? (async () => {});
     this.#clock = options.clock ?? systemClock;
   }
 
@@ -190,10 +220,14 @@ export class DeadLetterQueue {
     return this.#jobs();
   }
 
-  /** Closes the BullMQ queue this opened from `connection` (never one you passed, never the store). */
+  /**
+   * Closes the BullMQ queue this opened from `connection` and the client of the default store, if it
+   * opened one (never a queue, store or client you passed).
+   */
   async close(): Promise<void> {
     await this.#opened?.close();
     this.#opened = undefined;
+    await this.#closeStore();
   }
 
   #jobs(): Queue {
@@ -220,7 +254,27 @@ export class DeadLetterQueue {
 }
 
 /**
- * The dead letters of `sourceQueue` in `options.store`, with replay onto the BullMQ queue.
+ * The store `createWorker` files to when given none: a `RedisDeadLetterStore` on the Redis `connection`.
+ * There is none without a Redis connection (a `queue` alone, or another `backend`): the store must be named.
+ */
+function defaultStore(options: DeadLetterQueueOptions): ReturnType<typeof defaultDeadLetters> {
+  if (options.connection === undefined || options.backend !== undefined)
+    throw new InvalidInputError(
+      options.backend === undefined
+        ? 'dead-letter queue: give options.connection (the Redis createWorker uses: its default store is there) or options.store (the dead-letter store the workers file to)'
+        : 'dead-letter queue: with a backend, give options.store (a PostgresDeadLetterStore for BullMQ on PostgreSQL): the default dead-letter store is Redis, on the connection',
+    );
+  return defaultDeadLetters(options.connection);
+}
+
+/**
+ * The dead letters of `sourceQueue` in `options.store` (by default, the store `createWorker` files to on
+ * `options.connection`), with replay onto the BullMQ queue.
+ *
+ * @example
+ * const dlq = deadLetterQueue('index', { connection: { host: '127.0.0.1', port: 6379 } });
+ * console.log(await dlq.count());
+ * await dlq.close();
  *
  * @example
  * import { RedisDeadLetterStore } from 'stormguard/redis';

@@ -1,5 +1,6 @@
 import type { WorkerOptions as BullWorkerOptions, ConnectionOptions, Job } from 'bullmq';
 import type { Clock } from '../common/clock.js';
+import { checkOptionNames, type OptionNames } from '../common/option-names.js';
 import type { RandomSource } from '../common/random.js';
 import type { RetryPolicy } from '../policy/types.js';
 import type { AttemptStateStore, DeadLetterStore } from '../runtime/contracts.js';
@@ -146,4 +147,80 @@ export interface StormguardWorkerOptions<Data = unknown, Result = unknown, Name 
    * span per attempt's decision and per `ctx.call`. Default: none (nothing is traced, nothing is paid).
    */
   instrumentation?: JobInstrumentation;
+}
+
+/** Every option `createWorker` takes, kept complete by the compiler. */
+const WORKER_OPTION_NAMES = {
+  connection: true,
+  backend: true,
+  policy: true,
+  deadLetters: true,
+  attemptState: true,
+  budget: true,
+  breaker: true,
+  flowControl: true,
+  autoReplay: true,
+  dependencies: true,
+  idempotency: true,
+  clock: true,
+  random: true,
+  concurrency: true,
+  workerOptions: true,
+  onWarning: true,
+  instrumentation: true,
+} as const satisfies OptionNames<StormguardWorkerOptions>;
+
+/** BullMQ's own worker options: given beside stormguard's, they belong in `workerOptions`. */
+const BULLMQ_WORKER_OPTIONS = [
+  'prefix',
+  'name',
+  'autorun',
+  'limiter',
+  'lockDuration',
+  'lockRenewTime',
+  'stalledInterval',
+  'maxStalledCount',
+  'maxStartedAttempts',
+  'maximumRateLimitDelay',
+  'drainDelay',
+  'removeOnComplete',
+  'removeOnFail',
+  'runRetryDelay',
+  'settings',
+  'metrics',
+  'telemetry',
+  'skipLockRenewal',
+  'skipStalledCheck',
+  'skipVersionCheck',
+  'useWorkerThreads',
+  'blockingConnection',
+] as const;
+
+/** Names people reach for that stormguard spells otherwise. */
+const WORKER_OPTION_ALIASES: Readonly<Record<string, string>> = {
+  store: 'the dead-letter store is `deadLetters`',
+  deadLetterStore: 'the dead-letter store is `deadLetters`',
+  redis: 'the Redis client or options go in `connection`',
+  attempts: "attempts come from the policy (`policy`'s maxAttempts)",
+  backoff: "the delays come from the policy (`policy`'s backoff)",
+};
+
+/**
+ * Refuses an option `createWorker` does not take, naming where it belongs: BullMQ's own worker options
+ * (`prefix`, `lockDuration`, …) go in `workerOptions`, a typo gets the option it is closest to. Ignored, a
+ * misplaced `prefix` would put the worker on BullMQ's default prefix without a word.
+ *
+ * @example
+ * checkWorkerOptionNames({ connection, policy: 'email', prefix: '{bull}' });
+ * // InvalidInputError: createWorker: unknown option "prefix": it is a BullMQ worker option: give it in workerOptions, e.g. { workerOptions: { prefix: "{bull}" } }
+ */
+export function checkWorkerOptionNames(options: object): void {
+  const elsewhere: Record<string, string> = { ...WORKER_OPTION_ALIASES };
+  for (const name of BULLMQ_WORKER_OPTIONS) {
+    const value = (options as Record<string, unknown>)[name];
+    const shown = typeof value === 'string' || typeof value === 'number' ? JSON.stringify(value) : '…';
+    elsewhere[name] =
+      `it is a BullMQ worker option: give it in workerOptions, e.g. { workerOptions: { ${name}: ${shown} } }`;
+  }
+  checkOptionNames('createWorker', options, WORKER_OPTION_NAMES, elsewhere);
 }

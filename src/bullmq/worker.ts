@@ -21,7 +21,12 @@ import { bullmqJobHandle } from './bullmq-job-handle.js';
 import { BULLMQ_DEFAULT_PREFIX, clusterPrefixProblem } from './cluster-prefix.js';
 import { defaultDeadLetters } from './default-dead-letters.js';
 import type { WorkerEvents } from './types.js';
-import type { StormguardWorkerOptions, WorkerBreaker, WorkerBudget } from './worker-options.js';
+import {
+  checkWorkerOptionNames,
+  type StormguardWorkerOptions,
+  type WorkerBreaker,
+  type WorkerBudget,
+} from './worker-options.js';
 import { resolveWorkerPolicy } from './worker-policy.js';
 
 /**
@@ -434,6 +439,8 @@ function checkOptions<D, R, N extends string>(
     throw new InvalidInputError(
       'createWorker: the processor must be a function (job, ctx) => Promise<result>',
     );
+  // A typo'd or misplaced option is named first: a misspelt `connection` then reads as that, not as missing.
+  if (options && typeof options === 'object') checkWorkerOptionNames(options);
   if (!options || typeof options !== 'object' || !options.connection)
     throw new InvalidInputError(
       'createWorker: options.connection is required (ioredis options or instance, or the backend connection)',

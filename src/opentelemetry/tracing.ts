@@ -94,6 +94,7 @@ export function openTelemetryTracing(options: OpenTelemetryTracingOptions = {}):
     return provider.getTracer(INSTRUMENTATION_NAME);
   };
   return {
+    ...(options.redactError ? { redactError: options.redactError } : {}),
     isActive: () => tracerOf() !== undefined,
     startAttempt(start) {
       const tracer = tracerOf();

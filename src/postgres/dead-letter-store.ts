@@ -89,6 +89,10 @@ export class PostgresDeadLetterStore implements DeadLetterStore {
   readonly #db: PostgresDatabase;
   readonly #timeOverride: Clock | undefined;
   readonly #redact: DeadLetterRedaction | undefined;
+  /** The store's redaction hook: the worker redacts the errors it hands its queue with it too. */
+  get redaction(): DeadLetterRedaction | undefined {
+    return this.#redact;
+  }
   readonly #audit: AuditLog | undefined;
 
   constructor(options: PostgresDeadLetterStoreOptions) {

@@ -3,7 +3,9 @@ import { checkMaxEntries, normalizeAuditWrite, parseAuditPage } from '../audit/v
 import type { Clock } from '../common/clock.js';
 import { DEFAULT_PREFIX, globalKey } from '../common/keys.js';
 import { assertPrefix } from '../common/names.js';
-import { defineScript, type RedisClient } from './scripts.js';
+import { checkOptionNames, type OptionNames } from '../common/option-names.js';
+import { type RedisConnection, redisClientOf } from './connection.js';
+import { defineScript } from './scripts.js';
 
 const SCRIPTS = {
   append: { command: 'stormguardAuditAppendV1', file: 'audit-append-2.lua', numberOfKeys: 2 },
@@ -17,8 +19,11 @@ const SCRIPTS = {
  * new RedisAuditLog({ redis, prefix: 'shop', maxEntries: 50_000 });
  */
 export interface RedisAuditLogOptions {
-  /** Your ioredis client (a `Redis` or a `Cluster`); the log never closes it. */
-  redis: RedisClient;
+  /**
+   * Your ioredis client (a `Redis` or a `Cluster`), which the log never closes; or ioredis options
+   * (`{ host, port }`) or a `redis://` URL, from which it opens a client of its own, closed by `close()`.
+   */
+  redis: RedisConnection;
   /** Key prefix, any 1-64 characters (encoded into keys). Default `stormguard`. */
   prefix?: string;
   /** The newest entries kept. Default 10 000. */
@@ -26,6 +31,13 @@ export interface RedisAuditLogOptions {
   /** TEST ONLY: take time from this clock instead of the Redis server's `TIME`. Default unset. */
   clock?: Clock;
 }
+
+const OPTION_NAMES = {
+  redis: true,
+  prefix: true,
+  maxEntries: true,
+  clock: true,
+} as const satisfies OptionNames<RedisAuditLogOptions>;
 
 /**
  * The audit log on Redis (single node or Cluster): a capped list `{<prefix>:g}:audit`, newest first, with
@@ -40,6 +52,7 @@ export interface RedisAuditLogOptions {
  * await audit.append({ by: 'alice', action: 'breaker.force-open', target: 'search', reason: 'reindexing' });
  */
 export class RedisAuditLog implements AuditLog {
+  readonly #closeClient: () => Promise<void>;
   readonly #append: ReturnType<typeof defineScript>;
   readonly #list: ReturnType<typeof defineScript>;
   readonly #keys: [string, string];
@@ -47,13 +60,21 @@ export class RedisAuditLog implements AuditLog {
   readonly #clock: Clock | undefined;
 
   constructor(options: RedisAuditLogOptions) {
+    checkOptionNames('RedisAuditLog', options, OPTION_NAMES);
     const prefix = options.prefix ?? DEFAULT_PREFIX;
     assertPrefix(prefix);
     this.#maxEntries = checkMaxEntries(options.maxEntries);
-    this.#append = defineScript(options.redis, SCRIPTS.append);
-    this.#list = defineScript(options.redis, SCRIPTS.list);
+    const { redis, close } = redisClientOf('RedisAuditLog', options.redis);
+    this.#closeClient = close;
+    this.#append = defineScript(redis, SCRIPTS.append);
+    this.#list = defineScript(redis, SCRIPTS.list);
     this.#keys = [globalKey(prefix, 'audit'), globalKey(prefix, 'audit-seq')];
     this.#clock = options.clock;
+  }
+
+  /** Closes the client the log opened from options or a URL; a client you passed stays open. */
+  async close(): Promise<void> {
+    await this.#closeClient();
   }
 
   async append(write: AuditWrite): Promise<AuditEntry> {

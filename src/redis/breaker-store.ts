@@ -8,7 +8,9 @@ import {
 import type { BreakerListing, BreakerSnapshot, BreakerTransition, ListedBreaker } from '../breaker/types.js';
 import type { Clock } from '../common/clock.js';
 import { dependencyOfKey, dependencyTag } from '../common/keys.js';
+import { checkOptionNames, type OptionNames } from '../common/option-names.js';
 import { assertPrefix, DEFAULT_PREFIX, dependencyKeyPattern } from './budget-keys.js';
+import { type RedisConnection, redisClientOf } from './connection.js';
 import { DependencyRegistry } from './dependency-registry.js';
 import { defineScript, type RedisClient } from './scripts.js';
 
@@ -29,8 +31,12 @@ export type { BreakerStoreEvents, BreakerStoreFallback } from '../breaker/shared
  * new RedisBreakerStore({ redis, prefix: 'shop', timeoutMs: 200, whenUnavailable: 'local' });
  */
 export interface RedisBreakerStoreOptions extends SharedBreakerStoreSettings {
-  /** An ioredis client or cluster. The store defines one script command on it and never closes it. */
-  redis: RedisClient;
+  /**
+   * Your ioredis client (a `Redis` or a `Cluster`), on which the store defines one script command and which
+   * it never closes; or ioredis options (`{ host, port }`) or a `redis://` URL, from which it opens a
+   * client of its own, closed by `close()`.
+   */
+  redis: RedisConnection;
   /**
    * Key prefix: a dependency's state lives at `{<prefix>:d:<dependency>}:breaker`, both encoded (so any
    * 1-64 characters; `shop:eu` never shares a key with `shop`). Default `stormguard`.
@@ -42,6 +48,16 @@ export interface RedisBreakerStoreOptions extends SharedBreakerStoreSettings {
    */
   timeOverride?: Clock;
 }
+
+const OPTION_NAMES = {
+  redis: true,
+  prefix: true,
+  timeOverride: true,
+  whenUnavailable: true,
+  timeoutMs: true,
+  retryIntervalMs: true,
+  clock: true,
+} as const satisfies OptionNames<RedisBreakerStoreOptions>;
 
 // Listed breakers are every store's type; re-exported here, where it was first defined.
 export type { ListedBreaker } from '../breaker/types.js';
@@ -74,21 +90,25 @@ interface ScriptResult {
  */
 export class RedisBreakerStore extends SharedBreakerStore implements BreakerListing {
   readonly #redis: RedisClient;
+  readonly #closeClient: () => Promise<void>;
   readonly #script: (keys: readonly string[], args: readonly (string | number)[]) => Promise<unknown>;
   readonly #prefix: string;
   readonly #timeOverride: Clock | undefined;
   readonly #registry: DependencyRegistry;
 
   constructor(options: RedisBreakerStoreOptions) {
+    checkOptionNames('RedisBreakerStore', options, OPTION_NAMES);
     const prefix = options.prefix ?? DEFAULT_PREFIX;
     assertPrefix(prefix);
     super(options, 'Redis');
-    this.#redis = options.redis;
-    this.#script = defineScript(options.redis, SCRIPT);
+    const { redis, close } = redisClientOf('RedisBreakerStore', options.redis);
+    this.#closeClient = close;
+    this.#redis = redis;
+    this.#script = defineScript(redis, SCRIPT);
     this.#prefix = prefix;
     this.#timeOverride = options.timeOverride;
     this.#registry = new DependencyRegistry({
-      redis: options.redis,
+      redis,
       prefix,
       kind: 'breaker',
       legacy: {
@@ -97,6 +117,11 @@ export class RedisBreakerStore extends SharedBreakerStore implements BreakerList
       },
       ...(options.timeOverride ? { clock: options.timeOverride } : {}),
     });
+  }
+
+  /** Closes the client the store opened from options or a URL; a client you passed stays open. */
+  async close(): Promise<void> {
+    await this.#closeClient();
   }
 
   /** The Redis key holding `dependency`'s state. */

@@ -8,6 +8,7 @@ import {
 } from '../budget/store.js';
 import type { AgedSuccesses, BudgetWindow } from '../budget/window.js';
 import type { Clock } from '../common/clock.js';
+import { checkOptionNames, type OptionNames } from '../common/option-names.js';
 import { CorruptBudgetStateError } from '../errors/corrupt-budget-state-error.js';
 import {
   assertPrefix,
@@ -16,6 +17,7 @@ import {
   DEFAULT_PREFIX,
   dependencyOfBudgetKey,
 } from './budget-keys.js';
+import { type RedisConnection, redisClientOf } from './connection.js';
 import { DependencyRegistry } from './dependency-registry.js';
 import { defineScript, type RedisClient } from './scripts.js';
 
@@ -26,8 +28,11 @@ import { defineScript, type RedisClient } from './scripts.js';
  * const options: RedisBudgetStoreOptions = { redis: new Redis(url), prefix: 'shop' };
  */
 export interface RedisBudgetStoreOptions {
-  /** Your ioredis client (a `Redis` or a `Cluster`); the store never closes it. */
-  redis: RedisClient;
+  /**
+   * Your ioredis client (a `Redis` or a `Cluster`), which the store never closes; or ioredis options
+   * (`{ host, port }`) or a `redis://` URL, from which it opens a client of its own, closed by `close()`.
+   */
+  redis: RedisConnection;
   /** Key prefix, any 1-64 characters (encoded into keys). Default `stormguard`. */
   prefix?: string;
   /**
@@ -36,6 +41,12 @@ export interface RedisBudgetStoreOptions {
    */
   clock?: Clock;
 }
+
+const OPTION_NAMES = {
+  redis: true,
+  prefix: true,
+  clock: true,
+} as const satisfies OptionNames<RedisBudgetStoreOptions>;
 
 /**
  * The fleet-wide budget store on Redis (ioredis). Each `trySpend` is one Lua script, one round trip:
@@ -62,6 +73,7 @@ export interface RedisBudgetStoreOptions {
  * const budget = new RetryBudget({ store: new RedisBudgetStore({ redis }), ratio: 0.2 });
  */
 export class RedisBudgetStore implements BudgetStore {
+  readonly #closeClient: () => Promise<void>;
   readonly remote = true;
   readonly prefix: string;
   readonly #redis: RedisClient;
@@ -71,24 +83,27 @@ export class RedisBudgetStore implements BudgetStore {
   readonly #registry: DependencyRegistry;
 
   constructor(options: RedisBudgetStoreOptions) {
+    checkOptionNames('RedisBudgetStore', options, OPTION_NAMES);
     const prefix = options.prefix ?? DEFAULT_PREFIX;
     assertPrefix(prefix);
+    const { redis, close } = redisClientOf('RedisBudgetStore', options.redis);
+    this.#closeClient = close;
     this.prefix = prefix;
-    this.#redis = options.redis;
+    this.#redis = redis;
     this.#clock = options.clock;
-    this.#spend = defineScript(options.redis, {
+    this.#spend = defineScript(redis, {
       command: 'stormguardBudgetSpendV2',
       file: 'budget-spend-1.lua',
       numberOfKeys: 1,
     });
-    this.#read = defineScript(options.redis, {
+    this.#read = defineScript(redis, {
       command: 'stormguardBudgetReadV2',
       file: 'budget-read-1.lua',
       numberOfKeys: 1,
       readOnly: true,
     });
     this.#registry = new DependencyRegistry({
-      redis: options.redis,
+      redis,
       prefix,
       kind: 'budget',
       legacy: {
@@ -97,6 +112,11 @@ export class RedisBudgetStore implements BudgetStore {
       },
       ...(options.clock ? { clock: options.clock } : {}),
     });
+  }
+
+  /** Closes the client the store opened from options or a URL; a client you passed stays open. */
+  async close(): Promise<void> {
+    await this.#closeClient();
   }
 
   async trySpend(

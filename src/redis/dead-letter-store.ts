@@ -2,6 +2,7 @@ import type { AuditLog } from '../audit/types.js';
 import type { Clock } from '../common/clock.js';
 import { DEFAULT_PREFIX, encodeKeyPart, globalKey, queueTag } from '../common/keys.js';
 import { assertPrefix } from '../common/names.js';
+import { checkOptionNames, type OptionNames } from '../common/option-names.js';
 import type {
   AttemptState,
   DeadLetterEvictions,
@@ -38,6 +39,7 @@ import {
   resolveDurableWrites,
   runDurably,
 } from './durable-writes.js';
+import { type RedisConnection, redisClientOf } from './connection.js';
 import { defineScript, type RedisClient, type ScriptSpec } from './scripts.js';
 
 /**
@@ -53,8 +55,11 @@ export interface RedisDeadLetterStoreOptions {
    * none.
    */
   redact?: DeadLetterRedaction;
-  /** Your ioredis client (a `Redis` or a `Cluster`); the store never closes it. */
-  redis: RedisClient;
+  /**
+   * Your ioredis client (a `Redis` or a `Cluster`), which the store never closes; or ioredis options
+   * (`{ host, port }`) or a `redis://` URL, from which it opens a client of its own, closed by `close()`.
+   */
+  redis: RedisConnection;
   /** Key prefix, any 1-64 characters (encoded into keys). Default `stormguard`. */
   prefix?: string;
   /**
@@ -75,6 +80,15 @@ export interface RedisDeadLetterStoreOptions {
    */
   audit?: AuditLog;
 }
+
+const OPTION_NAMES = {
+  redact: true,
+  redis: true,
+  prefix: true,
+  clock: true,
+  durableWrites: true,
+  audit: true,
+} as const satisfies OptionNames<RedisDeadLetterStoreOptions>;
 
 /**
  * The version of the dead-letter key layout (see `lua/includes/dead-letters.lua`), kept in
@@ -194,21 +208,34 @@ export class RedisDeadLetterStore implements DeadLetterStore {
   readonly #scripts: { [K in keyof typeof SCRIPTS]: Script };
   readonly #registered = new Set<string>();
   readonly #redact: DeadLetterRedaction | undefined;
+  /** The store's redaction hook: the worker redacts the errors it hands its queue with it too. */
+  get redaction(): DeadLetterRedaction | undefined {
+    return this.#redact;
+  }
   readonly #audit: AuditLog | undefined;
+  readonly #closeClient: () => Promise<void>;
   #schemaChecked: Promise<void> | undefined;
 
   constructor(options: RedisDeadLetterStoreOptions) {
+    checkOptionNames('RedisDeadLetterStore', options, OPTION_NAMES);
     const prefix = options.prefix ?? DEFAULT_PREFIX;
     assertPrefix(prefix);
     this.prefix = prefix;
-    this.#redis = options.redis;
+    const { redis, close } = redisClientOf('RedisDeadLetterStore', options.redis);
+    this.#redis = redis;
+    this.#closeClient = close;
     this.#clock = options.clock;
     this.#redact = options.redact;
     this.#audit = options.audit;
-    this.#durable = resolveDurableWrites(options.redis, options.durableWrites);
+    this.#durable = resolveDurableWrites(redis, options.durableWrites);
     this.#scripts = Object.fromEntries(
-      Object.entries(SCRIPTS).map(([name, spec]) => [name, defineScript(options.redis, spec)]),
+      Object.entries(SCRIPTS).map(([name, spec]) => [name, defineScript(redis, spec)]),
     ) as { [K in keyof typeof SCRIPTS]: Script };
+  }
+
+  /** Closes the client the store opened from options or a URL; a client you passed stays open. */
+  async close(): Promise<void> {
+    await this.#closeClient();
   }
 
   get #registryKey(): string {

@@ -1,5 +1,6 @@
 import type { Clock } from '../common/clock.js';
 import { dependencyTag, encodeKeyPart, globalKey } from '../common/keys.js';
+import { checkOptionNames, type OptionNames } from '../common/option-names.js';
 import type { PaceVerdict } from '../runtime/flow-control/pacing.js';
 import type { SlowStartRamp } from '../runtime/flow-control/slow-start.js';
 import {
@@ -9,6 +10,7 @@ import {
   type PausedWorkerEntry,
 } from '../runtime/flow-control/store.js';
 import { assertPrefix, DEFAULT_PREFIX } from './budget-keys.js';
+import { type RedisConnection, redisClientOf } from './connection.js';
 import { defineScript, type RedisClient } from './scripts.js';
 
 /**
@@ -18,8 +20,11 @@ import { defineScript, type RedisClient } from './scripts.js';
  * const options: RedisFlowStoreOptions = { redis: new Redis(url), prefix: 'shop' };
  */
 export interface RedisFlowStoreOptions {
-  /** Your ioredis client (a `Redis` or a `Cluster`); the store never closes it. */
-  redis: RedisClient;
+  /**
+   * Your ioredis client (a `Redis` or a `Cluster`), which the store never closes; or ioredis options
+   * (`{ host, port }`) or a `redis://` URL, from which it opens a client of its own, closed by `close()`.
+   */
+  redis: RedisConnection;
   /** Key prefix, any 1-64 characters (encoded into keys). Default `stormguard`. */
   prefix?: string;
   /** How long a dependency's flow state outlives its last write, in ms. Default 24 hours. */
@@ -27,6 +32,13 @@ export interface RedisFlowStoreOptions {
   /** TEST ONLY: take time from this clock instead of the Redis server's `TIME`. */
   clock?: Clock;
 }
+
+const OPTION_NAMES = {
+  redis: true,
+  prefix: true,
+  stateTtlMs: true,
+  clock: true,
+} as const satisfies OptionNames<RedisFlowStoreOptions>;
 
 const DEFAULT_STATE_TTL_MS = 24 * 3_600_000;
 
@@ -44,6 +56,7 @@ const DEFAULT_STATE_TTL_MS = 24 * 3_600_000;
  * const flowStore = new RedisFlowStore({ redis: new Redis(process.env.REDIS_URL) });
  */
 export class RedisFlowStore implements FlowStore {
+  readonly #closeClient: () => Promise<void>;
   readonly prefix: string;
   readonly #redis: RedisClient;
   readonly #clock: Clock | undefined;
@@ -55,13 +68,15 @@ export class RedisFlowStore implements FlowStore {
   readonly #paused;
 
   constructor(options: RedisFlowStoreOptions) {
+    checkOptionNames('RedisFlowStore', options, OPTION_NAMES);
     const prefix = options.prefix ?? DEFAULT_PREFIX;
     assertPrefix(prefix);
+    const { redis, close } = redisClientOf('RedisFlowStore', options.redis);
+    this.#closeClient = close;
     this.prefix = prefix;
-    this.#redis = options.redis;
+    this.#redis = redis;
     this.#clock = options.clock;
     this.#ttlMs = options.stateTtlMs ?? DEFAULT_STATE_TTL_MS;
-    const redis = options.redis;
     this.#mark = defineScript(redis, {
       command: 'stormguardFlowMarkV1',
       file: 'flow-mark-1.lua',
@@ -87,6 +102,11 @@ export class RedisFlowStore implements FlowStore {
       file: 'flow-paused-1.lua',
       numberOfKeys: 1,
     });
+  }
+
+  /** Closes the client the store opened from options or a URL; a client you passed stays open. */
+  async close(): Promise<void> {
+    await this.#closeClient();
   }
 
   /** The key of a dependency's flow state. */

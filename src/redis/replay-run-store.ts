@@ -1,11 +1,13 @@
 import { DEFAULT_PREFIX, encodeKeyPart, globalKey } from '../common/keys.js';
 import { assertPrefix } from '../common/names.js';
+import { checkOptionNames, type OptionNames } from '../common/option-names.js';
 import {
   isStartedAndOpen,
   REPLAY_RUNS_KEPT,
   type ReplayRun,
   type ReplayRunStore,
 } from '../runtime/replay-runs.js';
+import { type RedisConnection, redisClientOf } from './connection.js';
 import { defineScript, type RedisClient } from './scripts.js';
 
 const UPDATE = {
@@ -27,10 +29,19 @@ const CHUNK = 1_000;
  * new RedisReplayRunStore({ redis, prefix: 'shop' });
  */
 export interface RedisReplayRunStoreOptions {
-  redis: RedisClient;
+  /**
+   * Your ioredis client (a `Redis` or a `Cluster`), which the store never closes; or ioredis options
+   * (`{ host, port }`) or a `redis://` URL, from which it opens a client of its own, closed by `close()`.
+   */
+  redis: RedisConnection;
   /** Key prefix, any 1-64 characters. Default `stormguard`. */
   prefix?: string;
 }
+
+const OPTION_NAMES = {
+  redis: true,
+  prefix: true,
+} as const satisfies OptionNames<RedisReplayRunStoreOptions>;
 
 /**
  * Replay runs on Redis, under the prefix's global tag (one slot, Cluster too): the run as JSON at
@@ -42,17 +53,26 @@ export interface RedisReplayRunStoreOptions {
  * const runs = new RedisReplayRunStore({ redis });
  */
 export class RedisReplayRunStore implements ReplayRunStore {
+  readonly #closeClient: () => Promise<void>;
   readonly #redis: RedisClient;
   readonly #prefix: string;
   readonly #update: ReturnType<typeof defineScript>;
   readonly #prune: ReturnType<typeof defineScript>;
 
   constructor(options: RedisReplayRunStoreOptions) {
+    checkOptionNames('RedisReplayRunStore', options, OPTION_NAMES);
     this.#prefix = options.prefix ?? DEFAULT_PREFIX;
     assertPrefix(this.#prefix);
-    this.#redis = options.redis;
-    this.#update = defineScript(options.redis, UPDATE);
-    this.#prune = defineScript(options.redis, PRUNE);
+    const { redis, close } = redisClientOf('RedisReplayRunStore', options.redis);
+    this.#closeClient = close;
+    this.#redis = redis;
+    this.#update = defineScript(redis, UPDATE);
+    this.#prune = defineScript(redis, PRUNE);
+  }
+
+  /** Closes the client the store opened from options or a URL; a client you passed stays open. */
+  async close(): Promise<void> {
+    await this.#closeClient();
   }
 
   #key(id: string): string {

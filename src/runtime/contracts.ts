@@ -1,4 +1,5 @@
 import type { Classification, DeadLetterReason } from '../policy/types.js';
+import type { DeadLetterRedaction } from './redaction.js';
 
 /**
  * The contracts of the backend-neutral job runtime: what a queue adapter (BullMQ on Redis or PostgreSQL,
@@ -350,4 +351,9 @@ export interface DeadLetterStore extends AttemptStateStore {
   /** Removes a record for good (purge); false when it was gone already. Malformed records too. */
   remove(queue: string, id: string): MaybePromise<boolean>;
   close?(): MaybePromise<void>;
+  /**
+   * The redaction hook records go through before they are stored, when the store has one: the job runtime
+   * redacts with it every error it hands the queue, its logs and its events, as it redacts `lastError`.
+   */
+  readonly redaction?: DeadLetterRedaction | undefined;
 }

@@ -37,8 +37,23 @@ export interface JobEvents {
    * budget (denied) refused it. It is deferred or dead-lettered (a 'retry' or 'dead-letter' event follows).
    */
   refused: JobLabels & { by: 'breaker' | 'budget' };
-  /** A job was dead-lettered. */
-  'dead-letter': JobLabels & { reason: DeadLetterReason };
+  /**
+   * A job was dead-lettered. `safeForm`: its record was refused for good (a redaction hook that threw, a
+   * value the store cannot hold), so what was refused was replaced by a marker that says why.
+   */
+  'dead-letter': JobLabels & { reason: DeadLetterReason; safeForm?: true };
+  /**
+   * stormguard could not write a job's outcome yet (a store refused: down, slow): the outcome is kept in
+   * the job's own record and written at the job's next run, `delayMs` from now, without running the
+   * processor. `tries` counts the refused tries; `errorClass` is the refusal's class.
+   */
+  'outcome-pending': JobLabels & { tries: number; delayMs: number; errorClass: string };
+  /**
+   * A job's outcome could not be recorded anywhere: its dead letter (safe form included) was refused for
+   * good, or still refused at the job's max age. The job ends in the queue's own failed set, never re-run.
+   * `refusal` says why (class and kind of refusal, redacted; never a value).
+   */
+  unfiled: JobLabels & { reason: DeadLetterReason | 'bookkeeping'; errorClass: string; refusal: string };
   /** A job ended completed. */
   completed: JobLabels & { attempts: number };
 }

@@ -19,6 +19,16 @@ export interface JobInstrumentation {
    */
   isActive?(): boolean;
   startAttempt(attempt: AttemptStart): AttemptTrace | undefined;
+  /**
+   * The tracer's error redaction (`openTelemetryTracing({ redactError })`): when the dead-letter store has
+   * no `redact` hook, the runtime redacts with it every error it hands the queue (a failed or dead-lettered
+   * job's failed reason and stack), its logs and its events. A hook that throws leaves the error's class.
+   */
+  redactError?(error: { name: string; message: string; stack?: string }): {
+    name: string;
+    message: string;
+    stack?: string;
+  };
 }
 
 /**

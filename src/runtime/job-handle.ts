@@ -1,4 +1,5 @@
 import type { JobRef } from './contracts.js';
+import type { JobNote } from './pending-outcome.js';
 
 /**
  * One job as a queue adapter hands it to the job runtime: what the runtime reads, and the one queue
@@ -33,6 +34,19 @@ export interface JobHandle {
   replayedTraceLinks?: readonly string[];
   /** Reschedules the job to run again at `dueAtMs` (epoch ms) without the queue counting a failure. */
   moveToDelayed(dueAtMs: number): Promise<void>;
+  /**
+   * stormguard's note on the job as the queue handed it over (read with the job, no extra round trip), or
+   * `undefined` when there is none. Holds an outcome stormguard decided and could not write yet, and how
+   * often the processor ran again because of that. Adapters that keep notes implement both members.
+   */
+  readonly note?: JobNote | undefined;
+  /**
+   * Keeps `note` in the job's own record, where it survives a restart and whatever store refused:
+   * BullMQ keeps it in the job's progress; a message-queue adapter (AMQP) in a header of the message it
+   * requeues. `undefined` removes it (and gives the job's own value back). A handle without it gets the
+   * bookkeeping retry alone (no pending outcome, no bound on reruns).
+   */
+  keepNote?(note: JobNote | undefined): Promise<void>;
 }
 
 /**

@@ -5,7 +5,7 @@ import { describeError } from '../common/error-text.js';
 import { jobDependencyName } from '../common/names.js';
 import type { RandomSource } from '../common/random.js';
 import { isBrokenCircuitError } from '../errors/broken-circuit-error.js';
-import { PermanentError } from '../errors/permanent-error.js';
+import { isPermanentError, PermanentError } from '../errors/permanent-error.js';
 import { classify } from '../policy/classify/classify.js';
 import { decide } from '../policy/decide.js';
 import type {
@@ -20,7 +20,7 @@ import type {
 } from '../policy/types.js';
 import { appendAttempt, attemptEntry } from './attempt-history.js';
 import { type CallContext, JobCallContext } from './call-context.js';
-import type { AttemptState, AttemptStateStore, DeadLetterStore } from './contracts.js';
+import type { AttemptState, AttemptStateStore, DeadLetterRecord, DeadLetterStore } from './contracts.js';
 import type { JobEvents, JobLabels } from './events.js';
 import { admit, needsAdmission } from './flow-control/admission.js';
 import { budgetUnderFlow } from './flow-control/budget-hold.js';
@@ -32,6 +32,16 @@ import {
   keepTraceLinks,
 } from './instrumentation.js';
 import { type JobHandle, mayHaveAttemptState } from './job-handle.js';
+import { type ErrorText, OutcomeWriter } from './outcome-writer.js';
+import {
+  type BookkeepingBackoff,
+  bookkeepingDelayMs,
+  DEFAULT_BOOKKEEPING_BACKOFF,
+  isPermanentRefusal,
+  MAX_BOOKKEEPING_RERUNS,
+  type PendingWrite,
+} from './pending-outcome.js';
+import { type DeadLetterRedaction, redactErrorText } from './redaction.js';
 import { type SettleJob, settle } from './settle.js';
 
 /**
@@ -109,8 +119,13 @@ export interface JobRuntimeSettings {
   dependencies: Readonly<Record<string, string>>;
   /** Where attempt states live between attempts (a dead-letter store is one). */
   attempts: AttemptStateStore;
-  /** Where dead letters are filed; `undefined` makes every terminal decision a `fail`. */
-  deadLetters: Pick<DeadLetterStore, 'file'> | undefined;
+  /**
+   * Where dead letters are filed; `undefined` makes every terminal decision a `fail`. Its `redaction` hook
+   * (when it has one) also redacts every error stormguard hands the queue, its logs and its events.
+   */
+  deadLetters:
+    | (Pick<DeadLetterStore, 'file'> & { readonly redaction?: DeadLetterRedaction | undefined })
+    | undefined;
   guard?: RuntimeGuard | undefined;
   /** The one clock: decisions, dead-letter times and the due time of every retry. */
   clock: Clock;
@@ -128,6 +143,11 @@ export interface JobRuntimeSettings {
   instrumentation?: JobInstrumentation | undefined;
   /** Flow control: hold jobs whose dependency is down, pace its recovery. Default none. */
   flow?: RuntimeFlow | undefined;
+  /**
+   * How a write a store refused is retried (the outcome kept in the job's own record meanwhile). Default
+   * 5 s doubling to 5 minutes, until the job's max age.
+   */
+  bookkeepingBackoff?: BookkeepingBackoff | undefined;
 }
 
 /**
@@ -153,8 +173,6 @@ export type RunOutcome<Result> =
   | { type: 'pass-through'; error: unknown }
   | { type: 'paused'; forMs: number };
 
-/** How long a job waits when its failure could not be recorded (a store refused the write). */
-const BOOKKEEPING_RETRY_MS = 5_000;
 const DEFAULT_ATTEMPT_STATE_TTL_MS = 7 * 24 * 3_600_000;
 const FRESH: Readonly<AttemptState> = Object.freeze({ attempts: 0, deferrals: 0 });
 
@@ -179,6 +197,13 @@ export class JobRuntime {
   readonly #ttlMs: number;
   /** Traced attempts whose bookkeeping a store refused: their trace ends saying so. */
   readonly #refusedBookkeeping = new WeakMap<AttemptTrace, { error: unknown }>();
+  /** Writes decided outcomes, keeping in the job's own record those a store refused. */
+  readonly #writer: OutcomeWriter;
+  readonly #backoff: BookkeepingBackoff;
+  /** An error's text as it may leave stormguard (the queue, logs, events): redacted when configured. */
+  readonly #errorText: ((error: ErrorText, record: DeadLetterRecord | undefined) => ErrorText) | undefined;
+  /** `internalError`, with the error redacted when redaction is configured. */
+  readonly #report: (error: unknown) => void;
 
   constructor(private readonly settings: JobRuntimeSettings) {
     const { policy, clock, budget } = settings;
@@ -196,6 +221,23 @@ export class JobRuntime {
         }
       : () => {};
     this.#ttlMs = Math.max(settings.attemptStateTtlMs ?? DEFAULT_ATTEMPT_STATE_TTL_MS, policy.maxAgeMs ?? 0);
+    this.#backoff = settings.bookkeepingBackoff ?? DEFAULT_BOOKKEEPING_BACKOFF;
+    this.#errorText = errorRedactor(settings);
+    const redactText = this.#errorText;
+    this.#report = redactText
+      ? (error) => settings.internalError(redactedError(redactText(describeError(error), undefined)))
+      : settings.internalError;
+    this.#writer = new OutcomeWriter({
+      queue: settings.queue,
+      maxAgeMs: policy.maxAgeMs,
+      attempts: settings.attempts,
+      deadLetters: settings.deadLetters,
+      clock,
+      events: settings.events,
+      report: this.#report,
+      errorText: (error, record) => (redactText ? redactText(error, record) : error),
+      backoff: this.#backoff,
+    });
   }
 
   /**
@@ -219,6 +261,9 @@ export class JobRuntime {
     work: (ctx: CallContext) => Promise<Result>,
     keyOf?: () => string | undefined,
   ): Promise<RunOutcome<Result>> {
+    // The processor ran before and its outcome is still to be written: write it, and run nothing.
+    const pending = job.keepNote ? job.note?.pending : undefined;
+    if (pending) return this.#writer.completePending(job, pending);
     let stored: AttemptState | undefined;
     try {
       stored = mayHaveAttemptState(job) ? await this.settings.attempts.readAttempts(job.ref) : undefined;
@@ -350,13 +395,18 @@ export class JobRuntime {
         () => {},
       );
       const decision: Decision = { action: 'dead-letter', reason, detail, classification };
-      await this.#settle(job, error, ctx, stored ?? FRESH, stored !== undefined, decision);
+      await this.#settle(job, error, ctx, stored ?? FRESH, stored !== undefined, decision, undefined, true);
     } catch (bookkeepingError) {
-      settings.internalError(bookkeepingError);
+      this.#report(bookkeepingError);
     }
   }
 
-  /** Decides, settles and acts on a failed attempt; when a store refuses the bookkeeping, delays the job. */
+  /**
+   * Decides, settles and acts on a failed attempt. A decision that cannot be made (a budget or breaker that
+   * throws) runs the processor again later, at most twice per job (counted in the job's own record), then
+   * ends the job without the gates; a decided outcome a store refuses is kept and written later, never a
+   * reason to run the processor again ({@link OutcomeWriter}).
+   */
   async #settle<Result>(
     job: JobHandle,
     error: unknown,
@@ -365,79 +415,136 @@ export class JobRuntime {
     hadState: boolean,
     decided?: Decision,
     trace?: AttemptTrace,
+    ended = false,
   ): Promise<RunOutcome<Result>> {
     const { settings } = this;
+    const dependency = ctx.dependencyOf(error) ?? ctx.dependency;
+    const nowMs = settings.clock.now();
+    let decision: Decision;
+    if (decided) decision = decided;
+    else {
+      try {
+        decision = await this.#decide(job, error, ctx, state, dependency, nowMs, trace);
+      } catch (decideError) {
+        const undecided = await this.#undecided<Result>(job, nowMs, decideError, ended);
+        if (undecided !== undefined) {
+          if (trace) this.#refusedBookkeeping.set(trace, { error: decideError });
+          return undecided;
+        }
+        decision = ungatedDecision(error, decideError, settings.policy.maxAttempts);
+      }
+    }
     try {
-      const dependency = ctx.dependencyOf(error) ?? ctx.dependency;
-      const nowMs = settings.clock.now();
-      const decision = decided ?? (await this.#decide(job, error, ctx, state, dependency, nowMs, trace));
-      if (trace) this.#traced(() => trace.decided(decision, dependency, error));
-      const facts: SettleJob = {
-        ref: job.ref,
-        name: job.name,
-        data: job.data,
-        opts: job.opts,
-        starts: job.starts,
-        dependency,
-        lastError: describeError(error),
-        replays: job.replays ?? 0,
-        stalls: job.stalls,
-      };
-      if (ctx.idempotencyKey !== undefined) facts.idempotencyKey = ctx.idempotencyKey;
-      if (job.replayedFrom !== undefined) facts.replayedFrom = job.replayedFrom;
-      const { state: next, action } = settle(state, decision, nowMs, facts);
-      // The attempt joins the job's history (state, then record): the record shows every attempt's decision.
-      const attempt = { attempt: job.starts, at: nowMs, dependency, error: facts.lastError };
-      next.history = appendAttempt(state.history, attemptEntry(attempt, decision, action));
-      if (action.type === 'dead-letter') action.record.history = next.history;
-      // Trace contexts ride along with the job (state, then record) so later attempts and a replay link back.
-      const traceLinks = keepTraceLinks(state.traceLinks, trace?.carrier);
-      if (traceLinks) {
-        next.traceLinks = traceLinks;
-        if (action.type === 'dead-letter') action.record.traceLinks = traceLinks;
-      }
-      const labels: JobLabels = { queue: settings.queue, task: job.name, dependency };
-
-      if (action.type === 'retry' || action.type === 'defer') {
-        // State first, then the move: a crash in between over-counts an attempt, never under-counts one.
-        await settings.attempts.writeAttempts(job.ref, next, action.delayMs + this.#ttlMs);
-        await job.moveToDelayed(action.dueAtMs);
-        if (settings.events.has('retry'))
-          settings.events.emit('retry', {
-            ...labels,
-            delayMs: action.delayMs,
-            retry: action.retry,
-            cause: action.cause,
-            chargesAttempt: action.type === 'retry',
-            errorClass: facts.lastError.name,
-          });
-        return { type: 'delayed' };
-      }
-      if (action.type === 'dead-letter' && settings.deadLetters) {
-        // The store files the record and marks the state in one write: a worker that crashes before the
-        // job ends leaves a job the next worker only ends, never runs again.
-        const { id } = await settings.deadLetters.file(action.record, next, this.#ttlMs);
-        const { reason, detail } = action.record;
-        settings.events.emit('dead-letter', { ...labels, reason });
-        return {
-          type: 'dead-lettered',
-          recordId: id,
-          reason,
-          message: `dead-lettered (${reason}): ${detail}; last error: ${facts.lastError.message}`,
-        };
-      }
-      if (hadState) await this.#clear(job);
-      return {
-        type: 'failed',
-        message:
-          action.type === 'fail'
-            ? action.message
-            : `${action.record.reason}: ${action.record.detail}; last error: ${facts.lastError.message}`,
-      };
+      return await this.#act(job, error, ctx, state, hadState, decision, dependency, nowMs, trace, ended);
     } catch (bookkeepingError) {
       if (trace) this.#refusedBookkeeping.set(trace, { error: bookkeepingError });
       return this.#retryBookkeeping(job, bookkeepingError);
     }
+  }
+
+  /** Settles a decided attempt (pure) and writes its one action. */
+  async #act(
+    job: JobHandle,
+    error: unknown,
+    ctx: JobCallContext,
+    state: AttemptState,
+    hadState: boolean,
+    decision: Decision,
+    dependency: string,
+    nowMs: number,
+    trace: AttemptTrace | undefined,
+    ended: boolean,
+  ): Promise<RunOutcome<never>> {
+    const { settings } = this;
+    if (trace) this.#traced(() => trace.decided(decision, dependency, error));
+    const facts: SettleJob = {
+      ref: job.ref,
+      name: job.name,
+      data: job.data,
+      opts: job.opts,
+      starts: job.starts,
+      dependency,
+      lastError: describeError(error),
+      replays: job.replays ?? 0,
+      stalls: job.stalls,
+    };
+    if (ctx.idempotencyKey !== undefined) facts.idempotencyKey = ctx.idempotencyKey;
+    if (job.replayedFrom !== undefined) facts.replayedFrom = job.replayedFrom;
+    const { state: next, action } = settle(state, decision, nowMs, facts);
+    // The attempt joins the job's history (state, then record): the record shows every attempt's decision.
+    const attempt = { attempt: job.starts, at: nowMs, dependency, error: facts.lastError };
+    next.history = appendAttempt(state.history, attemptEntry(attempt, decision, action));
+    if (action.type === 'dead-letter') action.record.history = next.history;
+    // Trace contexts ride along with the job (state, then record) so later attempts and a replay link back.
+    const traceLinks = keepTraceLinks(state.traceLinks, trace?.carrier);
+    if (traceLinks) {
+      next.traceLinks = traceLinks;
+      if (action.type === 'dead-letter') action.record.traceLinks = traceLinks;
+    }
+
+    let write: PendingWrite | undefined;
+    if (action.type === 'retry' || action.type === 'defer')
+      write = {
+        type: 'retry',
+        state: next,
+        ttlMs: action.delayMs + this.#ttlMs,
+        dueAtMs: action.dueAtMs,
+        delayMs: action.delayMs,
+        retry: action.retry,
+        cause: action.cause,
+        chargesAttempt: action.type === 'retry',
+        dependency,
+        errorClass: facts.lastError.name,
+      };
+    else if (action.type === 'dead-letter' && settings.deadLetters)
+      write = { type: 'dead-letter', record: action.record, state: next, ttlMs: this.#ttlMs };
+    if (write) {
+      const refused =
+        trace && ((refusal: unknown) => this.#refusedBookkeeping.set(trace, { error: refusal }));
+      return this.#writer.write(job, { write, tries: 0, since: nowMs }, ended, false, refused);
+    }
+    if (hadState) await this.#clear(job);
+    const last = this.#errorText ? this.#errorText(facts.lastError, undefined) : facts.lastError;
+    const { reason, detail } =
+      action.type === 'dead-letter' ? action.record : (action as { reason: string; detail: string });
+    return { type: 'failed', message: `${reason}: ${detail}; last error: ${last.message}` };
+  }
+
+  /**
+   * `decide` threw (a budget or breaker store down, a name a gate refuses). The processor has run and its
+   * failure has no decision: a transient refusal runs it again later, at most {@link MAX_BOOKKEEPING_RERUNS}
+   * times per job (counted in the job's own record); `undefined` means: end the job without the gates.
+   */
+  async #undecided<Result>(
+    job: JobHandle,
+    nowMs: number,
+    decideError: unknown,
+    ended: boolean,
+  ): Promise<RunOutcome<Result> | undefined> {
+    if (ended || isPermanentRefusal(decideError)) {
+      this.#report(decideError);
+      return undefined;
+    }
+    if (!job.keepNote) return this.#retryBookkeeping(job, decideError);
+    const reruns = job.note?.reruns ?? 0;
+    if (reruns >= MAX_BOOKKEEPING_RERUNS) {
+      this.#report(decideError);
+      return undefined;
+    }
+    this.#report(decideError);
+    try {
+      await job.keepNote({ ...job.note, reruns: reruns + 1 });
+    } catch (noteError) {
+      // Not moved: the lock runs out and the queue's stalled-job recovery brings it back, counted there.
+      this.#report(noteError);
+      return { type: 'delayed' };
+    }
+    try {
+      await job.moveToDelayed(nowMs + bookkeepingDelayMs(reruns + 1, this.#backoff));
+    } catch (moveError) {
+      this.#report(moveError);
+    }
+    return { type: 'delayed' };
   }
 
   /** Flow control's gate; a gate that fails is reported and the job runs (admission still applies). */
@@ -450,7 +557,7 @@ export class JobRuntime {
     try {
       action = await flow.beforeRun(dependency, { jobId: job.ref.jobId, starts: job.starts });
     } catch (error) {
-      this.settings.internalError(error);
+      this.#report(error);
       return undefined;
     }
     return action.type === 'run' ? undefined : this.#hold(flow, job, dependency, action);
@@ -565,7 +672,7 @@ export class JobRuntime {
     try {
       return instrumentation.isActive?.() !== false;
     } catch (error) {
-      this.settings.internalError(error);
+      this.#report(error);
       return false;
     }
   }
@@ -613,7 +720,7 @@ export class JobRuntime {
     try {
       hook();
     } catch (error) {
-      this.settings.internalError(error);
+      this.#report(error);
     }
   }
 
@@ -657,11 +764,11 @@ export class JobRuntime {
    * stalled-job recovery brings it back. Nothing reaches the queue that it would fail or retry on its own.
    */
   async #retryBookkeeping<Result>(job: JobHandle, error: unknown): Promise<RunOutcome<Result>> {
-    this.settings.internalError(error);
+    this.#report(error);
     try {
-      await job.moveToDelayed(this.settings.clock.now() + BOOKKEEPING_RETRY_MS);
+      await job.moveToDelayed(this.settings.clock.now() + this.#backoff.firstDelayMs);
     } catch (moveError) {
-      this.settings.internalError(moveError);
+      this.#report(moveError);
     }
     return { type: 'delayed' };
   }
@@ -671,7 +778,7 @@ export class JobRuntime {
     try {
       await this.settings.attempts.clearAttempts(job.ref);
     } catch (error) {
-      this.settings.internalError(error);
+      this.#report(error);
     }
   }
 }
@@ -716,4 +823,73 @@ function isUnrecoverable(error: unknown): boolean {
   return (
     typeof error === 'object' && error !== null && (error as { name?: unknown }).name === 'UnrecoverableError'
   );
+}
+
+/**
+ * The decision for a failed attempt when `decide` could not ask its gates (they threw for good, or past the
+ * reruns allowed): the job ends. A failure no retry fixes stays `permanent`; a retryable one is filed as
+ * `budget-exhausted` (no grant could be had), so a replay can bring it back once the gates answer.
+ */
+function ungatedDecision(error: unknown, decideError: unknown, maxAttempts: number): Decision {
+  const refusal = describeError(decideError).name;
+  const retryable = !isPermanentError(error) && !isUnrecoverable(error);
+  return retryable
+    ? {
+        action: 'dead-letter',
+        reason: 'budget-exhausted',
+        detail: `the retry could not be granted: the budget or breaker refused to decide (${refusal}); at most ${maxAttempts} attempts`,
+        classification: { retryable: true, reason: 'undecided' },
+      }
+    : {
+        action: 'dead-letter',
+        reason: 'permanent',
+        detail: `not retryable, and the budget or breaker refused to decide (${refusal})`,
+        classification: { retryable: false, reason: 'undecided' },
+      };
+}
+
+/** The redaction stormguard applies to an error before it leaves (queue, logs, events), if any is configured. */
+function errorRedactor(
+  settings: JobRuntimeSettings,
+): ((error: ErrorText, record: DeadLetterRecord | undefined) => ErrorText) | undefined {
+  const hook = settings.deadLetters?.redaction;
+  if (hook) return (error, record) => redactErrorText(error, record ?? bareRecord(settings.queue), hook);
+  const redactError = settings.instrumentation?.redactError;
+  if (!redactError) return undefined;
+  return (error) => {
+    try {
+      const answer = redactError({ ...error });
+      if (answer && typeof answer.name === 'string' && typeof answer.message === 'string') return answer;
+    } catch {
+      // Fall through: a hook that fails must not let the raw text out.
+    }
+    return { name: error.name, message: `${error.name} (redaction failed)` };
+  };
+}
+
+/** A record with nothing but the queue, for redacting an error that belongs to no job. */
+function bareRecord(queue: string): DeadLetterRecord {
+  return {
+    queue,
+    jobId: '-',
+    createdAt: 0,
+    name: '',
+    data: undefined,
+    opts: {},
+    reason: 'permanent',
+    detail: '',
+    lastError: { name: 'Error', message: '', classification: { retryable: false, reason: 'unknown' } },
+    attemptsMade: 0,
+    dependency: '',
+    deadLetteredAt: 0,
+    replays: 0,
+  };
+}
+
+/** An error carrying only the redacted text: its class, message and (redacted) stack; no cause. */
+function redactedError(text: ErrorText): Error {
+  const error = new Error(text.message);
+  error.name = text.name;
+  error.stack = text.stack ?? `${text.name}: ${text.message}`;
+  return error;
 }

@@ -91,6 +91,10 @@ export interface MemoryDeadLetterStoreOptions {
 export class MemoryDeadLetterStore implements DeadLetterStore {
   readonly #clock: Clock;
   readonly #redact: DeadLetterRedaction | undefined;
+  /** The store's redaction hook: the worker redacts the errors it hands its queue with it too. */
+  get redaction(): DeadLetterRedaction | undefined {
+    return this.#redact;
+  }
   readonly #audit: AuditLog | undefined;
   readonly #queues = new Map<string, QueueState>();
 

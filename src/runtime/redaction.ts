@@ -1,3 +1,5 @@
+import { describeError } from '../common/error-text.js';
+import { RedactionFailedError } from '../errors/redaction-failed-error.js';
 import type { AttemptEntry, DeadLetterRecord } from './contracts.js';
 
 /**
@@ -24,8 +26,10 @@ const REDACTABLE = ['data', 'opts', 'lastError', 'detail'] as const;
 /**
  * The record as the store keeps it: `redact`'s answer for the redactable fields, the original for the
  * rest; `record` itself when there is no hook. The hook gets a deep copy, so it may change it in place.
- * A hook that throws or returns no record keeps the record from being stored at all (the error says so):
- * a raw value is never written because redaction failed.
+ * A hook that throws or returns no record keeps the record from being stored at all (a
+ * `RedactionFailedError` says so): a raw value is never written because redaction failed. A safe form the
+ * job runtime built after such a refusal ({@link isSafeForm}) holds only stormguard's own markers where the
+ * hook's fields were, and is stored as it is, without the hook.
  *
  * @example
  * const stored = redactRecord(record, (r) => ({ ...r, data: '[redacted]' }));
@@ -34,21 +38,23 @@ export function redactRecord(
   record: DeadLetterRecord,
   redact: DeadLetterRedaction | undefined,
 ): DeadLetterRecord {
-  if (!redact) return record;
+  if (!redact || isSafeForm(record)) return record;
   let answer: DeadLetterRecord;
   try {
     answer = redact(structuredClone(record));
   } catch (error) {
-    throw new Error(
+    throw new RedactionFailedError(
       `dead-letter redaction of ${record.queue}/${record.jobId} failed, so the record was not stored: ${
         error instanceof Error ? error.message : String(error)
       }`,
+      describeError(error).name,
       { cause: error },
     );
   }
   if (answer === null || typeof answer !== 'object')
-    throw new TypeError(
+    throw new RedactionFailedError(
       `dead-letter redaction of ${record.queue}/${record.jobId} returned ${answer === null ? 'null' : typeof answer}, so the record was not stored: return the record to store`,
+      'no record',
     );
   const kept: DeadLetterRecord = { ...record };
   for (const field of REDACTABLE) (kept as unknown as Record<string, unknown>)[field] = answer[field];
@@ -70,4 +76,58 @@ function redactEntry(
   };
   const answer = redactRecord(asLast, redact).lastError;
   return { ...entry, error: { name: String(answer?.name ?? ''), message: String(answer?.message ?? '') } };
+}
+
+const SAFE_FORM = Symbol.for('stormguard.safeForm');
+
+/**
+ * Marks a record as a safe form: built by the job runtime after a store refused the original for good,
+ * with stormguard's own markers where the data and the error text were. Stores file it without the
+ * redaction hook (the hook may be what refused, and there is nothing left for it to redact). The mark is
+ * a symbol, so it is never stored and never survives a copy.
+ *
+ * @example
+ * markSafeForm(record); isSafeForm(record); // true
+ */
+export function markSafeForm<T extends DeadLetterRecord>(record: T): T {
+  Object.defineProperty(record, SAFE_FORM, { value: true, enumerable: false });
+  return record;
+}
+
+/** True for a record built by {@link markSafeForm}. */
+export function isSafeForm(record: DeadLetterRecord): boolean {
+  return (record as unknown as Record<symbol, unknown>)[SAFE_FORM] === true;
+}
+
+/**
+ * An error's text as a dead-letter store's hook redacts it when it is a record's `lastError`: `record`
+ * gives the hook the job's other fields. With no hook, the text as it is; a hook that throws or answers
+ * no error leaves the error's class alone.
+ *
+ * @example
+ * redactErrorText({ name: 'HttpError', message: '503 token=abc' }, record, redact); // { name: 'HttpError', message: '503 token=[redacted]' }
+ */
+export function redactErrorText(
+  error: { name: string; message: string; stack?: string },
+  record: DeadLetterRecord,
+  redact: DeadLetterRedaction,
+): { name: string; message: string; stack?: string } {
+  const { history: _history, ...rest } = record;
+  const asLast: DeadLetterRecord = {
+    ...rest,
+    lastError: {
+      ...error,
+      classification: record.lastError?.classification ?? { retryable: false, reason: 'unknown' },
+    },
+  };
+  try {
+    const answer = redactRecord(asLast, redact).lastError;
+    if (answer && typeof answer.name === 'string' && typeof answer.message === 'string')
+      return answer.stack === undefined || typeof answer.stack !== 'string'
+        ? { name: answer.name, message: answer.message }
+        : { name: answer.name, message: answer.message, stack: answer.stack };
+  } catch {
+    // Fall through: a hook that fails must not let the raw text out.
+  }
+  return { name: error.name, message: `${error.name} (redaction failed)` };
 }
