@@ -8,7 +8,11 @@ const single = {} as unknown as Redis;
 
 describe('resolveDurableWrites', () => {
   it('waits for one replica for up to a second on a Cluster, and not at all on a single Redis', () => {
-    expect(resolveDurableWrites(cluster, undefined)).toEqual({ replicas: 1, timeoutMs: 1_000 });
+    expect(resolveDurableWrites(cluster, undefined)).toEqual({
+      replicas: 1,
+      timeoutMs: 1_000,
+      ifReplicated: true,
+    });
     expect(resolveDurableWrites(single, undefined)).toBeUndefined();
   });
 
