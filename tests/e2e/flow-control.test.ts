@@ -10,7 +10,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
@@ -20,6 +20,7 @@ import { type BackendDescriptor, testBackendName, workerConnectionOf } from './b
 import { fleetStores } from './fixtures/flow-stores.js';
 import type { FlowFleetSettings } from './fixtures/flow-worker.js';
 import { uniqueQueue } from './harness.js';
+import { CircuitBreaker, createWorker, definePolicy, RetryBudget, TransientError } from './stormguard.js';
 
 const JOBS = 300;
 const DOWN_MS = 10_000;
@@ -317,5 +318,130 @@ describe('flow control end to end (three worker processes, real BullMQ)', () => 
     // The healthy queue kept completing jobs in every second of the outage.
     expect(flow.mailPerSecond.length).toBeGreaterThanOrEqual(9);
     expect(flow.mailPerSecond.every((n) => n > 0)).toBe(true);
+  });
+});
+
+/**
+ * The dependency of the zero-touch case, over HTTP: answers 503 at the outage's start, then takes the
+ * request and never answers (the caller's timeout ends it), then answers again.
+ */
+class FailingThenHanging {
+  phase: 'down' | 'hanging' | 'up' = 'down';
+  readonly #hung: ServerResponse[] = [];
+  readonly server = createServer((_request, response) => {
+    if (this.phase === 'down') {
+      response.statusCode = 503;
+      response.end('down');
+    } else if (this.phase === 'hanging') this.#hung.push(response);
+    else response.end('ok');
+  });
+
+  async listen(): Promise<string> {
+    this.server.listen(0, '127.0.0.1');
+    await once(this.server, 'listening');
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/search`;
+  }
+
+  async close(): Promise<void> {
+    for (const response of this.#hung.splice(0)) response.destroy();
+    this.server.closeAllConnections();
+    await new Promise((resolve) => this.server.close(resolve));
+  }
+}
+
+/** Waits out one phase of the outage. */
+const elapse = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The zero-touch case's outage: 503 for its first 3 s, then hanging, 8 s in all. */
+const ZERO_TOUCH = { jobs: 200, failingMs: 3_000, outageMs: 8_000, callTimeoutMs: 500 } as const;
+
+describe('flow control end to end: zero-touch against a dependency that answers 503, then hangs', () => {
+  it('dead-letters no job as budget-exhausted, however small the budget, and completes every job once it recovers (no autoReplay)', {
+    timeout: 90_000,
+  }, async () => {
+    if (!backends) throw new Error('the fleet backends did not start');
+    const { a } = backends;
+    const dependency = new FailingThenHanging();
+    const url = await dependency.listen();
+    const prefix = uniqueQueue('zero-touch');
+    const queueName = uniqueQueue('index');
+    const stores = await fleetStores(a, prefix);
+    const { connection, backend } = await workerConnectionOf(a);
+    const index = await queueOn(a, queueName);
+    const worker = createWorker(
+      queueName,
+      async (job, ctx) =>
+        ctx.call('search', async () => {
+          // A hung call ends with AbortSignal.timeout's TimeoutError: a timeout, retryable.
+          const response = await fetch(`${url}?job=${job.id}`, {
+            signal: AbortSignal.timeout(ZERO_TOUCH.callTimeoutMs),
+          });
+          await response.arrayBuffer();
+          if (response.status >= 500) throw new TransientError(`search answered ${response.status}`);
+        }),
+      {
+        connection,
+        ...(backend ? { backend } : {}),
+        policy: definePolicy({
+          name: 'zero-touch',
+          maxAttempts: 20,
+          backoff: { type: 'fixed', delayMs: 200 },
+          jitter: 'none',
+          maxAgeMs: '5m',
+        }),
+        concurrency: 8,
+        deadLetters: stores.deadLetters,
+        // Two retries per 2 s window before any success: far fewer than the jobs that fail at once at the
+        // outage's start, and than the held jobs that come back at its end. onExhausted is the default,
+        // `dead-letter`: under flow control in enforce mode, a refusal is held whatever it says.
+        budget: new RetryBudget({ store: stores.budget, minAllowance: 2, windowMs: 2_000, log: false }),
+        // The breaker's defaults (10 failures in a row open it; 3 probes, 3 successes to close) but a
+        // short cool-down: the failures before it opens ask the budget.
+        breaker: new CircuitBreaker({ store: stores.breaker, coolDownMs: 1_000 }),
+        dependencies: { index: 'search' },
+        flowControl: {
+          store: stores.flow,
+          queueDependency: 'search',
+          slowStartMs: 1_000,
+          floorPerSecond: 20,
+        },
+      },
+    );
+    const deadLettered: string[] = [];
+    worker.events.on('dead-letter', (e) => deadLettered.push(e.reason));
+    worker.on('error', (error) => process.stderr.write(`zero-touch worker: ${error}\n`));
+    try {
+      await worker.waitUntilReady();
+      const downAt = Date.now();
+      await index.addBulk(
+        Array.from({ length: ZERO_TOUCH.jobs }, (_, n) => ({ name: 'index', data: { n } })),
+      );
+      // The outage's phases shape the load (they are the scenario), they synchronise nothing.
+      await elapse(Math.max(0, downAt + ZERO_TOUCH.failingMs - Date.now()));
+      dependency.phase = 'hanging';
+      await elapse(Math.max(0, downAt + ZERO_TOUCH.outageMs - Date.now()));
+      dependency.phase = 'up';
+      await waitFor(
+        async () => {
+          const { completed = 0 } = await index.getJobCounts('completed');
+          return completed === ZERO_TOUCH.jobs || deadLettered.length > 0;
+        },
+        60_000,
+        `the ${ZERO_TOUCH.jobs} jobs to complete`,
+      );
+      const budgetExhausted = await stores.deadLetters.count(queueName, { reason: 'budget-exhausted' });
+      process.stdout.write(
+        `flow-control zero-touch e2e: ${JSON.stringify({ deadLettered, budgetExhausted, ms: Date.now() - downAt })}\n`,
+      );
+      expect(deadLettered).toEqual([]);
+      expect(budgetExhausted).toBe(0);
+      expect(await stores.deadLetters.count(queueName)).toBe(0);
+      expect((await index.getJobCounts('completed')).completed).toBe(ZERO_TOUCH.jobs);
+    } finally {
+      await worker.close();
+      await index.close();
+      await stores.close();
+      await dependency.close();
+    }
   });
 });
