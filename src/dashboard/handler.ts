@@ -9,10 +9,12 @@ import { liveRoutes } from './api/live-routes.js';
 import { replayRoutes } from './api/replay-routes.js';
 import type { ConsoleBackend } from './backend.js';
 import { OverviewFeed } from './feed.js';
+import { ConsoleAccess, SESSION_COOKIE, SESSION_MS } from './http/access.js';
 import { Assets } from './http/assets.js';
-import { sendError, sendJson } from './http/respond.js';
+import { forwardedHostOf, HostGate } from './http/hosts.js';
+import { readSignIn, sendError, sendJson } from './http/respond.js';
 import { Router } from './http/router.js';
-import { ActionGuard, SECURITY_HEADERS } from './http/security.js';
+import { ActionGuard, fetchSiteRefusal, originRefusal, SECURITY_HEADERS } from './http/security.js';
 import { consoleHealthGate } from './replay-gate.js';
 
 /**
@@ -30,10 +32,20 @@ export interface DashboardOptions {
    */
   basePath?: string;
   /**
-   * The token every action needs (`Authorization: Bearer <token>`). Without one the console is read-only:
-   * every action is refused.
+   * The console's token. With one, every request but the sign-in page needs a session: the page posts the
+   * token once and gets an HttpOnly, SameSite=Strict cookie (scripts may send `Authorization: Bearer
+   * <token>` instead), and actions also pass a CSRF check. Without one the console is read-only: anyone
+   * the Host check lets through reads it, and every action is refused.
    */
   token?: string;
+  /**
+   * The names the console answers for besides the loopback ones (`localhost`, `127.0.0.1`, `[::1]`): the
+   * name users open (`console.example.com`, or `console.example.com:8443` for that port only). Requests
+   * for any other `Host` get a 403, so a page on another site cannot read the console by pointing its own
+   * name at this machine. Required when the console is reached over the network or through a proxy
+   * (without it, such requests are refused, saying so). Default: none.
+   */
+  allowedHosts?: readonly string[];
   /** Who made a request, for the audit log (your app's user). Default: "anonymous". */
   identify?: (req: IncomingMessage) => string | undefined;
   /** How often the overview is read and pushed to every open page, ms. Default 2 000. */
@@ -68,7 +80,12 @@ export interface DashboardHandler {
 export function createDashboard(options: DashboardOptions): DashboardHandler {
   const basePath = normaliseBase(options.basePath ?? '');
   const now = options.now ?? Date.now;
-  const guard = new ActionGuard(options.token);
+  if (options.token !== undefined && (typeof options.token !== 'string' || options.token === ''))
+    throw new InvalidInputError('dashboard: token must be a non-empty string (or left out: read-only)');
+  const hosts = new HostGate(options.allowedHosts ?? [], 'allowedHosts');
+  const access = new ConsoleAccess(options.token, now);
+  const guard = new ActionGuard(access.required);
+  const cookiePath = basePath || '/';
   const feed = new OverviewFeed(options.backend, options.updateIntervalMs ?? 2_000, now);
   const ctx: ConsoleContext = {
     backend: options.backend,
@@ -103,7 +120,13 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
   let assets: Assets | undefined;
 
   const handler = ((req, res, next) => {
-    const url = new URL((req as { originalUrl?: string }).originalUrl ?? req.url ?? '/', 'http://console');
+    let url: URL;
+    try {
+      url = new URL((req as { originalUrl?: string }).originalUrl ?? req.url ?? '/', 'http://console');
+    } catch {
+      sendJson(res, 400, { error: 'the request target is not a path' });
+      return;
+    }
     // Express says where it mounted the handler: a basePath outside it could never be served there.
     const mountedAt = (req as { baseUrl?: unknown }).baseUrl;
     if (typeof mountedAt === 'string' && mountedAt !== '' && !isUnder(basePath, mountedAt)) {
@@ -117,6 +140,22 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
       else sendJson(res, 404, { error: `not found: ${url.pathname}` });
       return;
     }
+    // Before anything is read: the Host (DNS rebinding), the Origin (another site's page), and a token
+    // in the address (it would stay in history, logs and Referer headers).
+    const refusal =
+      hosts.check(req) ??
+      originRefusal(req, forwardedHostOf(req) ?? req.headers.host) ??
+      (url.searchParams.has('token')
+        ? {
+            status: 400 as const,
+            message:
+              "the console never takes its token in the address (it would stay in history and logs): sign in on the console's page, or send Authorization: Bearer <token>",
+          }
+        : undefined);
+    if (refusal) {
+      sendJson(res, refusal.status, { error: refusal.message });
+      return;
+    }
     const path = url.pathname.slice(basePath.length);
     serve(req, res, path, url.searchParams).catch((error: unknown) => sendError(res, error));
   }) as DashboardHandler;
@@ -127,15 +166,34 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
       res.end();
       return;
     }
+    if (path === '/login' || path === '/logout') {
+      await session(req, res, path);
+      return;
+    }
     if (!path.startsWith('/api/')) {
       if (req.method !== 'GET' && req.method !== 'HEAD') {
         sendJson(res, 405, { error: `${req.method} is not allowed here` });
         return;
       }
       assets ??= new Assets();
-      if (path === '/') assets.shell(basePath, guard.writable, res);
-      else if (!(path.startsWith('/assets/') && assets.serve(path.slice('/assets/'.length), res)))
-        sendJson(res, 404, { error: `not found: ${path}` });
+      // The front end's files hold no data: the sign-in page needs its stylesheet.
+      if (path.startsWith('/assets/')) {
+        if (!assets.serve(path.slice('/assets/'.length), res))
+          sendJson(res, 404, { error: `not found: ${path}` });
+      } else if (path !== '/') sendJson(res, 404, { error: `not found: ${path}` });
+      else if (!access.allows(req)) assets.signIn(basePath, res);
+      else assets.shell(basePath, guard.writable, res);
+      return;
+    }
+    if (!access.allows(req)) {
+      sendJson(res, 401, {
+        error: `this console needs its token: sign in at ${basePath}/ (or send Authorization: Bearer <token>)`,
+      });
+      return;
+    }
+    const crossSite = fetchSiteRefusal(req);
+    if (crossSite) {
+      sendJson(res, crossSite.status, { error: crossSite.message });
       return;
     }
     const found = router.match(req.method ?? 'GET', path);
@@ -154,6 +212,46 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
       }
     }
     await found.route.handle({ req, res, params: found.params, query });
+  }
+
+  /** `POST login` exchanges the token for a session cookie; `POST logout` ends it. */
+  async function session(req: IncomingMessage, res: ServerResponse, path: string) {
+    if (req.method !== 'POST') {
+      res.setHeader('Allow', 'POST');
+      sendJson(res, 405, { error: `${req.method} ${path}: use POST (the sign-in page is ${basePath}/)` });
+      return;
+    }
+    const secure = isHttps(req) ? '; Secure' : '';
+    if (path === '/logout') {
+      res.writeHead(303, {
+        ...SECURITY_HEADERS,
+        'Set-Cookie': `${SESSION_COOKIE}=; Path=${cookiePath}; HttpOnly; SameSite=Strict; Max-Age=0${secure}`,
+        Location: `${basePath}/`,
+      });
+      res.end();
+      return;
+    }
+    if (!access.required) {
+      sendJson(res, 404, { error: 'this console has no token to sign in with: it is read-only' });
+      return;
+    }
+    const given = await readSignIn(req);
+    if (given === undefined || !access.tokenMatches(given)) {
+      assets ??= new Assets();
+      assets.signIn(
+        basePath,
+        res,
+        given === undefined ? 'Give the token.' : "That is not this console's token.",
+      );
+      return;
+    }
+    res.writeHead(303, {
+      ...SECURITY_HEADERS,
+      'Set-Cookie': `${SESSION_COOKIE}=${access.issue()}; Path=${cookiePath}; HttpOnly; SameSite=Strict; Max-Age=${SESSION_MS / 1000}${secure}`,
+      'Cache-Control': 'no-store',
+      Location: `${basePath}/`,
+    });
+    res.end();
   }
 
   handler.close = async () => {
@@ -176,4 +274,11 @@ function normaliseBase(basePath: string): string {
   if (/[?#\s]/.test(trimmed))
     throw new InvalidInputError(`dashboard: basePath must be a plain path (got "${basePath}")`);
   return trimmed;
+}
+
+/** Whether the browser reached the console over HTTPS (directly, or through a proxy that says so). */
+function isHttps(req: IncomingMessage): boolean {
+  return (
+    (req.socket as { encrypted?: boolean }).encrypted === true || req.headers['x-forwarded-proto'] === 'https'
+  );
 }

@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { Command } from 'commander';
+import { HostGate, isLoopbackListen } from '../../dashboard/http/hosts.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
 import { assertPrefix, DEFAULT_PREFIX } from '../../redis/budget-keys.js';
 import { connectRedis } from '../connect-redis.js';
@@ -19,13 +21,17 @@ interface DashboardFlags extends BackendFlags {
   host: string;
   port: string;
   token?: string;
+  tokenFile?: string;
+  allowedHost: string[];
   basePath: string;
   json?: boolean;
 }
 
 /**
  * `stormguard dashboard`: serves the operator console (overview, breakers, dead letters, bulk replay,
- * audit log) over the fleet's Redis or PostgreSQL state until stopped. Read-only unless given a token.
+ * audit log) over the fleet's Redis or PostgreSQL state until stopped. Read-only unless given a token
+ * (`STORMGUARD_DASHBOARD_TOKEN` or `--token-file`); with one, reading needs it too (signing in once). It
+ * answers only for the loopback names and the `--allowed-host` names.
  *
  * @example
  * STORMGUARD_DASHBOARD_TOKEN=s3cret stormguard dashboard --redis redis://10.0.0.5:6379 --port 7600
@@ -34,6 +40,7 @@ export function register(program: Command, io: CliIO): void {
   withExamples(withPostgresOption(withRedisOption(program.command('dashboard'))), [
     'stormguard dashboard --redis redis://10.0.0.5:6379',
     'STORMGUARD_DASHBOARD_TOKEN=s3cret stormguard dashboard --port 7600',
+    'stormguard dashboard --token-file /run/secrets/console --host 0.0.0.0 --allowed-host console.example.com',
     'stormguard dashboard --postgres postgres://app@db:5432/shop --schema stormguard',
   ])
     .description('serve the operator console: budgets, breakers, dead letters, bulk replay, audit log')
@@ -43,16 +50,30 @@ export function register(program: Command, io: CliIO): void {
     .option('--port <port>', 'TCP port (0: any free port)', '7600')
     .option('--base-path <path>', 'serve the console under this path', '')
     .option(
+      '--token-file <path>',
+      'read the console token from this file (or set STORMGUARD_DASHBOARD_TOKEN): reading and acting then need it; without one the console is read-only',
+    )
+    .option(
       '--token <token>',
-      'enable actions for requests that carry this token (env STORMGUARD_DASHBOARD_TOKEN); without one the console is read-only',
+      'the console token on the command line (visible in the process list: prefer STORMGUARD_DASHBOARD_TOKEN or --token-file)',
+    )
+    .option(
+      '--allowed-host <host>',
+      'a name the console answers for besides localhost, 127.0.0.1 and [::1] (repeat for more); required with a --host off loopback or behind a proxy',
+      (value: string, previous: string[]) => [...previous, ...value.split(',').map((v) => v.trim())],
+      [] as string[],
     )
     .option('--json', 'print where it serves as JSON')
     .action(async (flags: DashboardFlags, command: Command) => {
       assertPrefix(flags.prefix);
       const port = parsePort(flags.port);
-      const token = flags.token ?? process.env.STORMGUARD_DASHBOARD_TOKEN;
-      if (token !== undefined && token.length < 8)
-        throw new InvalidInputError('--token: use at least 8 characters (a random string)');
+      const token = tokenOf(flags, io);
+      // Checked before connecting: a bad list is a usage error, whatever the backend.
+      const hosts = new HostGate(flags.allowedHost, '--allowed-host');
+      if (!isLoopbackListen(flags.host) && !hosts.configured)
+        throw new InvalidInputError(
+          `--host ${flags.host}: other machines reach the console there, so name what they open with --allowed-host <name> (repeatable), e.g. --allowed-host console.example.com; without it every request for another name is refused`,
+        );
       const target = fleetBackend(flags, command);
       const { createDashboard } = await import('../../dashboard/handler.js');
       let closeClient: () => Promise<void> | void;
@@ -75,6 +96,7 @@ export function register(program: Command, io: CliIO): void {
       const handler = createDashboard({
         backend,
         basePath: flags.basePath,
+        allowedHosts: flags.allowedHost,
         ...(token !== undefined ? { token } : {}),
       });
       const { createServer } = await import('node:http');
@@ -91,7 +113,9 @@ export function register(program: Command, io: CliIO): void {
         else
           io.stdout.write(
             `stormguard console on ${url} (${
-              token === undefined ? 'read-only: start with --token to act' : 'actions need the token'
+              token === undefined
+                ? 'read-only: start with STORMGUARD_DASHBOARD_TOKEN or --token-file to act'
+                : 'sign in with the token to read and act'
             }); stop with Ctrl-C\n`,
           );
         const stop = interruption(io);
@@ -114,6 +138,43 @@ function listen(server: Server, port: number, host: string): Promise<void> {
       resolve();
     });
   });
+}
+
+/**
+ * The console token: `--token-file`, `STORMGUARD_DASHBOARD_TOKEN`, or `--token` (which works, but every
+ * user of the machine sees it in the process list, so it warns).
+ */
+function tokenOf(flags: DashboardFlags, io: CliIO): string | undefined {
+  if (flags.token !== undefined && flags.tokenFile !== undefined)
+    throw new InvalidInputError(
+      '--token and --token-file: give one of them (--token-file keeps it out of the process list)',
+    );
+  let token: string | undefined;
+  let source: string;
+  if (flags.tokenFile !== undefined) {
+    source = '--token-file';
+    try {
+      token = readFileSync(flags.tokenFile, 'utf8').replace(/\r?\n$/, '');
+    } catch (error) {
+      throw new InvalidInputError(
+        `--token-file: cannot read ${flags.tokenFile} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); give a file holding the token`,
+      );
+    }
+  } else if (flags.token !== undefined) {
+    source = '--token';
+    token = flags.token;
+    io.stderr.write(
+      'warning: --token is visible to every user of this machine in the process list; set STORMGUARD_DASHBOARD_TOKEN or use --token-file instead\n',
+    );
+  } else {
+    source = 'STORMGUARD_DASHBOARD_TOKEN';
+    token = process.env.STORMGUARD_DASHBOARD_TOKEN || undefined;
+  }
+  if (token !== undefined && (token.length < 8 || /[\r\n]/.test(token)))
+    throw new InvalidInputError(
+      `${source}: use a token of at least 8 characters on one line (a random string)`,
+    );
+  return token;
 }
 
 function parsePort(text: string): number {

@@ -59,7 +59,10 @@ export class Assets {
   shell(basePath: string, writable: boolean, res: ServerResponse): void {
     const base = escapeAttribute(basePath);
     const v = this.version;
-    const html = `<!doctype html>
+    sendHtml(
+      res,
+      200,
+      `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -73,15 +76,57 @@ export class Assets {
 <script type="module" src="${base}/assets/console.js?v=${v}"></script>
 </body>
 </html>
-`;
-    res.writeHead(200, {
-      ...SECURITY_HEADERS,
-      'Content-Type': 'text/html; charset=utf-8',
-      'Cache-Control': 'no-store',
-      'Content-Length': Buffer.byteLength(html),
-    });
-    res.end(html);
+`,
+    );
   }
+
+  /**
+   * The sign-in page a console with a token answers before anything else: a plain form (no script) that
+   * posts the token once to `login`, which answers with the session cookie. `text/plain` is a body every
+   * framework hands over as it is (Fastify refuses form bodies it has no parser for).
+   */
+  signIn(basePath: string, res: ServerResponse, problem?: string): void {
+    const base = escapeAttribute(basePath);
+    sendHtml(
+      res,
+      401,
+      `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Sign in: stormguard console</title>
+<link rel="stylesheet" href="${base}/assets/console.css?v=${this.version}">
+</head>
+<body>
+<main class="sign-in">
+<h1>stormguard console</h1>
+<form method="post" action="${base}/login" enctype="text/plain">
+<p>This console needs its token. Give it once: the console keeps you signed in on this browser for 12 hours.</p>
+<p><label>Token <input type="password" name="token" autocomplete="current-password" required autofocus></label>
+<button type="submit">Sign in</button></p>
+${
+  problem
+    ? `<p class="problem" role="alert">${escapeAttribute(problem)}</p>
+`
+    : ''
+}</form>
+</main>
+</body>
+</html>
+`,
+    );
+  }
+}
+
+function sendHtml(res: ServerResponse, status: number, html: string): void {
+  res.writeHead(status, {
+    ...SECURITY_HEADERS,
+    'Content-Type': 'text/html; charset=utf-8',
+    'Cache-Control': 'no-store',
+    'Content-Length': Buffer.byteLength(html),
+  });
+  res.end(html);
 }
 
 /** Escapes text for a double-quoted HTML attribute. */

@@ -71,3 +71,44 @@ export async function readJson(req: IncomingMessage): Promise<Record<string, unk
     throw new InvalidInputError(`the request body is not JSON: ${(error as Error).message}`);
   }
 }
+
+const MAX_SIGN_IN_BODY = 4 * 1024;
+
+/**
+ * The token a sign-in request gives: the sign-in form's `text/plain` body (`token=…`), a form-encoded
+ * one, or JSON `{ "token": … }`; a body a framework already parsed (an object, or Fastify's string) is
+ * used as it is. Undefined when there is none.
+ */
+export async function readSignIn(req: IncomingMessage): Promise<string | undefined> {
+  const parsed = (req as { body?: unknown }).body;
+  if (typeof parsed === 'object' && parsed !== null && !Buffer.isBuffer(parsed) && 'token' in parsed) {
+    const token = (parsed as { token?: unknown }).token;
+    return typeof token === 'string' ? token : undefined;
+  }
+  let text: string;
+  if (typeof parsed === 'string') text = parsed;
+  else {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of req) {
+      size += (chunk as Buffer).length;
+      if (size > MAX_SIGN_IN_BODY) throw new HttpError(413, `sign-in body over ${MAX_SIGN_IN_BODY} bytes`);
+      chunks.push(chunk as Buffer);
+    }
+    text = Buffer.concat(chunks).toString('utf8');
+  }
+  const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+  if (type === 'application/json') {
+    try {
+      const token = (JSON.parse(text) as { token?: unknown } | null)?.token;
+      return typeof token === 'string' ? token : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+  if (type === 'application/x-www-form-urlencoded')
+    return new URLSearchParams(text).get('token') ?? undefined;
+  // text/plain, as a form sends it: one `name=value` per line, nothing escaped.
+  for (const line of text.split(/\r?\n/)) if (line.startsWith('token=')) return line.slice('token='.length);
+  return undefined;
+}

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { HttpError } from './respond.js';
 
 /** What a route's handler gets: the request, the response, the path's parameters and the query. */
 export interface RouteContext {
@@ -32,7 +33,11 @@ export class Router {
     }
   }
 
-  /** The route and its parameters; `allowed` lists the methods the path has when the method matched none. */
+  /**
+   * The route and its parameters; `allowed` lists the methods the path has when the method matched none.
+   *
+   * @throws HttpError 400 when a parameter's percent-encoding is malformed (`%E0%A4%A`).
+   */
   match(
     method: string,
     path: string,
@@ -47,10 +52,18 @@ export class Router {
       }
       const params: Record<string, string> = {};
       names.forEach((name, i) => {
-        params[name] = decodeURIComponent(found[i + 1] ?? '');
+        params[name] = decodeParam(found[i + 1] ?? '');
       });
       return { route, params };
     }
     return { allowed };
+  }
+}
+
+function decodeParam(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    throw new HttpError(400, `malformed percent-encoding in the path: ${JSON.stringify(text.slice(0, 100))}`);
   }
 }

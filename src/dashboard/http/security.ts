@@ -1,4 +1,4 @@
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 
 /**
@@ -32,25 +32,61 @@ export const CSRF_COOKIE = 'stormguard_csrf';
 /** The header an action carries the CSRF token in (a cross-site form cannot set a header). */
 export const CSRF_HEADER = 'x-stormguard-csrf';
 
-/** Why an action is refused, or undefined when it may run. */
-export type Refusal = { status: 401 | 403; message: string } | undefined;
+/** Why a request is refused, or undefined when it may go on. */
+export type Refusal = { status: 400 | 401 | 403; message: string } | undefined;
 
 /**
- * Checks the token and CSRF token of actions. Without a configured token every action is refused: the
- * console is read-only. The CSRF token is a random nonce signed with a per-process secret, handed out by
- * `GET api/session` and in a SameSite=Strict cookie; an action must send it back in a header that matches
- * the cookie (a page on another site can neither read it nor set the header).
+ * Refuses a request a page on another site made: an `Origin` that is `null` (a sandboxed frame, a
+ * `data:` page), not a URL, or not the host the request was sent to. A browser sends `Origin` on every
+ * cross-origin request and every POST, so the console's own page always passes.
+ */
+export function originRefusal(req: IncomingMessage, host: string | undefined): Refusal {
+  const origin = req.headers.origin;
+  if (origin === undefined) return undefined;
+  if (origin === 'null')
+    return {
+      status: 403,
+      message: 'request from an opaque origin refused (Origin: null): open the console itself',
+    };
+  let originHost: string;
+  try {
+    originHost = new URL(origin).host;
+  } catch {
+    return {
+      status: 400,
+      message: `the Origin header is not an origin (${JSON.stringify(origin.slice(0, 100))})`,
+    };
+  }
+  if (host === undefined || originHost !== host.toLowerCase())
+    return { status: 403, message: `cross-origin request refused (Origin: ${origin.slice(0, 100)})` };
+  return undefined;
+}
+
+/** Refuses an API call a page of another origin made (`Sec-Fetch-Site` other than same-origin). */
+export function fetchSiteRefusal(req: IncomingMessage): Refusal {
+  const site = req.headers['sec-fetch-site'];
+  if (site !== undefined && site !== 'same-origin' && site !== 'none')
+    return { status: 403, message: `cross-site request refused (Sec-Fetch-Site: ${String(site)})` };
+  return undefined;
+}
+
+/**
+ * Checks the CSRF token of actions. Without a configured token every action is refused: the console is
+ * read-only. Who may act at all is the session's business (`ConsoleAccess`), checked before this. The
+ * CSRF token is a random nonce signed with a per-process secret, handed out by `GET api/session` and in a
+ * SameSite=Strict cookie; an action must send it back in a header that matches the cookie (a page on
+ * another site can neither read it nor set the header).
  */
 export class ActionGuard {
   readonly #secret = randomBytes(32);
-  readonly #token: Buffer | undefined;
+  readonly #writable: boolean;
 
-  constructor(token: string | undefined) {
-    this.#token = token === undefined ? undefined : digest(token);
+  constructor(writable: boolean) {
+    this.#writable = writable;
   }
 
   get writable(): boolean {
-    return this.#token !== undefined;
+    return this.#writable;
   }
 
   /** A fresh CSRF token. */
@@ -60,20 +96,14 @@ export class ActionGuard {
   }
 
   check(req: IncomingMessage): Refusal {
-    if (!this.#token)
+    if (!this.#writable)
       return {
         status: 403,
-        message: 'this console is read-only: start it with --token (or STORMGUARD_DASHBOARD_TOKEN) to act',
+        message:
+          'this console is read-only: start it with a token (STORMGUARD_DASHBOARD_TOKEN or --token-file) to act',
       };
-    const given = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
-    if (!given || !timingSafeEqual(digest(given), this.#token))
-      return { status: 401, message: 'this action needs the console token (Authorization: Bearer <token>)' };
-    const site = req.headers['sec-fetch-site'];
-    if (site !== undefined && site !== 'same-origin' && site !== 'none')
-      return { status: 403, message: `cross-site request refused (Sec-Fetch-Site: ${site})` };
-    const origin = req.headers.origin;
-    if (origin !== undefined && req.headers.host !== undefined && new URL(origin).host !== req.headers.host)
-      return { status: 403, message: `cross-origin request refused (Origin: ${origin})` };
+    const refusal = fetchSiteRefusal(req);
+    if (refusal) return refusal;
     const header = req.headers[CSRF_HEADER];
     const cookie = cookieOf(req, CSRF_COOKIE);
     if (typeof header !== 'string' || !cookie || header !== cookie || !this.#valid(header))
@@ -94,15 +124,18 @@ export class ActionGuard {
   }
 }
 
-function digest(text: string): Buffer {
-  return createHash('sha256').update(text).digest();
-}
-
 /** One cookie's value from the request, or undefined. */
 export function cookieOf(req: IncomingMessage, name: string): string | undefined {
   for (const part of (req.headers.cookie ?? '').split(';')) {
     const at = part.indexOf('=');
-    if (at > 0 && part.slice(0, at).trim() === name) return decodeURIComponent(part.slice(at + 1).trim());
+    if (at > 0 && part.slice(0, at).trim() === name) {
+      const value = part.slice(at + 1).trim();
+      try {
+        return decodeURIComponent(value);
+      } catch {
+        return value; // malformed percent-encoding: compared as it is, so it matches nothing
+      }
+    }
   }
   return undefined;
 }

@@ -1,28 +1,23 @@
-/** Talking to the console's server: its base path, the token, the CSRF token, JSON in and out. */
+/**
+ * Talking to the console's server: its base path, the CSRF token, JSON in and out. The session is an
+ * HttpOnly cookie the browser sends by itself: this code never sees the token.
+ */
 
 const body = document.body;
 /** The path the console is mounted under (the server writes it into the page). */
 export const BASE = body.dataset.base ?? '';
-/** Whether the server was started with a token (else every action is refused, so none is offered). */
+/**
+ * Whether the server was started with a token (else every action is refused, so none is offered). With
+ * one, this page was only served to a signed-in browser.
+ */
 export const WRITABLE = body.dataset.writable === 'true';
 
-const TOKEN_KEY = 'stormguard-console-token';
-
-/** A token handed over in the address (`#token=…`, as the CLI prints it) is kept for this tab only. */
-export function takeTokenFromAddress(): void {
-  const match = /^#token=([^&]+)/.exec(location.hash);
-  if (!match?.[1]) return;
-  sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
-  history.replaceState(null, '', `${location.pathname}#/`);
-}
-
-export function token(): string | null {
-  return sessionStorage.getItem(TOKEN_KEY);
-}
-
-export function setToken(value: string | null): void {
-  if (value) sessionStorage.setItem(TOKEN_KEY, value);
-  else sessionStorage.removeItem(TOKEN_KEY);
+/**
+ * An old address that carried the token (`#token=…`) is cleaned: the console never takes the token from
+ * an address (signing in exchanges it for a session cookie), and it should not stay in the history.
+ */
+export function dropTokenFromAddress(): void {
+  if (/^#token=/.test(location.hash)) history.replaceState(null, '', `${location.pathname}#/`);
 }
 
 let csrf: Promise<string> | undefined;
@@ -47,6 +42,8 @@ export class ApiError extends Error {
 
 async function answer<T>(response: Response): Promise<T> {
   const data = (await response.json().catch(() => ({}))) as { error?: string };
+  if (response.status === 401)
+    throw new ApiError(401, 'Your session has ended: reload the page to sign in again.');
   if (!response.ok) throw new ApiError(response.status, data.error ?? `HTTP ${response.status}`);
   return data as T;
 }
@@ -59,14 +56,12 @@ export async function get<T>(path: string, query: Record<string, string | undefi
   return answer<T>(await fetch(`${BASE}/api${path}${qs ? `?${qs}` : ''}`, { credentials: 'same-origin' }));
 }
 
-/** POST an action: with the token and the CSRF token. */
+/** POST an action: with the session cookie and the CSRF token. */
 export async function act<T>(path: string, payload: unknown = {}): Promise<T> {
   const headers: Record<string, string> = {
     'Content-Type': 'application/json',
     'X-Stormguard-CSRF': await csrfToken(),
   };
-  const t = token();
-  if (t) headers.Authorization = `Bearer ${t}`;
   return answer<T>(
     await fetch(`${BASE}/api${path}`, {
       method: 'POST',
@@ -79,3 +74,6 @@ export async function act<T>(path: string, payload: unknown = {}): Promise<T> {
 
 /** The URL of the live stream. */
 export const EVENTS_URL = `${BASE}/api/events`;
+
+/** Where signing out posts (a form: the session cookie is HttpOnly, so the server clears it). */
+export const LOGOUT_URL = `${BASE}/logout`;

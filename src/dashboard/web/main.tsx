@@ -1,10 +1,10 @@
 import { render } from 'preact';
-import { takeTokenFromAddress } from './api.js';
+import { dropTokenFromAddress } from './api.js';
 import { App } from './app.js';
 import './styles.css';
 import 'uplot/dist/uPlot.min.css';
 
-takeTokenFromAddress();
+dropTokenFromAddress();
 const root = document.getElementById('app');
 if (root) {
   root.textContent = '';

@@ -1,58 +1,24 @@
-import { useState } from 'preact/hooks';
-import { setToken, token, WRITABLE } from '../api.js';
+import { LOGOUT_URL, WRITABLE } from '../api.js';
 
-/** Where the operator gives the console's token (kept for this tab only), or a note that it is read-only. */
+/**
+ * The console's mode in the header: read-only (started without a token), or signed in with a way to sign
+ * out. With a token the page is only served once signed in (the server's sign-in page takes the token).
+ */
 export function TokenBox() {
-  const [has, setHas] = useState(token() !== null);
-  const [value, setValue] = useState('');
   if (!WRITABLE)
     return (
       <p class="mode" role="status">
         Read-only: started without a token
       </p>
     );
-  if (has)
-    return (
-      <div class="mode">
-        <span role="status">Actions enabled</span>{' '}
-        <button
-          type="button"
-          onClick={() => {
-            setToken(null);
-            setHas(false);
-          }}
-        >
-          Forget token
-        </button>
-      </div>
-    );
   return (
-    <form
-      class="mode"
-      onSubmit={(e) => {
-        e.preventDefault();
-        if (value) {
-          setToken(value);
-          setHas(true);
-          setValue('');
-        }
-      }}
-    >
-      <label>
-        Token{' '}
-        <input
-          type="password"
-          autocomplete="off"
-          value={value}
-          onInput={(e) => setValue(e.currentTarget.value)}
-        />
-      </label>{' '}
-      <button type="submit">Enable actions</button>
+    <form class="mode" method="post" action={LOGOUT_URL}>
+      <span role="status">Actions enabled</span> <button type="submit">Sign out</button>
     </form>
   );
 }
 
-/** Whether actions can be offered now: the server has a token and this tab knows one. */
+/** Whether actions can be offered: the server has a token (and this page is signed in to be served). */
 export function canAct(): boolean {
-  return WRITABLE && token() !== null;
+  return WRITABLE;
 }
