@@ -118,6 +118,14 @@ export const METRICS = {
     labels: [...JOB, 'reason'],
     source: 'events',
   },
+  deadLettersEvicted: {
+    name: 'dead_letters_evicted_total',
+    otel: { name: 'stormguard.dead_letters.evicted', unit: '{record}' },
+    type: 'counter',
+    help: "Dead-letter records retention evicted (maxAgeMs, maxCount) when another record was filed, by the evicted record's reason.",
+    labels: ['queue', 'reason'],
+    source: 'events',
+  },
   completed: {
     name: 'jobs_completed_total',
     otel: { name: 'stormguard.jobs.completed', unit: '{job}' },

@@ -92,6 +92,28 @@ describe('worker events', () => {
     ).toBe(1);
   });
 
+  it("counts the records retention evicted, by queue and by the evicted records' reason", async () => {
+    const { worker, scrape } = setup();
+    worker.emit('dead-letters-evicted', {
+      queue: 'index',
+      recordId: '17',
+      evicted: { count: 3, reasons: { 'budget-exhausted': 2, permanent: 1 }, limits: { maxCount: 3 } },
+    });
+    worker.emit('dead-letters-evicted', {
+      queue: 'index',
+      recordId: '18',
+      evicted: { count: 1, reasons: { 'budget-exhausted': 1 }, limits: { maxAgeMs: 1 } },
+    });
+    const s = await scrape();
+    const evicted = (reason: string) =>
+      sampleValue(s, 'stormguard_dead_letters_evicted_total', { queue: 'index', reason });
+    expect([evicted('budget-exhausted'), evicted('permanent'), evicted('max-attempts')]).toEqual([
+      3,
+      1,
+      undefined,
+    ]);
+  });
+
   it('stops counting once the observation is disposed', async () => {
     const { worker, sub, scrape } = setup();
     worker.emit('success', job);

@@ -32,6 +32,12 @@ export function observeWorkerEvents(worker: ObservableWorker, ctx: ObserverConte
     worker.events.on('dead-letter', (e) =>
       m.deadLetters.inc({ ...job(e), reason: LabelBounds.closed(e.reason, DEAD_LETTER_REASON_SET) }),
     ),
+    worker.events.on('dead-letters-evicted', (e) => {
+      const queue = bounds.open('queue', e.queue);
+      for (const [reason, n] of Object.entries(e.evicted.reasons))
+        if (typeof n === 'number' && n > 0)
+          m.deadLettersEvicted.inc({ queue, reason: LabelBounds.closed(reason, DEAD_LETTER_REASON_SET) }, n);
+    }),
     worker.events.on('completed', (e) => {
       const labels = job(e);
       m.completed.inc(labels);

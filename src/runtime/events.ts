@@ -1,4 +1,5 @@
 import type { DeadLetterReason } from '../policy/types.js';
+import type { DeadLetterEvictions } from './contracts.js';
 
 /**
  * Labels every job event carries; bounded values only (never a job id or an error message).
@@ -56,4 +57,10 @@ export interface JobEvents {
   unfiled: JobLabels & { reason: DeadLetterReason | 'bookkeeping'; errorClass: string; refusal: string };
   /** A job ended completed. */
   completed: JobLabels & { attempts: number };
+  /**
+   * Filing a job's record evicted other records of its queue (retention: `maxAgeMs`, `maxCount`). Not the
+   * filing job's labels: the evicted records are others'. `evicted` counts them by their dead-letter
+   * reason and by the limit; `recordId` is the record whose filing evicted them.
+   */
+  'dead-letters-evicted': { queue: string; recordId: string; evicted: DeadLetterEvictions };
 }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { MemoryAuditLog } from '../audit/memory-audit-log.js';
 import { FakeClock } from '../common/clock.js';
 import { EventBus } from '../common/events.js';
 import { seededRandom } from '../common/random.js';
@@ -142,6 +143,38 @@ describe('JobRuntime', () => {
     expect(runs).toBe(1);
     expect(reasons).toEqual(['index:permanent']);
     expect(store.count('index')).toBe(1);
+  });
+
+  it('tells what retention evicted when a filing made room, with an audit entry, and nothing when it did not', async () => {
+    const audit = new MemoryAuditLog();
+    const store = new MemoryDeadLetterStore({ clock: new FakeClock(1_000), audit });
+    store.registerQueue('index', { maxCount: 1 });
+    const { runtime: jobs, events } = runtime({ attempts: store, deadLetters: store });
+    const seen: JobEvents['dead-letters-evicted'][] = [];
+    events.on('dead-letters-evicted', (e) => seen.push(e));
+    const fail = async () => {
+      throw new PermanentError('no such document');
+    };
+    const first = await jobs.run(handle({ ref: { queue: 'index', jobId: '1', createdAt: 0 } }), fail);
+    expect(first.type).toBe('dead-lettered');
+    expect(seen).toEqual([]);
+    const second = await jobs.run(handle({ ref: { queue: 'index', jobId: '2', createdAt: 0 } }), fail);
+    const recordId = second.type === 'dead-lettered' ? second.recordId : '';
+    expect(seen).toEqual([
+      {
+        queue: 'index',
+        recordId,
+        evicted: { count: 1, reasons: { permanent: 1 }, limits: { maxCount: 1 } },
+      },
+    ]);
+    const { entries } = await audit.list({ limit: 10 });
+    expect(entries.map((e) => [e.action, e.target, e.detail])).toEqual([
+      [
+        'dead-letters.evict',
+        'index',
+        { count: 1, reasons: { permanent: 1 }, limits: { maxCount: 1 }, filed: recordId },
+      ],
+    ]);
   });
 
   it('files every attempt with its decision and delay in the dead-letter record', async () => {

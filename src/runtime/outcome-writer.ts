@@ -108,8 +108,10 @@ export class OutcomeWriter {
     // ends leaves a job the next worker only ends, never runs again.
     // A safe form read back from the job's note lost its mark (a symbol): mark it again.
     const record = write.safeForm ? markSafeForm(write.record) : write.record;
-    const { id } = await store.file(record, write.state, write.ttlMs);
+    const { id, evicted } = await store.file(record, write.state, write.ttlMs);
     const { reason, detail } = record;
+    if (evicted && settings.events.has('dead-letters-evicted'))
+      settings.events.emit('dead-letters-evicted', { queue: record.queue, recordId: id, evicted });
     settings.events.emit('dead-letter', {
       ...labelsOf(settings.queue, job, record.dependency),
       reason,

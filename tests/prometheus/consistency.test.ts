@@ -129,6 +129,7 @@ describe('alerts', () => {
       'StormguardBudgetStoreDegraded',
       'StormguardBreakerOpen',
       'StormguardDependencyPaused',
+      'StormguardReplayableDeadLettersEvicted',
     ]);
     expect(alerts.find((a) => a.alert === 'StormguardRetryBudgetExhausted')).toMatchObject({
       for: '10m',
