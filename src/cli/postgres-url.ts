@@ -1,4 +1,5 @@
 import { InvalidInputError } from '../errors/invalid-input-error.js';
+import { credentialsProblem, maskCredentials } from './mask-credentials.js';
 
 /**
  * A `--postgres` URL checked before connecting.
@@ -23,26 +24,22 @@ export interface PostgresUrl {
  * parsePostgresUrl('mysql://db/app'); // throws: --postgres: "mysql://db/app" must start with postgres:// or postgresql://
  */
 export function parsePostgresUrl(url: string): PostgresUrl {
+  // Masked from the text itself: a password with an unencoded `#`, `?` or `/` is no password to `new URL`.
+  const shown = maskCredentials(url, { value: true });
+  const misread = credentialsProblem('--postgres', url);
+  if (misread) throw new InvalidInputError(misread);
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
     throw new InvalidInputError(
-      `--postgres: "${url}" is not a URL; write it like postgres://user@127.0.0.1:5432/database`,
+      `--postgres: "${shown}" is not a URL; write it like postgres://user@127.0.0.1:5432/database`,
     );
   }
-  const shown = maskPassword(parsed, url);
   const bad = (problem: string) => new InvalidInputError(`--postgres: "${shown}" ${problem}`);
   if (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:')
     throw bad('must start with postgres:// or postgresql://');
   if (parsed.hostname === '' && !parsed.searchParams.has('host'))
     throw bad('names no host; write it like postgres://user@127.0.0.1:5432/database');
   return { url, shown };
-}
-
-function maskPassword(parsed: URL, url: string): string {
-  if (parsed.password === '') return url;
-  const masked = new URL(parsed.href);
-  masked.password = '***';
-  return masked.href;
 }

@@ -3,6 +3,7 @@ import { isInvalidInputError } from '../errors/invalid-input-error.js';
 import { registerCommands } from './commands/index.js';
 import { refuseEmptyValues } from './empty-values.js';
 import type { CliIO } from './io.js';
+import { maskCredentials } from './mask-credentials.js';
 
 /**
  * Runs the CLI with `argv` (without node and script) and returns the exit code: 0 ok, 1 failure,
@@ -15,7 +16,7 @@ export async function run(argv: string[], io: CliIO): Promise<number> {
     .showHelpAfterError('(run with --help for usage)')
     .configureOutput({
       writeOut: (s) => io.stdout.write(s),
-      writeErr: (s) => io.stderr.write(s),
+      writeErr: (s) => io.stderr.write(maskCredentials(s)),
     })
     .exitOverride()
     .hook('preAction', (_program, command) => refuseEmptyValues(command));
@@ -23,7 +24,7 @@ export async function run(argv: string[], io: CliIO): Promise<number> {
   for (const sub of program.commands)
     sub.exitOverride().configureOutput({
       writeOut: (s) => io.stdout.write(s),
-      writeErr: (s) => io.stderr.write(s),
+      writeErr: (s) => io.stderr.write(maskCredentials(s)),
     });
   try {
     await program.parseAsync(argv, { from: 'user' });
@@ -34,12 +35,16 @@ export async function run(argv: string[], io: CliIO): Promise<number> {
       if (error.code === 'commander.help') return 0;
       return 2;
     }
+    // Credentials never reach the terminal, whichever library wrote the message.
     if (isInvalidInputError(error)) {
-      io.stderr.write(`stormguard: ${error.message}\n`);
+      io.stderr.write(`stormguard: ${maskCredentials(error.message)}\n`);
       return 2;
     }
-    io.stderr.write(`stormguard: ${error instanceof Error ? error.message : String(error)}\n`);
-    if (process.env.STORMGUARD_DEBUG && error instanceof Error) io.stderr.write(`${error.stack}\n`);
+    io.stderr.write(
+      `stormguard: ${maskCredentials(error instanceof Error ? error.message : String(error))}\n`,
+    );
+    if (process.env.STORMGUARD_DEBUG && error instanceof Error)
+      io.stderr.write(`${maskCredentials(error.stack ?? '')}\n`);
     return 1;
   }
 }

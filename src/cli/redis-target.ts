@@ -1,4 +1,5 @@
 import { InvalidInputError } from '../errors/invalid-input-error.js';
+import { maskCredentials } from './mask-credentials.js';
 import { parseRedisUrl, type RedisUrl } from './redis-url.js';
 
 /**
@@ -62,7 +63,12 @@ export function parseRedisTarget(value: string): RedisTarget {
   if (parts.length === 1) return { kind: 'single', url: parseRedisUrl(value) };
   if (parts.some((part) => part === ''))
     throw new InvalidInputError(
-      `--redis: "${value}" has an empty entry; list cluster nodes as redis://host:port,redis://host:port`,
+      `--redis: "${maskCredentials(value, { value: true })}" has an empty entry; list cluster nodes as redis://host:port,redis://host:port`,
+    );
+  // An entry that is no URL is most likely the rest of a password cut at an unencoded comma.
+  if (parts.some((part) => !/^[a-z][a-z0-9+.-]*:\/\//i.test(part)))
+    throw new InvalidInputError(
+      `--redis: "${maskCredentials(value, { value: true })}" has an entry that is not a redis:// URL; list cluster nodes as redis://host:port,redis://host:port (a comma in a password is %2C)`,
     );
   const urls = parts.map((part) => ({ checked: parseRedisUrl(part), parsed: new URL(part) }));
   const shown = urls.map(({ checked }) => checked.shown).join(',');

@@ -1,4 +1,5 @@
 import { InvalidInputError } from '../errors/invalid-input-error.js';
+import { credentialsProblem, maskCredentials } from './mask-credentials.js';
 
 /**
  * A `--redis` URL checked for everything that ioredis would otherwise guess or ignore.
@@ -30,13 +31,16 @@ const QUERY_PARAMETERS = new Set(['family']);
  * parseRedisUrl('redis://'); // throws: --redis: "redis://" names no host; write it like redis://127.0.0.1:6379
  */
 export function parseRedisUrl(url: string): RedisUrl {
+  // Masked from the text itself: a password with an unencoded `#`, `?` or `/` is no password to `new URL`.
+  const shown = maskCredentials(url, { value: true });
+  const misread = credentialsProblem('--redis', url);
+  if (misread) throw new InvalidInputError(misread);
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
-    throw new InvalidInputError(`--redis: "${url}" is not a URL; write it like redis://127.0.0.1:6379`);
+    throw new InvalidInputError(`--redis: "${shown}" is not a URL; write it like redis://127.0.0.1:6379`);
   }
-  const shown = maskPassword(parsed, url);
   const bad = (problem: string) => new InvalidInputError(`--redis: "${shown}" ${problem}`);
   if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:')
     throw bad('must start with redis:// or rediss://');
@@ -54,11 +58,4 @@ export function parseRedisUrl(url: string): RedisUrl {
       );
   if (parsed.hash !== '') throw bad('has a #fragment; remove it');
   return { url, database: path.length > 1 ? Number(path.slice(1)) : 0, shown };
-}
-
-function maskPassword(parsed: URL, url: string): string {
-  if (parsed.password === '') return url;
-  const masked = new URL(parsed.href);
-  masked.password = '***';
-  return masked.href.replace(/\/$/, url.endsWith('/') ? '/' : '');
 }
