@@ -44,7 +44,14 @@ export interface RetryBudgetOptions {
   settingsVersion?: number;
   /** `enforce` (default) refuses retries over budget; `shadow` grants them but counts the refusals. */
   mode?: BudgetMode;
-  /** What a denial does to the job: dead-letter it (default) or defer it past the window. */
+  /**
+   * What a denial does to the job: dead-letter it `budget-exhausted` (default) or defer it past the window
+   * without spending an attempt. A worker with flow control in `enforce` mode holds every job the budget
+   * refuses, whatever this says: the job is deferred past the window and asks again, until the budget
+   * admits it or the next deferral would pass its `maxAge` (then `budget-exhausted`). This setting applies
+   * without flow control, in its `shadow` mode, and while it is switched off (`stormguard flow off`).
+   * See docs/flow-control.md ("What the budget refuses").
+   */
   onExhausted?: 'dead-letter' | 'defer';
   /**
    * How often batched successes are pushed to a remote store, in ms; at most a tenth of `windowMs` (a
