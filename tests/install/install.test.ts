@@ -4,7 +4,7 @@
  * worker end to end against a real redis-server.
  */
 import { execFile } from 'node:child_process';
-import { copyFileSync, rmSync } from 'node:fs';
+import { copyFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -24,10 +24,20 @@ import { packagesImportedFrom } from './import-graph.js';
 const run = promisify(execFile);
 const INSTALL_TIMEOUT_MS = 300_000;
 
-/** Runs `node <script> ...args` from a new folder inside the fixture, as that project's own code. */
-async function runInFixture(fixture: FixtureProject, script: string, args: string[]): Promise<string> {
+/**
+ * Runs `node <script> ...args` from a new folder inside the fixture, as that project's own code; with
+ * `type`, the folder has a package.json saying so (`commonjs`: its .js files are CommonJS, as in a project
+ * that never opted into ES modules).
+ */
+async function runInFixture(
+  fixture: FixtureProject,
+  script: string,
+  args: string[],
+  type?: 'commonjs',
+): Promise<string> {
   const dir = runFolder(fixture, 'install-check-');
   try {
+    if (type) writeFileSync(join(dir, 'package.json'), `${JSON.stringify({ private: true, type })}\n`);
     const copy = join(dir, script);
     copyFileSync(fileURLToPath(new URL(`./fixtures/${script}`, import.meta.url)), copy);
     const { stdout } = await run(process.execPath, [copy, ...args], { cwd: dir, timeout: 60_000 });
@@ -127,3 +137,33 @@ describe.each([
 function major(version: string | undefined): number | undefined {
   return version === undefined ? undefined : Number(version.split('.')[0]);
 }
+
+describe('from a CommonJS project', () => {
+  let redis: TestRedis;
+  beforeAll(async () => {
+    redis = await TestRedis.start();
+  });
+  afterAll(() => redis.close());
+
+  it('require() loads every entry point whose peers are installed, and a worker runs end to end', {
+    timeout: INSTALL_TIMEOUT_MS,
+  }, async () => {
+    const fixture = await fixtureProject(FIXTURES.bullmq6Redis);
+    const outcome = JSON.parse(await runInFixture(fixture, 'commonjs-worker.js', [redis.url], 'commonjs'));
+    expect(outcome).toEqual({
+      entries: {
+        stormguard: 'loaded',
+        'stormguard/testing': 'loaded',
+        'stormguard/bullmq': 'loaded',
+        'stormguard/prometheus': 'needs prom-client',
+        'stormguard/opentelemetry': 'needs @opentelemetry/api',
+        'stormguard/redis': 'loaded',
+        'stormguard/sim': 'loaded',
+        'stormguard/dashboard': 'loaded',
+        'stormguard/postgres': 'needs pg',
+      },
+      ended: [40, 'dead-letter'],
+      deadLetters: ['permanent'],
+    });
+  });
+});
