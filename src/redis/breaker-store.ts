@@ -47,12 +47,18 @@ export interface RedisBreakerStoreOptions extends SharedBreakerStoreSettings {
    * production leave it unset: the Redis server is the fleet's one clock. Default unset.
    */
   timeOverride?: Clock;
+  /**
+   * A store for reading only (status tools): its listing writes nothing, not even the dependency
+   * registry's upkeep (see src/redis/dependency-registry.ts). Default false; workers leave it unset.
+   */
+  readOnly?: boolean;
 }
 
 const OPTION_NAMES = {
   redis: true,
   prefix: true,
   timeOverride: true,
+  readOnly: true,
   whenUnavailable: true,
   timeoutMs: true,
   retryIntervalMs: true,
@@ -116,6 +122,7 @@ export class RedisBreakerStore extends SharedBreakerStore implements BreakerList
         dependencyOf: (key) => dependencyOfKey(prefix, KEY_TAIL, key),
       },
       ...(options.timeOverride ? { clock: options.timeOverride } : {}),
+      readOnly: options.readOnly === true,
     });
   }
 

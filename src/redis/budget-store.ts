@@ -40,12 +40,18 @@ export interface RedisBudgetStoreOptions {
    * window cases on a fake clock. In production leave it unset: workers' clocks disagree, Redis's does not.
    */
   clock?: Clock;
+  /**
+   * A store for reading only (status tools): its listing writes nothing, not even the dependency
+   * registry's upkeep (see src/redis/dependency-registry.ts). Default false; workers leave it unset.
+   */
+  readOnly?: boolean;
 }
 
 const OPTION_NAMES = {
   redis: true,
   prefix: true,
   clock: true,
+  readOnly: true,
 } as const satisfies OptionNames<RedisBudgetStoreOptions>;
 
 /**
@@ -111,6 +117,7 @@ export class RedisBudgetStore implements BudgetStore {
         dependencyOf: (key) => dependencyOfBudgetKey(prefix, key),
       },
       ...(options.clock ? { clock: options.clock } : {}),
+      readOnly: options.readOnly === true,
     });
   }
 

@@ -39,6 +39,11 @@ export interface DependencyRegistryOptions {
   legacy: { pattern: string; dependencyOf(key: string): string | undefined };
   /** TEST ONLY: this clock's time instead of the Redis server's `TIME` (and for the refresh). Default unset. */
   clock?: Clock;
+  /**
+   * For readers (the status commands): listings write nothing, neither the one-time adoption (its scan
+   * runs again on each listing until a writer's listing records it) nor the pruning. Default false.
+   */
+  readOnly?: boolean;
 }
 
 /**
@@ -69,6 +74,7 @@ export class DependencyRegistry {
   readonly #scannedKey: string;
   readonly #legacy: DependencyRegistryOptions['legacy'];
   readonly #clock: Clock | undefined;
+  readonly #readOnly: boolean;
   readonly #note;
   readonly #forget;
   // When this process last sent a note for each dependency (its own clock: only the refresh uses it).
@@ -80,6 +86,7 @@ export class DependencyRegistry {
     this.#scannedKey = globalKey(options.prefix, `${options.kind}-dependencies-scanned`);
     this.#legacy = options.legacy;
     this.#clock = options.clock;
+    this.#readOnly = options.readOnly === true;
     this.#note = defineScript(options.redis, {
       command: 'stormguardRegistryNoteV1',
       file: 'registry-note-1.lua',
@@ -136,7 +143,7 @@ export class DependencyRegistry {
    * lists, and the names are tried again by the next one.
    */
   async forget(names: readonly string[]): Promise<void> {
-    if (names.length === 0) return;
+    if (names.length === 0 || this.#readOnly) return;
     try {
       await this.#forget([this.#key], [this.#now(), FORGET_GRACE_MS, ...names]);
     } catch {
@@ -151,6 +158,7 @@ export class DependencyRegistry {
       const name = this.#legacy.dependencyOf(key);
       if (name !== undefined) names.push(name);
     }
+    if (this.#readOnly) return names;
     try {
       for (let i = 0; i < names.length; i += ADOPT_CHUNK)
         await this.#note([this.#key], [this.#now(), ...names.slice(i, i + ADOPT_CHUNK)]);

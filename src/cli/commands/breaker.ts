@@ -154,7 +154,9 @@ export function formatOverride(
 async function listBreakers(backend: FleetBackend, prefix: string): Promise<ListedBreaker[]> {
   if (backend.kind === 'redis') {
     const { RedisBreakerStore } = await import('../../redis/breaker-store.js');
-    return withRedis(backend.url, (redis) => readBreakers(new RedisBreakerStore({ redis, prefix })));
+    return withRedis(backend.url, (redis) =>
+      readBreakers(new RedisBreakerStore({ redis, prefix, readOnly: true })),
+    );
   }
   const { PostgresBreakerStore } = await import('../../postgres/breaker-store.js');
   return withPostgres(backend.url, (pool) =>

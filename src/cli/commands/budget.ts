@@ -126,7 +126,7 @@ async function withBudgetStore<T>(
     const { RedisBudgetStore } = await import('../../redis/budget-store.js');
     return withRedis(
       backend.url,
-      (redis) => work(new RedisBudgetStore({ redis, prefix }), (error) => error),
+      (redis) => work(new RedisBudgetStore({ redis, prefix, readOnly: true }), (error) => error),
       { longRunning },
     );
   }

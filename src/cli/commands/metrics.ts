@@ -77,11 +77,16 @@ export function register(program: Command, io: CliIO): void {
         ]);
         const registry = new Registry();
         const exporter = createMetrics({ registry, readTimeoutMs });
-        exporter.observeBudget(readOnlyBudget(new RedisBudgetStore({ redis, prefix: flags.prefix })), {
-          listIntervalMs,
-        });
+        exporter.observeBudget(
+          readOnlyBudget(new RedisBudgetStore({ redis, prefix: flags.prefix, readOnly: true })),
+          {
+            listIntervalMs,
+          },
+        );
         exporter.observeBreaker(
-          readOnlyBreaker(new RedisBreakerStore({ redis, prefix: flags.prefix }), { listIntervalMs }),
+          readOnlyBreaker(new RedisBreakerStore({ redis, prefix: flags.prefix, readOnly: true }), {
+            listIntervalMs,
+          }),
         );
         const deadLetters = new RedisDeadLetterStore({ redis, prefix: flags.prefix });
         for (const queue of queueNames) {
