@@ -1,4 +1,4 @@
-import { DelayedError, Job, Queue, UnrecoverableError, Worker } from 'bullmq';
+import { DelayedError, Job, Queue, UnrecoverableError, Worker, type WorkerListener } from 'bullmq';
 import { dependencyNameProblem } from '../budget/dependency-name.js';
 import { systemClock } from '../common/clock.js';
 import { formatDuration } from '../common/duration.js';
@@ -20,6 +20,7 @@ import { AutoReplay, checkAutoReplayOptions } from './auto-replay.js';
 import { bullmqJobHandle } from './bullmq-job-handle.js';
 import { BULLMQ_DEFAULT_PREFIX, clusterPrefixProblem } from './cluster-prefix.js';
 import { defaultDeadLetters } from './default-dead-letters.js';
+import { RunLoopErrors } from './run-loop-errors.js';
 import type { WorkerEvents } from './types.js';
 import {
   checkWorkerOptionNames,
@@ -114,6 +115,12 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
   /** Dead letters being filed for jobs BullMQ failed without running them; close() waits for them. */
   readonly #filing = new Set<Promise<void>>();
   #closed: Promise<void> | undefined;
+  /** The run loop's errors: backoff while fetching fails, one clear error and a close when no retry can fix it. */
+  readonly #runLoop = new RunLoopErrors({
+    queue: this.name,
+    stopped: new Promise<void>((resolve) => this.once('closing', () => resolve())),
+    onFatal: (error) => this.#closeOnFatal(error),
+  });
 
   constructor(
     queueName: string,
@@ -254,6 +261,31 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
       // Not delayed: still being parked (active), or back already and no longer ours to move.
       return (await job.getState()) === 'active' ? 'busy' : 'gone';
     }
+  }
+
+  /** BullMQ's fetch of the next job, behind the run loop's backoff (see `run-loop-errors.ts`). */
+  protected override moveToActive(
+    ...args: Parameters<Worker<Data, Result, Name>['moveToActive']>
+  ): ReturnType<Worker<Data, Result, Name>['moveToActive']> {
+    return this.#runLoop.fetch(() => super.moveToActive(...args)) as ReturnType<
+      Worker<Data, Result, Name>['moveToActive']
+    >;
+  }
+
+  /** Every 'error' event meets the run loop first: an error no retry can fix is reported once, as one clear error. */
+  override emit<U extends keyof WorkerListener<Data, Result, Name>>(
+    event: U,
+    ...args: Parameters<WorkerListener<Data, Result, Name>[U]>
+  ): boolean {
+    // BullMQ may emit while its constructor runs, before the field exists.
+    if (event === 'error' && #runLoop in this && this.#runLoop.absorbs(args[0])) return true;
+    return super.emit(event, ...args);
+  }
+
+  /** Reports the one clear error (BullMQ prints it when nobody listens) and closes the worker. */
+  #closeOnFatal(error: Error): void {
+    super.emit('error', error);
+    this.close().catch((closeError: unknown) => this.#report(closeError));
   }
 
   /** BullMQ's 'error' event when someone listens (emitting it unheard would throw), a process warning otherwise. */
