@@ -24,6 +24,8 @@ export type {
   AttemptState,
   AttemptStateStore,
   DeadLetteredState,
+  DeadLetterEvictions,
+  DeadLetterFiling,
   DeadLetterFilter,
   DeadLetterPage,
   DeadLetterPageRequest,

@@ -32,7 +32,12 @@ export {
   idempotencyGuard,
   type OnceResult,
 } from './idempotency-guard.js';
-export { type LegacyMoveReport, moveLegacyDeadLetters } from './legacy-dead-letters.js';
+export {
+  type LegacyMovePreview,
+  type LegacyMoveReport,
+  moveLegacyDeadLetters,
+  previewLegacyMove,
+} from './legacy-dead-letters.js';
 export { MemoryIdempotencyStore } from './memory-idempotency-store.js';
 export {
   type ReplayedJob,

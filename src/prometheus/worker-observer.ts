@@ -34,9 +34,11 @@ export function observeWorkerEvents(worker: ObservableWorker, ctx: ObserverConte
     ),
     worker.events.on('dead-letters-evicted', (e) => {
       const queue = bounds.open('queue', e.queue);
-      for (const [reason, n] of Object.entries(e.evicted.reasons))
-        if (typeof n === 'number' && n > 0)
-          m.deadLettersEvicted.inc({ queue, reason: LabelBounds.closed(reason, DEAD_LETTER_REASON_SET) }, n);
+      // One filing evicts at most 100 records: counted one by one, as every instrument counts.
+      for (const [reason, n] of Object.entries(e.evicted.reasons)) {
+        const labels = { queue, reason: LabelBounds.closed(reason, DEAD_LETTER_REASON_SET) };
+        for (let i = 0; i < (n ?? 0); i++) m.deadLettersEvicted.inc(labels);
+      }
     }),
     worker.events.on('completed', (e) => {
       const labels = job(e);

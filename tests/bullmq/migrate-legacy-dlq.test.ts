@@ -2,6 +2,7 @@ import { Queue } from 'bullmq';
 import pg from 'pg';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { PostgresDeadLetterStore } from '../../src/postgres/dead-letter-store.js';
+import { RedisAuditLog } from '../../src/redis/audit-log.js';
 import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
 import { cli, ensureCliBuilt } from '../helpers/cli.js';
 import { postgresBed } from '../helpers/postgres-bed.js';
@@ -11,16 +12,21 @@ import { deadLetter, redisForFile, uniqueQueue } from './dlq-fixtures.js';
 beforeAll(() => ensureCliBuilt('migrate'), 120_000);
 const env = redisForFile();
 const postgres = postgresBed();
+const DAY = 86_400_000;
 
 /**
  * A dead-letter queue as stormguard kept it before the dead-letter store: the BullMQ queue `<queue>-dlq`,
  * paused, one job per record (id `dl-<job id>`, the record as its data), plus one job that is no record.
  */
-async function legacyDlq(queue: string, records: number): Promise<Queue> {
+async function legacyDlq(
+  queue: string,
+  records: number,
+  deadLetteredAt: (i: number) => number = (i) => 10_000 + i,
+): Promise<Queue> {
   const old = new Queue(`${queue}-dlq`, { connection: env.connection });
   await old.pause();
   for (let i = 0; i < records; i++) {
-    const { queue: _dropped, ...record } = deadLetter(`job-${i}`, { deadLetteredAt: 10_000 + i });
+    const { queue: _dropped, ...record } = deadLetter(`job-${i}`, { deadLetteredAt: deadLetteredAt(i) });
     await old.add(record.name, { ...record, queue }, { jobId: `dl-job-${i}` });
   }
   await old.add('stray', { hello: 'world' }, { jobId: 'stray' });
@@ -95,6 +101,51 @@ describe('stormguard migrate --dead-letters-of', () => {
       expect(await heldIds(old)).toEqual(['stray']);
     } finally {
       await pool.end();
+      await old.obliterate({ force: true });
+      await old.close();
+    }
+  });
+
+  it('counts what retention would drop before it moves anything, refuses without --allow-evict (exit 2), and with it moves every record, each filing keeping its own', async () => {
+    const queue = uniqueQueue('legacy');
+    const prefix = `retained-${queue}`;
+    const store = new RedisDeadLetterStore({ redis: env.redis, prefix });
+    await store.registerQueue(queue, { maxAgeMs: 30 * DAY });
+    // job-0..2 were dead-lettered 40 days ago, job-3 and job-4 an hour ago.
+    const now = Date.now();
+    const old = await legacyDlq(queue, 5, (i) => (i < 3 ? now - 40 * DAY + i : now - 3_600_000 + i));
+    try {
+      const args = ['migrate', '--redis', env.server.url, '--dead-letters-of', queue, '--prefix', prefix];
+      const refused = await cli(...args);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain('--allow-evict');
+      expect(refused.stderr).toContain(
+        `moving ${queue}-dlq (5 record(s)) would let the retention of queue "${queue}" drop 3 record(s): 3 dead-lettered more than maxAgeMs 30d ago`,
+      );
+      expect(await heldIds(old)).toEqual([
+        'dl-job-0',
+        'dl-job-1',
+        'dl-job-2',
+        'dl-job-3',
+        'dl-job-4',
+        'stray',
+      ]);
+      expect(await store.count(queue)).toBe(0);
+
+      const allowed = await cli(...args, '--allow-evict', '--json');
+      expect(allowed.code).toBe(1); // the stray job is kept
+      expect(JSON.parse(allowed.stdout).deadLetters[0]).toMatchObject({ moved: 5, evicted: 3 });
+      expect(await heldIds(old)).toEqual(['stray']);
+      // Each old record was kept by its own filing and dropped by the next: the last old one went when
+      // job-3 was filed.
+      const { records } = await store.list(queue, { limit: 10 });
+      expect(records.map((r) => r.jobId)).toEqual(['job-3', 'job-4']);
+      expect(await store.queue(queue)).toMatchObject({ count: 2, evicted: 3 });
+      const audit = await new RedisAuditLog({ redis: env.redis, prefix }).list({ limit: 10 });
+      expect(audit.entries.map((e) => [e.action, e.target, e.detail?.count, e.detail?.reasons])).toEqual(
+        [3, 2, 1].map(() => ['dead-letters.evict', queue, 1, { 'max-attempts': 1 }]),
+      );
+    } finally {
       await old.obliterate({ force: true });
       await old.close();
     }

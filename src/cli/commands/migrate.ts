@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import type { LegacyMoveReport } from '../../bullmq/legacy-dead-letters.js';
+import type { LegacyMovePreview, LegacyMoveReport } from '../../bullmq/legacy-dead-letters.js';
+import { formatDuration } from '../../common/duration.js';
 import { DEFAULT_PREFIX } from '../../common/keys.js';
 import { assertPrefix } from '../../common/names.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
@@ -19,6 +20,7 @@ interface MigrateFlags {
   deadLettersOf?: string[];
   prefix: string;
   bullPrefix: string;
+  allowEvict?: boolean;
   json?: boolean;
 }
 
@@ -32,7 +34,10 @@ interface MigrateFlags {
  * - `--dead-letters-of QUEUE` (repeatable) moves the records of the BullMQ queue `QUEUE-dlq` (where
  *   stormguard kept dead letters before the dead-letter store) into the store: the Redis one on `--redis`,
  *   or the PostgreSQL one with `--postgres`. BullMQ's public API only (`getJobs`, then `remove` once filed);
- *   safe to interrupt and run again.
+ *   safe to interrupt and run again. Before it deletes anything it counts what the queue's retention would
+ *   drop (records already past `maxAgeMs`, which the next filing drops, and what remains beyond
+ *   `maxCount`), and refuses (exit 2) unless `--allow-evict` says to move them anyway. Evicting filings are
+ *   written to the audit log.
  *
  * @example
  * stormguard migrate --postgres postgres://admin@db:5432/shop --schema stormguard --json
@@ -55,6 +60,10 @@ export function register(program: Command, io: CliIO): void {
     )
     .option('--prefix <prefix>', 'stormguard key prefix of the dead-letter store', DEFAULT_PREFIX)
     .option('--bull-prefix <prefix>', 'BullMQ key prefix of the old <queue>-dlq queues', 'bull')
+    .option(
+      '--allow-evict',
+      "move dead letters even when the queue's retention (maxAgeMs, maxCount) would drop some of them",
+    )
     .option('--json', 'print JSON')
     .action(async (flags: MigrateFlags) => {
       const queues = flags.deadLettersOf ?? [];
@@ -81,12 +90,12 @@ export function register(program: Command, io: CliIO): void {
         await withPostgres(url, async (pool) => {
           schema = await migrate(pool, flags.schema);
           if (queues.length === 0) return;
-          const { PostgresDeadLetterStore } = await import('../../postgres/dead-letter-store.js');
-          const store = new PostgresDeadLetterStore({
-            connection: pool,
-            schema: flags.schema,
-            prefix: flags.prefix,
-          });
+          const [{ PostgresDeadLetterStore }, { PostgresAuditLog }] = await Promise.all([
+            import('../../postgres/dead-letter-store.js'),
+            import('../../postgres/audit-log.js'),
+          ]);
+          const common = { connection: pool, schema: flags.schema, prefix: flags.prefix };
+          const store = new PostgresDeadLetterStore({ ...common, audit: new PostgresAuditLog(common) });
           moved = await moveAll(flags, queues, store);
         });
       } else {
@@ -95,7 +104,7 @@ export function register(program: Command, io: CliIO): void {
 
       if (flags.json)
         printJson(io, { ...(schema ?? {}), ...(queues.length > 0 ? { deadLetters: moved } : {}) });
-      else io.stdout.write(describe(schema, moved));
+      else io.stdout.write(describe(schema, moved, flags.allowEvict === true));
       if (moved.some((m) => m.kept.length > 0)) io.exitCode = 1;
     });
 }
@@ -111,15 +120,44 @@ async function moveAll(
 ): Promise<LegacyMoveReport[]> {
   const redis = await connectRedis(flags.redis as string);
   try {
-    const [{ Queue }, { moveLegacyDeadLetters }, { RedisDeadLetterStore }] = await Promise.all([
+    const [
+      { Queue },
+      { moveLegacyDeadLetters, previewLegacyMove },
+      { RedisDeadLetterStore },
+      { RedisAuditLog },
+    ] = await Promise.all([
       import('bullmq'),
       import('../../bullmq/legacy-dead-letters.js'),
       import('../../redis/dead-letter-store.js'),
+      import('../../redis/audit-log.js'),
     ]);
-    const target = store ?? new RedisDeadLetterStore({ redis, prefix: flags.prefix });
+    const target =
+      store ??
+      new RedisDeadLetterStore({
+        redis,
+        prefix: flags.prefix,
+        audit: new RedisAuditLog({ redis, prefix: flags.prefix }),
+      });
+    const open = (queue: string) =>
+      new Queue(`${queue}-dlq`, { connection: redis as never, prefix: flags.bullPrefix });
+    // Every queue is counted before any record moves: a refusal leaves every source as it was.
+    const previews: LegacyMovePreview[] = [];
+    for (const queue of queues) {
+      const from = open(queue);
+      try {
+        previews.push(await previewLegacyMove({ from, queue, store: target }));
+      } finally {
+        await from.close();
+      }
+    }
+    const losing = previews.filter((p) => p.wouldEvict.total > 0);
+    if (losing.length > 0 && flags.allowEvict !== true)
+      throw new InvalidInputError(
+        `--allow-evict: ${losing.map(describeLoss).join('; ')}. Nothing was moved. Raise the queue's retention (maxAgeMs, maxCount where the workers register it) and run again, or pass --allow-evict to move them and let retention drop those records`,
+      );
     const reports: LegacyMoveReport[] = [];
     for (const queue of queues) {
-      const from = new Queue(`${queue}-dlq`, { connection: redis as never, prefix: flags.bullPrefix });
+      const from = open(queue);
       try {
         reports.push(await moveLegacyDeadLetters({ from, queue, store: target }));
       } finally {
@@ -132,7 +170,20 @@ async function moveAll(
   }
 }
 
-function describe(schema: MigrationReport | undefined, moved: LegacyMoveReport[]): string {
+/** "index-dlq: queue "index" would lose 3 record(s) to retention (3 past maxAgeMs 30d, 0 beyond maxCount)". */
+function describeLoss(preview: LegacyMovePreview): string {
+  const { retention, wouldEvict } = preview;
+  const age =
+    retention.maxAgeMs === undefined ? 'maxAgeMs' : `maxAgeMs ${formatDuration(retention.maxAgeMs)}`;
+  const count = retention.maxCount === undefined ? 'maxCount' : `maxCount ${retention.maxCount}`;
+  return `moving ${preview.from} (${preview.records} record(s)) would let the retention of queue "${preview.queue}" drop ${wouldEvict.total} record(s): ${wouldEvict.pastMaxAge} dead-lettered more than ${age} ago (dropped by the next filing), ${wouldEvict.overMaxCount} beyond ${count}`;
+}
+
+function describe(
+  schema: MigrationReport | undefined,
+  moved: LegacyMoveReport[],
+  allowEvict: boolean,
+): string {
   const lines: string[] = [];
   if (schema) {
     const names = new Map(migrations().map((m) => [m.version, m.file]));
@@ -146,6 +197,9 @@ function describe(schema: MigrationReport | undefined, moved: LegacyMoveReport[]
     lines.push(
       `${m.from}: moved ${m.moved} record(s) into the dead-letter store of queue "${m.queue}"` +
         (m.alreadyFiled > 0 ? ` (${m.alreadyFiled} filed by an earlier run)` : '') +
+        (m.evicted
+          ? `; retention evicted ${m.evicted} record(s)${allowEvict ? ' (--allow-evict)' : ''}`
+          : '') +
         (m.kept.length > 0 ? `; kept ${m.kept.length} job(s) that are not records:` : ''),
     );
     for (const k of m.kept) lines.push(`  ${k.jobId}: ${k.problem}`);
