@@ -4,7 +4,7 @@ import type { BreakerSnapshot } from '../breaker/types.js';
 import type { Clock } from '../common/clock.js';
 import { parseWith } from '../common/validation.js';
 import { InvalidInputError, isInvalidInputError } from '../errors/invalid-input-error.js';
-import type { DeadLetterStore } from '../runtime/contracts.js';
+import type { DeadLetterStore, StoredDeadLetter } from '../runtime/contracts.js';
 import type { ReplayRun, ReplayRunStore } from '../runtime/replay-runs.js';
 import type { ReplayQueue, ReplayTarget } from './replay.js';
 import { type BudgetStateReader, type HealthGate, realSleep } from './replay-pacing.js';
@@ -16,6 +16,7 @@ import {
   runReplay,
   startReplayRun,
 } from './replay-runs.js';
+import type { WorkerEvents } from './types.js';
 
 /**
  * The dead-letter reasons an outage leaves, which automatic replay may put back.
@@ -47,6 +48,13 @@ export interface AutoReplayOptions {
   pollMs?: number;
   /** How long a worker holds a run without a write before another takes it over, ms. Default 30 000. */
   leaseMs?: number;
+  /**
+   * How many times one job's lineage goes round automatically: a dead letter whose `replays` (the times
+   * its lineage was replayed before) is at least this stays where it is, with an `auto-replay-skipped`
+   * event, for a person to look at (`stormguard dlq replay` and the console replay it, uncapped). A whole
+   * number >= 1. Default 3.
+   */
+  maxReplays?: number;
 }
 
 /**
@@ -57,6 +65,10 @@ export interface AutoReplayOptions {
  */
 export const AUTO_REPLAY_BY = 'auto-replay';
 const DEFAULT_REASONS: readonly AutoReplayReason[] = ['budget-exhausted', 'breaker-open'];
+const DEFAULT_MAX_REPLAYS = 3;
+const PAGE = 500;
+/** Records this worker has told `auto-replay-skipped` for, at most; the oldest are forgotten first. */
+const MAX_TOLD = 10_000;
 
 const OptionsSchema = z.object({
   runs: z.custom<ReplayRunStore>(
@@ -74,6 +86,7 @@ const OptionsSchema = z.object({
   ratePerSecond: z.number().positive().finite().optional(),
   pollMs: z.number().int().positive().optional(),
   leaseMs: z.number().int().min(1_000).optional(),
+  maxReplays: z.number().int().min(1).optional(),
 });
 
 /**
@@ -94,7 +107,9 @@ export interface AutoReplayContext {
   store: DeadLetterStore;
   /** Opens the queue replayed jobs are added to (once, on first use). */
   jobs: () => ReplayQueue;
-  events?: ReplayTarget['events'];
+  events?: ReplayTarget['events'] & {
+    emit(event: 'auto-replay-skipped', payload: WorkerEvents['auto-replay-skipped']): void;
+  };
   /** The worker's budget and breaker, when they can be read: the gate replay waits on. */
   budget?: BudgetStateReader;
   breaker?: { state(dependency: string): Promise<BreakerSnapshot> };
@@ -109,7 +124,8 @@ export interface AutoReplayContext {
  * run with the lower id goes on and the other is cancelled by its creator. Whichever worker holds the
  * run's lease runs it; the others look again every `pollMs`, and take over once a stopped holder's lease
  * lapses. A record is never moved twice (each goes through replay's claim, add and remove). Records
- * dead-lettered while a run goes are taken by the next one.
+ * dead-lettered while a run goes are taken by the next one. A record whose lineage has gone round
+ * `maxReplays` times is left out of every run, told once (`auto-replay-skipped`).
  */
 export class AutoReplay {
   readonly #options: Required<Omit<AutoReplayOptions, 'reasons'>> & { reasons: readonly AutoReplayReason[] };
@@ -117,6 +133,10 @@ export class AutoReplay {
   readonly #owner = randomUUID();
   readonly #stop = new AbortController();
   #loops: Promise<void>[] = [];
+  /** Per reason, what a pass that found nothing under the cap saw: the count and the newest record. */
+  readonly #quiet = new Map<AutoReplayReason, { count: number; newest: string | undefined }>();
+  /** Records over the cap this worker has told about. */
+  readonly #told = new Set<string>();
 
   constructor(options: AutoReplayOptions, context: AutoReplayContext) {
     checkAutoReplayOptions(options, context.budget !== undefined || context.breaker !== undefined);
@@ -126,6 +146,7 @@ export class AutoReplay {
       ratePerSecond: options.ratePerSecond ?? 10,
       pollMs: options.pollMs ?? 5_000,
       leaseMs: options.leaseMs ?? 30_000,
+      maxReplays: options.maxReplays ?? DEFAULT_MAX_REPLAYS,
     };
     this.#context = context;
   }
@@ -178,9 +199,11 @@ export class AutoReplay {
     const { queue, store, clock } = this.#context;
     const open = autoRuns(await listReplayRuns(runs), queue, reason);
     if (open[0]) return open[0];
-    if ((await store.count(queue, { reason })) === 0) return undefined;
+    const count = await store.count(queue, { reason });
+    if (count === 0 || !(await this.#anyUnderCap(reason, count))) return undefined;
     const created = await createReplayRun({ store, runs }, queue, {
       reason,
+      maxReplays: this.#options.maxReplays,
       ratePerSecond: this.#options.ratePerSecond / this.#options.reasons.length,
       whenHealthy: true,
       by: AUTO_REPLAY_BY,
@@ -200,6 +223,47 @@ export class AutoReplay {
       return winner;
     }
     return winner;
+  }
+
+  /**
+   * Whether a dead letter of `reason` is under the cap (its `replays` below `maxReplays`); tells
+   * `auto-replay-skipped` once for each one over it. While the count and the newest record stay what a
+   * pass that found none saw, nothing is listed again.
+   */
+  async #anyUnderCap(reason: AutoReplayReason, count: number): Promise<boolean> {
+    const { queue, store } = this.#context;
+    const newest = (await store.list(queue, { reason, limit: 1, newestFirst: true })).records[0]?.id;
+    const quiet = this.#quiet.get(reason);
+    if (quiet && quiet.count === count && quiet.newest === newest) return false;
+    let any = false;
+    let cursor: string | undefined;
+    do {
+      const page = await store.list(queue, { reason, limit: PAGE, ...(cursor ? { cursor } : {}) });
+      for (const record of page.records) {
+        if (record.replays < this.#options.maxReplays) any = true;
+        else this.#tellSkipped(record);
+      }
+      cursor = page.next;
+    } while (cursor);
+    if (any) this.#quiet.delete(reason);
+    else this.#quiet.set(reason, { count, newest });
+    return any;
+  }
+
+  #tellSkipped(record: StoredDeadLetter): void {
+    if (this.#told.has(record.id)) return;
+    this.#told.add(record.id);
+    if (this.#told.size > MAX_TOLD) this.#told.delete(this.#told.values().next().value as string);
+    this.#context.events?.emit('auto-replay-skipped', {
+      queue: this.#context.queue,
+      task: record.name,
+      reason: record.reason,
+      dependency: record.dependency,
+      recordId: record.id,
+      jobId: record.jobId,
+      replays: record.replays,
+      maxReplays: this.#options.maxReplays,
+    });
   }
 
   /** Healthy: the budget is not denying retries, and the breaker is not open (half-open lets a probe by). */

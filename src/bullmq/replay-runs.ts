@@ -24,6 +24,7 @@ async function takeSnapshot(
   filter: DeadLetterFilter,
   ratePerSecond: number | undefined,
   clock: Clock,
+  maxReplays = Number.POSITIVE_INFINITY,
 ): Promise<{ preview: ReplayPreview; ids: string[] }> {
   const resolved = resolveFilter(filter, clock.now());
   const ids: string[] = [];
@@ -34,6 +35,7 @@ async function takeSnapshot(
   for (;;) {
     const page = await store.list(queue, { ...resolved, limit: PAGE, ...(cursor ? { cursor } : {}) });
     for (const r of page.records) {
+      if (r.replays >= maxReplays) continue;
       ids.push(r.id);
       byReason[r.reason] = (byReason[r.reason] ?? 0) + 1;
       byDependency[r.dependency] = (byDependency[r.dependency] ?? 0) + 1;
@@ -86,6 +88,11 @@ export interface CreateReplayRunOptions extends DeadLetterFilter {
   ratePerSecond?: number;
   /** Wait while a record's dependency is unhealthy (the runner's `whenHealthy` gate). Default false. */
   whenHealthy?: boolean;
+  /**
+   * Only records whose lineage was replayed fewer times than this (their `replays`): automatic replay's
+   * cap (`autoReplay.maxReplays`). Default: no cap.
+   */
+  maxReplays?: number;
   /** Who starts it (default `anonymous`) and why: recorded in the run and the audit log. */
   by?: string;
   why?: string;
@@ -113,10 +120,11 @@ export async function createReplayRun(
     by = 'anonymous',
     why,
     clock = systemClock,
+    maxReplays,
     ...filter
   } = options;
   checkRate(ratePerSecond);
-  const { preview, ids } = await takeSnapshot(target.store, queue, filter, ratePerSecond, clock);
+  const { preview, ids } = await takeSnapshot(target.store, queue, filter, ratePerSecond, clock, maxReplays);
   const now = clock.now();
   const run = await target.runs.createRun(
     {

@@ -11,4 +11,19 @@ export type { JobLabels } from '../runtime/events.js';
 export interface WorkerEvents extends JobEvents, FlowEvents {
   /** A dead-lettered job was put back on its queue. */
   replayed: { queue: string; task: string; reason: DeadLetterReason };
+  /**
+   * Automatic replay left a dead letter where it is: its lineage has gone round `maxReplays` times
+   * (`replays`, the record's count, is at least `maxReplays`). Told once per record by each worker that
+   * finds it; a person replays it (`stormguard dlq replay`, the console), uncapped.
+   */
+  'auto-replay-skipped': {
+    queue: string;
+    task: string;
+    reason: DeadLetterReason;
+    dependency: string;
+    recordId: string;
+    jobId: string;
+    replays: number;
+    maxReplays: number;
+  };
 }

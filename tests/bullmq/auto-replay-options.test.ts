@@ -47,5 +47,9 @@ describe('createWorker autoReplay options', () => {
     expect(() =>
       createWorker('q', async () => undefined, { ...base, breaker, autoReplay: { runs: {} as never } }),
     ).toThrow(/autoReplay.*runs.*ReplayRunStore/);
+    for (const maxReplays of [0, 1.5, -1])
+      expect(() =>
+        createWorker('q', async () => undefined, { ...base, breaker, autoReplay: { runs, maxReplays } }),
+      ).toThrow(/autoReplay.*maxReplays/);
   });
 });

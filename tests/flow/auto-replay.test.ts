@@ -4,6 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CircuitBreaker } from '../../src/breaker/circuit-breaker.js';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
 import { AUTO_REPLAY_BY } from '../../src/bullmq/auto-replay.js';
+import { deadLetterQueue } from '../../src/bullmq/dead-letter-queue.js';
+import type { WorkerEvents } from '../../src/bullmq/types.js';
 import { createWorker, type StormguardWorker } from '../../src/bullmq/worker.js';
 import { TransientError } from '../../src/errors/transient-error.js';
 import { definePolicy } from '../../src/policy/define-policy.js';
@@ -11,6 +13,7 @@ import { RedisBreakerStore } from '../../src/redis/breaker-store.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
 import { RedisReplayRunStore } from '../../src/redis/replay-run-store.js';
+import type { DeadLetterRecord } from '../../src/runtime/contracts.js';
 import type { ReplayRun } from '../../src/runtime/replay-runs.js';
 import { TestRedis, waitFor } from '../helpers/redis-server.js';
 
@@ -195,4 +198,88 @@ describe('automatic replay (createWorker autoReplay)', () => {
       await f.close();
     }
   }, 90_000);
+
+  it('leaves a dead letter whose lineage went round maxReplays times, tells it once, and replays the others; a manual replay still takes it', async () => {
+    const queue = `auto-replay-cap-${fleets}`;
+    const prefix = `auto-cap-${fleets++}`;
+    const redis = new Redis({ ...server.connection, maxRetriesPerRequest: null });
+    const store = new RedisDeadLetterStore({ redis, prefix });
+    const runs = new RedisReplayRunStore({ redis, prefix });
+    const record = (doc: string, replays: number): DeadLetterRecord => ({
+      queue,
+      jobId: doc,
+      createdAt: Date.now(),
+      name: 'index',
+      data: { doc },
+      opts: {},
+      reason: 'budget-exhausted',
+      detail: 'the search retry budget is exhausted',
+      lastError: {
+        name: 'TransientError',
+        message: 'search is down',
+        classification: { retryable: true, reason: 'transient-error' },
+      },
+      attemptsMade: 1,
+      dependency: 'search',
+      deadLetteredAt: Date.now(),
+      replays,
+    });
+    const file = async (doc: string, replays: number) =>
+      (await store.file(record(doc, replays), { attempts: 1, deferrals: 0 }, 60_000)).id;
+    const done = new Map<string, number>();
+    const skipped: WorkerEvents['auto-replay-skipped'][] = [];
+    const worker = createWorker<{ doc: string }>(
+      queue,
+      async (job, ctx) =>
+        ctx.call('search', async () => {
+          done.set(job.data.doc, (done.get(job.data.doc) ?? 0) + 1);
+        }),
+      {
+        connection: redis,
+        policy: definePolicy({ name: 'capped', maxAttempts: 3, backoff: { type: 'fixed', delayMs: 20 } }),
+        deadLetters: store,
+        breaker: new CircuitBreaker({ store: new RedisBreakerStore({ redis, prefix }) }),
+        dependencies: { index: 'search' },
+        autoReplay: { runs, maxReplays: 2, ratePerSecond: 50, pollMs: 100, leaseMs: 3_000 },
+      },
+    );
+    worker.events.on('auto-replay-skipped', (e) => skipped.push(e));
+    const dlq = deadLetterQueue(queue, { store, connection: redis });
+    try {
+      const capped = await file('capped', 2);
+      await file('fresh', 0);
+      await file('once-more', 1);
+      await waitFor(() => done.size === 2, 20_000, 'the records under the cap to be replayed');
+      expect(Object.fromEntries(done)).toEqual({ fresh: 1, 'once-more': 1 });
+      expect(skipped).toEqual([
+        {
+          queue,
+          task: 'index',
+          reason: 'budget-exhausted',
+          dependency: 'search',
+          recordId: capped,
+          jobId: 'capped',
+          replays: 2,
+          maxReplays: 2,
+        },
+      ]);
+      // A later record makes the workers look again (and past the capped one): still told once, never run.
+      await file('later', 0);
+      await waitFor(() => done.has('later'), 20_000, 'the later record to be replayed');
+      expect(skipped).toHaveLength(1);
+      expect(done.has('capped')).toBe(false);
+      expect((await store.list(queue, { limit: 10 })).records.map((r) => r.id)).toEqual([capped]);
+      const automatic = (await runs.listRuns()).filter((r) => r.createdBy === AUTO_REPLAY_BY);
+      expect(automatic.reduce((sum, r) => sum + r.total, 0)).toBe(3);
+
+      // A person's replay has no cap.
+      const report = await dlq.replay({ reason: 'budget-exhausted' });
+      expect(report.moved.map((m) => m.id)).toEqual([capped]);
+      await waitFor(() => done.has('capped'), 20_000, 'the capped record, replayed by hand, to run');
+    } finally {
+      await worker.close();
+      await dlq.close();
+      redis.disconnect();
+    }
+  }, 60_000);
 });
