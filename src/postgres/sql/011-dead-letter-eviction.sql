@@ -81,24 +81,23 @@ BEGIN
 
   v_records := v_queue.records + 1;
   IF v_queue.max_age_ms IS NOT NULL OR v_queue.max_count IS NOT NULL THEN
-    FOR v_oldest IN
-      SELECT d.id, d.dead_lettered_at, d.reason FROM {{schema}}.dead_letters d
+    WHILE v_evicted < p_max_evictions LOOP
+      -- The oldest other record no one holds: a record a claim is updating right now waits for the next filing.
+      SELECT d.id, d.dead_lettered_at, d.reason INTO v_oldest FROM {{schema}}.dead_letters d
         WHERE d.prefix = p_prefix AND d.queue = p_queue AND d.id <> v_id
-        ORDER BY d.dead_lettered_at, d.id LIMIT p_max_evictions FOR UPDATE SKIP LOCKED
-    LOOP
+        ORDER BY d.dead_lettered_at, d.id LIMIT 1 FOR UPDATE SKIP LOCKED;
+      EXIT WHEN NOT FOUND;
       v_too_old := v_queue.max_age_ms IS NOT NULL AND v_oldest.dead_lettered_at < v_now - v_queue.max_age_ms;
       EXIT WHEN NOT (v_too_old OR (v_queue.max_count IS NOT NULL AND v_records > v_queue.max_count));
       DELETE FROM {{schema}}.dead_letters d
         WHERE d.prefix = p_prefix AND d.queue = p_queue AND d.id = v_oldest.id;
-      IF FOUND THEN
-        v_evicted := v_evicted + 1;
-        v_records := v_records - 1;
-        v_limit := CASE WHEN v_too_old THEN 'maxAgeMs' ELSE 'maxCount' END;
-        v_reasons := jsonb_set(v_reasons, ARRAY[v_oldest.reason],
-          to_jsonb(coalesce((v_reasons ->> v_oldest.reason)::integer, 0) + 1));
-        v_limits := jsonb_set(v_limits, ARRAY[v_limit],
-          to_jsonb(coalesce((v_limits ->> v_limit)::integer, 0) + 1));
-      END IF;
+      v_evicted := v_evicted + 1;
+      v_records := v_records - 1;
+      v_limit := CASE WHEN v_too_old THEN 'maxAgeMs' ELSE 'maxCount' END;
+      v_reasons := jsonb_set(v_reasons, ARRAY[v_oldest.reason],
+        to_jsonb(coalesce((v_reasons ->> v_oldest.reason)::integer, 0) + 1));
+      v_limits := jsonb_set(v_limits, ARRAY[v_limit],
+        to_jsonb(coalesce((v_limits ->> v_limit)::integer, 0) + 1));
     END LOOP;
   END IF;
   UPDATE {{schema}}.dead_letter_queues q
