@@ -153,7 +153,7 @@ async function moveAll(
     const losing = previews.filter((p) => p.wouldEvict.total > 0);
     if (losing.length > 0 && flags.allowEvict !== true)
       throw new InvalidInputError(
-        `--allow-evict: ${losing.map(describeLoss).join('; ')}. Nothing was moved. Raise the queue's retention (maxAgeMs, maxCount where the workers register it) and run again, or pass --allow-evict to move them and let retention drop those records`,
+        `--allow-evict: ${losing.map(describeLoss).join('; ')}. Nothing was moved. Raise the queue's retention (store.registerQueue(queue, { maxAgeMs, maxCount })) and run again, or pass --allow-evict to move them and let retention drop those records`,
       );
     const reports: LegacyMoveReport[] = [];
     for (const queue of queues) {
