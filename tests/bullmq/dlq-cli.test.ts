@@ -152,7 +152,8 @@ describe('stormguard dlq', () => {
       expect(show.code).toBe(0);
       expect(show.stdout).toMatch(/malformed:/);
       const replay = await cli('dlq', 'replay', dlq.sourceQueue, '--json');
-      expect(replay.code).toBe(0);
+      // The malformed record stays in the store: the replay did not move everything it selected.
+      expect(replay.code).toBe(1);
       const report = JSON.parse(replay.stdout) as { moved: unknown[]; malformed: { id: string }[] };
       expect(report.moved).toHaveLength(2);
       expect(report.malformed.map((m) => m.id)).toEqual([ids[1]]);

@@ -154,6 +154,10 @@ export function formatReport(report: ReplayReport): string {
       lines.push(`  ${m.id} (job ${m.jobId}) -> ${m.replayJobId}  ${m.name}  ${m.reason}  ${m.dependency}`);
   for (const f of failed) lines.push(`  failed ${f.id} (job ${f.jobId}): ${f.error}`);
   for (const m of malformed) lines.push(`  skipped malformed record ${m.id}: ${m.problem}`);
+  if (!report.dryRun && failed.length + malformed.length > 0)
+    lines.push(
+      `${failed.length + malformed.length} records stayed in the dead-letter store (exit 1): run again to retry the failed ones; \`stormguard dlq show\` a malformed one, then purge it`,
+    );
   if (report.stoppedBecause)
     lines.push(
       `stopped early: ${report.stoppedBecause}. Run the same command again to replay the rest: ` +

@@ -165,7 +165,7 @@ export function register(program: Command, io: CliIO): void {
             io.stderr.write(
               `stormguard: the replay stands, but the audit log could not record it: ${report.auditError}\n`,
             );
-          if (report.failed.length > 0 || report.stoppedBecause) io.exitCode = 1;
+          if (leftBehind(report).length > 0 || report.stoppedBecause) io.exitCode = 1;
         } finally {
           progress.stop();
           await budget?.close();
@@ -425,20 +425,39 @@ async function follow(
   const reasons = flags.reason === undefined ? FOLLOWED_REASONS : [flags.reason as DeadLetterReason];
   let moved = 0;
   let failed = 0;
+  // A malformed record is met again on every pass: counted once.
+  const malformed = new Set<string>();
   while (!io.signal?.aborted) {
     for (const reason of reasons) {
       const report = await replay(reason);
       moved += report.moved.length;
       failed += report.failed.length;
+      for (const id of leftBehind(report)) if (!report.failed.some((f) => f.id === id)) malformed.add(id);
       if (report.moved.length + report.failed.length > 0 && !flags.json)
         io.stdout.write(formatReport(report));
       if (io.signal?.aborted) break;
     }
     await realSleep(pollMs, io.signal).catch(() => {});
   }
-  if (flags.json) printJson(io, { queue, follow: true, reasons, moved, failed });
-  else io.stdout.write(`stopped following: replayed ${moved} jobs, ${failed} failed\n`);
-  if (failed > 0) io.exitCode = 1;
+  if (flags.json) printJson(io, { queue, follow: true, reasons, moved, failed, malformed: malformed.size });
+  else
+    io.stdout.write(
+      `stopped following: replayed ${moved} jobs, ${failed} failed${malformed.size > 0 ? `, ${malformed.size} malformed left in the store` : ''}\n`,
+    );
+  if (failed > 0 || malformed.size > 0) io.exitCode = 1;
+}
+
+/**
+ * The ids of the records a replay selected that stay in the dead-letter store: those that failed to move,
+ * and malformed ones, which never move. Any of them makes `dlq replay` exit 1; records already gone
+ * (replayed or purged meanwhile) do not.
+ */
+export function leftBehind(report: ReplayReport): string[] {
+  return [
+    ...report.failed.map((f) => f.id),
+    ...report.malformed.map((m) => m.id),
+    ...report.skipped.filter((s) => s.why.startsWith('malformed')).map((s) => s.id),
+  ];
 }
 
 /** Flags that choose what a fresh replay moves: meaningless for a stored run, which has its snapshot. */
