@@ -150,6 +150,14 @@ export const METRICS = {
     labels: ['queue', 'task', 'reason'],
     source: 'events',
   },
+  autoReplaySkipped: {
+    name: 'auto_replay_skipped_total',
+    otel: { name: 'stormguard.auto_replay.skipped', unit: '{record}' },
+    type: 'counter',
+    help: 'Dead letters automatic replay left where they are because their lineage went round autoReplay.maxReplays times (each worker counts a record once).',
+    labels: ['queue', 'reason'],
+    source: 'events',
+  },
   budgetGrants: {
     name: 'budget_grants_total',
     otel: { name: 'stormguard.budget.grants', unit: '{retry}' },

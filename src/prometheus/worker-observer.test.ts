@@ -92,6 +92,25 @@ describe('worker events', () => {
     ).toBe(1);
   });
 
+  it('counts the dead letters automatic replay left for their maxReplays, by queue and reason', async () => {
+    const { worker, scrape } = setup();
+    const skipped = {
+      queue: 'index',
+      task: 'index-document',
+      dependency: 'search',
+      jobId: '7',
+      replays: 3,
+      maxReplays: 3,
+    };
+    worker.emit('auto-replay-skipped', { ...skipped, reason: 'budget-exhausted', recordId: '1' });
+    worker.emit('auto-replay-skipped', { ...skipped, reason: 'budget-exhausted', recordId: '2' });
+    worker.emit('auto-replay-skipped', { ...skipped, reason: 'breaker-open', recordId: '3' });
+    const s = await scrape();
+    const count = (reason: string) =>
+      sampleValue(s, 'stormguard_auto_replay_skipped_total', { queue: 'index', reason });
+    expect([count('budget-exhausted'), count('breaker-open')]).toEqual([2, 1]);
+  });
+
   it("counts the records retention evicted, by queue and by the evicted records' reason", async () => {
     const { worker, scrape } = setup();
     worker.emit('dead-letters-evicted', {

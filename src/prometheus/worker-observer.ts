@@ -40,6 +40,12 @@ export function observeWorkerEvents(worker: ObservableWorker, ctx: ObserverConte
         for (let i = 0; i < (n ?? 0); i++) m.deadLettersEvicted.inc(labels);
       }
     }),
+    worker.events.on('auto-replay-skipped', (e) =>
+      m.autoReplaySkipped.inc({
+        queue: bounds.open('queue', e.queue),
+        reason: LabelBounds.closed(e.reason, DEAD_LETTER_REASON_SET),
+      }),
+    ),
     worker.events.on('completed', (e) => {
       const labels = job(e);
       m.completed.inc(labels);
