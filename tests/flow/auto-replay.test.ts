@@ -270,7 +270,9 @@ describe('automatic replay (createWorker autoReplay)', () => {
       expect(done.has('capped')).toBe(false);
       expect((await store.list(queue, { limit: 10 })).records.map((r) => r.id)).toEqual([capped]);
       const automatic = (await runs.listRuns()).filter((r) => r.createdBy === AUTO_REPLAY_BY);
+      // Runs hold the records under the cap only, and none is created for the capped record alone.
       expect(automatic.reduce((sum, r) => sum + r.total, 0)).toBe(3);
+      expect(automatic.filter((r) => r.total === 0)).toEqual([]);
 
       // A person's replay has no cap.
       const report = await dlq.replay({ reason: 'budget-exhausted' });
