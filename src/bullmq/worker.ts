@@ -339,10 +339,15 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
  * process.on('SIGTERM', () => worker.close());
  *
  * @example
- * // BullMQ 6 on PostgreSQL: no Redis at all.
+ * // BullMQ 6 on PostgreSQL: no Redis at all. `migrate: true` lets BullMQ create its tables (or run its
+ * // migrations first); without either, the worker closes with an error saying so.
  * import { createPostgresBackend } from 'bullmq';
- * createWorker('index', processor, { connection: process.env.DATABASE_URL, backend: createPostgresBackend,
- *   policy: 'idempotent-internal', deadLetters: new PostgresDeadLetterStore({ pool }) });
+ * createWorker('index', processor, {
+ *   connection: { connectionString: process.env.DATABASE_URL, migrate: true },
+ *   backend: createPostgresBackend,
+ *   policy: 'idempotent-internal',
+ *   deadLetters: new PostgresDeadLetterStore({ connection: pool }),
+ * });
  */
 export function createWorker<Data = unknown, Result = unknown, Name extends string = string>(
   queueName: string,
