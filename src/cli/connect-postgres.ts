@@ -12,9 +12,8 @@ import { parsePostgresUrl } from './postgres-url.js';
  */
 export async function withPostgres<T>(url: string, work: (pool: pg.Pool) => Promise<T>): Promise<T> {
   const { shown } = parsePostgresUrl(url);
-  const { default: pgModule } = await import('pg').catch(() => {
-    throw new Error('--postgres needs the pg package: npm install pg');
-  });
+  // A missing pg is named by the CLI with the command and the install line (src/cli/peers.ts).
+  const { default: pgModule } = await import('pg');
   const pool = new pgModule.Pool({
     connectionString: url,
     connectionTimeoutMillis: 5_000,
