@@ -1,6 +1,7 @@
 import type { Job } from 'bullmq';
 import type { JobRef } from '../runtime/contracts.js';
 import type { JobHandle } from '../runtime/job-handle.js';
+import type { JobNote } from '../runtime/pending-outcome.js';
 import { replayOrigin } from './dead-letter-ids.js';
 
 /**
@@ -8,6 +9,11 @@ import { replayOrigin } from './dead-letter-ids.js';
  * 5 and 6, on Redis and on PostgreSQL: `attemptsStarted` counts every move to active, `attemptsMade` every
  * finish (a `moveToDelayed` does not count one), `stalledCounter` every stalled-job recovery. The options
  * are copied to plain JSON only when read, which only the failure path does.
+ *
+ * stormguard's {@link JobNote} (an outcome still to be written) lives in the job's progress, which BullMQ
+ * loads with the job (reading it costs nothing) and keeps in the job's own record on Redis and PostgreSQL
+ * alike. The processor never runs while a note holds an outcome; the job's own progress is kept inside
+ * the note and given back when the note goes.
  *
  * @example
  * const outcome = await runtime.run(bullmqJobHandle(job, token, 'index'), (ctx) => processor(job, ctx));
@@ -58,6 +64,40 @@ class BullmqJobHandle implements JobHandle {
   moveToDelayed(dueAtMs: number): Promise<void> {
     return this.job.moveToDelayed(dueAtMs, this.token);
   }
+
+  get note(): JobNote | undefined {
+    return noteOf(this.job.progress);
+  }
+
+  async keepNote(note: JobNote | undefined): Promise<void> {
+    const current = this.job.progress;
+    const own = isNoted(current) ? current.progress : current;
+    if (note === undefined) {
+      if (isNoted(current)) await this.job.updateProgress((own ?? 0) as number | object);
+      return;
+    }
+    const noted: NotedProgress = { [NOTE_KEY]: note, progress: own ?? 0 };
+    await this.job.updateProgress(noted);
+  }
+}
+
+/** Where in a job's progress stormguard keeps its note. */
+const NOTE_KEY = 'stormguard.note';
+
+/** A job's progress while stormguard keeps a note in it: the note, and the job's own progress. */
+interface NotedProgress {
+  [NOTE_KEY]: JobNote;
+  progress: unknown;
+}
+
+function isNoted(progress: unknown): progress is NotedProgress {
+  return typeof progress === 'object' && progress !== null && NOTE_KEY in progress;
+}
+
+function noteOf(progress: unknown): JobNote | undefined {
+  if (!isNoted(progress)) return undefined;
+  const note = progress[NOTE_KEY];
+  return typeof note === 'object' && note !== null ? note : undefined;
 }
 
 function plainJson(value: unknown): unknown {

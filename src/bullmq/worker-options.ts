@@ -6,6 +6,7 @@ import type { RetryPolicy } from '../policy/types.js';
 import type { AttemptStateStore, DeadLetterStore } from '../runtime/contracts.js';
 import type { FlowControlOptions } from '../runtime/flow-control/options.js';
 import type { JobInstrumentation } from '../runtime/instrumentation.js';
+import type { BookkeepingBackoff } from '../runtime/pending-outcome.js';
 import type { RuntimeBreaker, RuntimeBudget, RuntimeGuard } from '../runtime/job-runtime.js';
 import type { AutoReplayOptions } from './auto-replay.js';
 
@@ -147,6 +148,13 @@ export interface StormguardWorkerOptions<Data = unknown, Result = unknown, Name 
    * span per attempt's decision and per `ctx.call`. Default: none (nothing is traced, nothing is paid).
    */
   instrumentation?: JobInstrumentation;
+  /**
+   * How a write a store refused after the processor ran (a dead letter, a retry's attempt state) is tried
+   * again: the outcome waits in the job's own record (its progress) and is written at the job's next run,
+   * without running the processor. Default `{ firstDelayMs: 5_000, maxDelayMs: 300_000 }` (5 s doubling to
+   * 5 minutes), until the policy's `maxAge`.
+   */
+  bookkeepingBackoff?: BookkeepingBackoff;
 }
 
 /** Every option `createWorker` takes, kept complete by the compiler. */
@@ -168,6 +176,7 @@ const WORKER_OPTION_NAMES = {
   workerOptions: true,
   onWarning: true,
   instrumentation: true,
+  bookkeepingBackoff: true,
 } as const satisfies OptionNames<StormguardWorkerOptions>;
 
 /** BullMQ's own worker options: given beside stormguard's, they belong in `workerOptions`. */

@@ -34,6 +34,7 @@ import {
 import { type JobHandle, mayHaveAttemptState } from './job-handle.js';
 import { type ErrorText, OutcomeWriter } from './outcome-writer.js';
 import {
+  assertBookkeepingBackoff,
   type BookkeepingBackoff,
   bookkeepingDelayMs,
   DEFAULT_BOOKKEEPING_BACKOFF,
@@ -41,7 +42,7 @@ import {
   MAX_BOOKKEEPING_RERUNS,
   type PendingWrite,
 } from './pending-outcome.js';
-import { type DeadLetterRedaction, redactErrorText } from './redaction.js';
+import { type DeadLetterRedaction, keptStackRedacted, redactErrorText } from './redaction.js';
 import { type SettleJob, settle } from './settle.js';
 
 /**
@@ -221,6 +222,7 @@ export class JobRuntime {
         }
       : () => {};
     this.#ttlMs = Math.max(settings.attemptStateTtlMs ?? DEFAULT_ATTEMPT_STATE_TTL_MS, policy.maxAgeMs ?? 0);
+    if (settings.bookkeepingBackoff) assertBookkeepingBackoff(settings.bookkeepingBackoff);
     this.#backoff = settings.bookkeepingBackoff ?? DEFAULT_BOOKKEEPING_BACKOFF;
     this.#errorText = errorRedactor(settings);
     const redactText = this.#errorText;
@@ -367,6 +369,7 @@ export class JobRuntime {
     }
     if (ctx.calls === 0) onSuccess(dependency);
     if (stored !== undefined) await this.#clear(job);
+    if (job.note !== undefined) await this.#clearNote(job);
     if (events.has('completed')) events.emit('completed', { ...labels(dependency), attempts: attempt });
     return { type: 'completed', value };
   }
@@ -773,6 +776,15 @@ export class JobRuntime {
     return { type: 'delayed' };
   }
 
+  /** Gives a completed job its own record back (its rerun count is no longer needed); a refusal is reported only. */
+  async #clearNote(job: JobHandle): Promise<void> {
+    try {
+      await job.keepNote?.(undefined);
+    } catch (error) {
+      this.#report(error);
+    }
+  }
+
   /** Clears a finished job's attempt state; a store that refuses only leaves it to expire. */
   async #clear(job: JobHandle): Promise<void> {
     try {
@@ -859,7 +871,8 @@ function errorRedactor(
   return (error) => {
     try {
       const answer = redactError({ ...error });
-      if (answer && typeof answer.name === 'string' && typeof answer.message === 'string') return answer;
+      if (answer && typeof answer.name === 'string' && typeof answer.message === 'string')
+        return keptStackRedacted(error, answer);
     } catch {
       // Fall through: a hook that fails must not let the raw text out.
     }

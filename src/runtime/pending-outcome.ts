@@ -1,5 +1,5 @@
 import { describeError } from '../common/error-text.js';
-import { isInvalidInputError } from '../errors/invalid-input-error.js';
+import { InvalidInputError, isInvalidInputError } from '../errors/invalid-input-error.js';
 import { isRedactionFailedError } from '../errors/redaction-failed-error.js';
 import { isUnstorableValueError } from '../errors/unstorable-value-error.js';
 import { isValidationError } from '../errors/validation-error.js';
@@ -72,6 +72,24 @@ export interface JobNote {
 export interface BookkeepingBackoff {
   firstDelayMs: number;
   maxDelayMs: number;
+}
+
+/**
+ * Checks a {@link BookkeepingBackoff}, naming the field and the rule when one is wrong.
+ *
+ * @example
+ * assertBookkeepingBackoff({ firstDelayMs: 5_000, maxDelayMs: 300_000 });
+ */
+export function assertBookkeepingBackoff(backoff: BookkeepingBackoff): void {
+  const { firstDelayMs, maxDelayMs } = backoff ?? {};
+  if (!(Number.isInteger(firstDelayMs) && firstDelayMs >= 1))
+    throw new InvalidInputError(
+      `bookkeepingBackoff.firstDelayMs must be an integer >= 1 (ms), got ${String(firstDelayMs)}`,
+    );
+  if (!(Number.isInteger(maxDelayMs) && maxDelayMs >= firstDelayMs))
+    throw new InvalidInputError(
+      `bookkeepingBackoff.maxDelayMs must be an integer >= firstDelayMs (${firstDelayMs}), got ${String(maxDelayMs)}`,
+    );
 }
 
 /** 5 s doubling to 5 minutes. */

@@ -123,11 +123,30 @@ export function redactErrorText(
   try {
     const answer = redactRecord(asLast, redact).lastError;
     if (answer && typeof answer.name === 'string' && typeof answer.message === 'string')
-      return answer.stack === undefined || typeof answer.stack !== 'string'
-        ? { name: answer.name, message: answer.message }
-        : { name: answer.name, message: answer.message, stack: answer.stack };
+      return keptStackRedacted(error, answer);
   } catch {
     // Fall through: a hook that fails must not let the raw text out.
   }
   return { name: error.name, message: `${error.name} (redaction failed)` };
+}
+
+/**
+ * The hook's answer, with a stack it left as it was rewritten: a stack starts with the error's message, so
+ * a hook that redacts the message alone would let the raw text out through the stack. The rewritten stack
+ * is the redacted first line and the original's frames (`at …` lines, which hold no message text).
+ *
+ * @example
+ * keptStackRedacted({ name: 'E', message: 'token=1', stack: 'E: token=1\n    at f' }, { name: 'E', message: 'token=[x]', stack: 'E: token=1\n    at f' });
+ * // { name: 'E', message: 'token=[x]', stack: 'E: token=[x]\n    at f' }
+ */
+export function keptStackRedacted(
+  original: { name: string; message: string; stack?: string | undefined },
+  answer: { name: string; message: string; stack?: string | undefined },
+): { name: string; message: string; stack?: string } {
+  const { name, message } = answer;
+  if (typeof answer.stack !== 'string') return { name, message };
+  if (answer.stack !== original.stack || message === original.message)
+    return { name, message, stack: answer.stack };
+  const frames = answer.stack.split('\n').filter((line) => /^\s+at /.test(line));
+  return { name, message, stack: [`${name}: ${message}`, ...frames].join('\n') };
 }
