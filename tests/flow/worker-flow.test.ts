@@ -283,11 +283,13 @@ describe('flow control in a BullMQ worker', () => {
       windowMs: 2_000,
       log: false,
     });
+    // The failing job fails twice, then succeeds.
+    let failures = 0;
     const worker = bed.worker<{ fail: boolean }>(
       queueName,
       async (job, ctx) =>
         ctx.call('search', () => {
-          if (job.data.fail) throw new TransientError('search answered 503');
+          if (job.data.fail && failures++ < 2) throw new TransientError('search answered 503');
         }),
       {
         policy,
@@ -298,17 +300,23 @@ describe('flow control in a BullMQ worker', () => {
       },
     );
     const log = recordEvents(worker.events);
-    // One retry a window: the job's first retry is granted, its second denied (dead-lettered).
+    // One retry a window: the job's first retry is granted, its second denied, and held (deferred past the
+    // window, whatever onExhausted says), never dead-lettered: flow control enforces.
     await queue.add('index', { fail: true });
-    await waitFor(async () => (await dlq.count()) === 1, 10_000, 'the denied retry to be dead-lettered');
-    expect((await dlq.all())[0]?.reason).toBe('budget-exhausted');
+    await waitFor(
+      () => log.of('retry').some((e) => e.cause === 'budget-deferred'),
+      10_000,
+      'the denied retry to be deferred',
+    );
+    expect(await dlq.count()).toBe(0);
     expect((await breaker.state('search')).state).toBe('closed');
-    expect(await flowStore.read('search')).toMatchObject({ down: true });
+    await waitFor(async () => (await flowStore.read('search')).down, 5_000, 'the denial to mark search down');
     expect((await flowStore.read('search')).recoveredAtMs).toBeUndefined();
     // The window slides past the denial; the next job's gate finds the budget no longer denying.
     await waitFor(async () => (await budget.state('search')).denied === 0, 10_000, 'the denials to age out');
     await queue.add('index', { fail: false });
-    await waitFor(() => log.count('completed') === 1, 10_000, 'the healthy job to complete');
+    await waitFor(() => log.count('completed') === 2, 10_000, 'the held job and the healthy one to complete');
+    expect(await dlq.count()).toBe(0);
     const flow = await flowStore.read('search');
     expect(flow.down).toBe(false);
     expect(flow.recoveredAtMs).toBeGreaterThan(0);
