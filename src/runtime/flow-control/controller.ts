@@ -383,6 +383,11 @@ export class FlowController {
     const scan = this.#ticks++ % SCAN_EVERY_TICKS === 0;
     let promoted = 0;
     for (const dependency of this.#watched) {
+      // A dependency this worker saw marked down is read here too: that read marks it up once it may
+      // (`#fetch`). Otherwise a mark left by the last denials of an outage stays when no job comes to read
+      // it (the queue drained), and `flow status` says down long after the recovery.
+      if (this.#budgetDown.has(dependency) || this.#health.get(dependency)?.flow.down)
+        await this.#read(dependency);
       if (!this.#maybeParked.has(dependency)) {
         if (!scan || (await options.store.parked(dependency, queue)) === 0) continue;
         this.#maybeParked.add(dependency);
