@@ -39,6 +39,11 @@ export type {
   StoredDeadLetter,
 } from './runtime/contracts.js';
 export { DEAD_LETTER_REASONS, isMalformedDeadLetter } from './runtime/dead-letter-record.js';
+export {
+  type DeadLetterSearch,
+  type DeadLetterSearchResult,
+  searchDeadLetters,
+} from './runtime/dead-letter-search.js';
 export type { JobEvents, JobLabels } from './runtime/events.js';
 export * from './runtime/flow-control/index.js';
 export {

@@ -17,6 +17,7 @@ import { TestRedis } from '../helpers/redis-server.js';
 import { FIXTURES } from './fixtures.js';
 import { anchors, withToc } from './markdown.js';
 import { commandsShown, promptLinesOutsideSh, type Sample, samplesIn, shapeMismatch } from './samples.js';
+import { isExcerptOf, typeCheck, typeScriptSamplesIn } from './typescript-samples.js';
 
 const PAGES = [
   'README.md',
@@ -137,6 +138,38 @@ describe('documentation samples', () => {
     },
     90_000,
   );
+});
+
+describe('TypeScript samples', () => {
+  const samples = PAGES.flatMap((file) => typeScriptSamplesIn(file, text(file)));
+  const excerpts = samples.filter((s) => s.from !== undefined);
+
+  it('are found on the pages', () => {
+    expect(samples.length).toBeGreaterThanOrEqual(30);
+  });
+
+  // One tsc run for all of them: a run per sample would cost the suite minutes.
+  it('type-check as strict TypeScript against the built package (npm test builds first)', async () => {
+    await ensureCliBuilt('simulate');
+    const failures = await typeCheck(
+      ROOT,
+      samples.filter((s) => s.from === undefined),
+    );
+    expect(failures).toEqual({});
+  }, 180_000);
+
+  it.each(excerpts.map((s) => [`${s.file}:${s.line}`, s] as const))(
+    '%s is an excerpt of the file its marker names, which the build type-checks',
+    (_, sample) => {
+      expect(isExcerptOf(sample.source, text(sample.from as string))).toBe(true);
+    },
+  );
+
+  it('tell an excerpt from a sample that was changed', () => {
+    const source = 'export function f() {\n  a();\n  b();\n}\n';
+    expect(isExcerptOf('a();\nb();', source)).toBe(true);
+    expect(isExcerptOf('a();\nc();', source)).toBe(false);
+  });
 });
 
 /** Every command of the CLI, by path (`dlq list`), with the long flags its help lists. */
