@@ -7,6 +7,7 @@ import { budgetWindow } from '../../src/budget/window.js';
 import { FakeClock } from '../../src/common/clock.js';
 import { isCorruptBudgetStateError } from '../../src/errors/corrupt-budget-state-error.js';
 import { PostgresBudgetStore } from '../../src/postgres/budget-store.js';
+import { migrate } from '../../src/postgres/migrations.js';
 import { postgresBed, postgresRunDir } from '../helpers/postgres-bed.js';
 import { TestPostgres, uniqueSchema } from '../helpers/postgres-server.js';
 import { waitFor } from '../helpers/redis-server.js';
@@ -70,6 +71,11 @@ describe('PostgresBudgetStore specifics', () => {
 
   it('a row that cannot be read affects its own dependency only: a read rejects, a write replaces it', async () => {
     const schema = uniqueSchema();
+    // Migrated first, as at deploy time: a RetryBudget bounds each store call by timeoutMs (250 ms), and
+    // on a loaded machine the first call, which would migrate the schema, outlasts it. The budget then
+    // degrades, the flush writes nothing, and the SQL below ran before the migration had committed:
+    // "relation … does not exist" in the full run, never alone.
+    await migrate(pool, schema);
     const store = new PostgresBudgetStore({ connection: pool, schema });
     const budget = new RetryBudget({ store, log: false });
     budget.recordSuccess('search', 100);
@@ -110,6 +116,9 @@ describe('PostgresBudgetStore specifics', () => {
 
   it('RetryBudget degrades to its local fallback while PostgreSQL is down, and recovers when it is back', async () => {
     const server = await TestPostgres.start({ parent: postgresRunDir() });
+    // Migrated first, so the first trySpend below is one round trip within timeoutMs, not a migration.
+    const admin = new pg.Pool({ connectionString: server.url(), max: 1 });
+    await migrate(admin, 'stormguard').finally(() => admin.end());
     const events: string[] = [];
     const budget = new RetryBudget({
       store: new PostgresBudgetStore({ connection: server.url() }),

@@ -4,7 +4,7 @@ import { resolveBreakerOptions } from '../../src/breaker/options.js';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
 import { PostgresBreakerStore } from '../../src/postgres/breaker-store.js';
 import { PostgresBudgetStore } from '../../src/postgres/budget-store.js';
-import { migrations } from '../../src/postgres/migrations.js';
+import { migrate, migrations } from '../../src/postgres/migrations.js';
 import { cli, ensureCliBuilt } from '../helpers/cli.js';
 import { postgresBed } from '../helpers/postgres-bed.js';
 import { uniqueSchema } from '../helpers/postgres-server.js';
@@ -114,6 +114,9 @@ describe('stormguard breaker status --postgres', () => {
 describe('stormguard budget status|watch --postgres', () => {
   async function seeded(): Promise<string> {
     const schema = uniqueSchema();
+    // Migrated first: the budget's first call would migrate it inside its 250 ms timeout, and degrade
+    // (writing nothing) on a loaded machine.
+    await migrate(pool, schema);
     const budget = new RetryBudget({
       store: new PostgresBudgetStore({ connection: pool, schema, prefix: 'cli' }),
       ratio: 0.5,
