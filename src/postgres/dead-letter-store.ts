@@ -1,5 +1,6 @@
 import type { AuditLog } from '../audit/types.js';
 import type { Clock } from '../common/clock.js';
+import { UnstorableValueError } from '../errors/unstorable-value-error.js';
 import type {
   AttemptState,
   DeadLetterEvictions,
@@ -138,7 +139,13 @@ export class PostgresDeadLetterStore implements DeadLetterStore {
     return row ? summaryOf(row) : undefined;
   }
 
-  async file(record: DeadLetterRecord, finalState: AttemptState, ttlMs: number): Promise<DeadLetterFiling> {
+  file(record: DeadLetterRecord, finalState: AttemptState, ttlMs: number): Promise<DeadLetterFiling> {
+    return this.#file(record, finalState, ttlMs).catch((error: unknown) => {
+      throw unstorableOr(error);
+    });
+  }
+
+  async #file(record: DeadLetterRecord, finalState: AttemptState, ttlMs: number): Promise<DeadLetterFiling> {
     record = redactRecord(record, this.#redact);
     assertDeadLetterRecord(record);
     const json = JSON.stringify(finalStateOf(record, finalState, '\u0000'));
@@ -327,4 +334,20 @@ function entryOf(row: RecordRow): StoredDeadLetter | MalformedDeadLetter {
   if (row.claim_job_id !== null && !isMalformedDeadLetter(entry))
     entry.replay = { jobId: row.claim_job_id, claimedAt: Number(row.claimed_at_ms) };
   return entry;
+}
+
+/**
+ * A PostgreSQL refusal no retry fixes, as the typed error the job runtime files a safe form for: a data
+ * exception (SQLSTATE class 22: U+0000 in `text`, `\u0000` in `jsonb`, a value out of range) or a program
+ * limit (54000: an index row or a value too large). Anything else (a connection lost, a timeout, a
+ * deadlock) is returned as it is: transient.
+ */
+function unstorableOr(error: unknown): unknown {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string' || !(code.startsWith('22') || code === '54000')) return error;
+  return new UnstorableValueError(
+    `PostgreSQL refused a value of the record (SQLSTATE ${code}: ${(error as Error).message})`,
+    'the PostgreSQL dead-letter store',
+    { cause: error },
+  );
 }

@@ -8,54 +8,15 @@ import { UnstorableValueError } from '../../src/errors/unstorable-value-error.js
 import { definePolicy } from '../../src/policy/define-policy.js';
 import type { AttemptState, DeadLetterRecord, StoredDeadLetter } from '../../src/runtime/contracts.js';
 import type { JobEvents } from '../../src/runtime/events.js';
-import type { JobHandle } from '../../src/runtime/job-handle.js';
 import { JobRuntime, type JobRuntimeSettings, type RunOutcome } from '../../src/runtime/job-runtime.js';
 import {
   MemoryDeadLetterStore,
   type MemoryDeadLetterStoreOptions,
 } from '../../src/runtime/memory-dead-letter-store.js';
-import { decodeStoredName, type JobNote } from '../../src/runtime/pending-outcome.js';
+import { decodeStoredName } from '../../src/runtime/pending-outcome.js';
+import { QueuedJob } from '../helpers/queued-job.js';
 
 const MINUTE = 60_000;
-
-/**
- * A job as its queue keeps it between runs: the note lives in the job's own record (copied as JSON, as a
- * queue stores it), the start count grows with every run, and every move is remembered.
- */
-class QueuedJob {
-  note: JobNote | undefined;
-  starts = 0;
-  readonly moves: number[] = [];
-  runs = 0;
-  constructor(
-    readonly id: string,
-    readonly name = 'charge',
-    readonly data: unknown = { card: '4111 1111 1111 1111' },
-  ) {}
-
-  handle(): JobHandle {
-    this.starts += 1;
-    const self = this;
-    return {
-      ref: { queue: 'payments', jobId: this.id, createdAt: 0 },
-      name: this.name,
-      data: this.data,
-      opts: {},
-      starts: this.starts,
-      finishes: 0,
-      stalls: 0,
-      moveToDelayed: async (dueAtMs) => {
-        self.moves.push(dueAtMs);
-      },
-      get note() {
-        return self.note;
-      },
-      keepNote: async (note) => {
-        self.note = note === undefined ? undefined : JSON.parse(JSON.stringify(note));
-      },
-    };
-  }
-}
 
 /** A memory store that can be taken down (refuses every filing as a store that is down would). */
 class FlakyStore extends MemoryDeadLetterStore {
