@@ -14,6 +14,8 @@ const PREFIX = 'sg';
 const QUEUE = 'index';
 const TOKEN = 'console-test-token';
 const XSS = '<img src=x onerror=alert(1)>';
+/** What a script sends to read the console's API (a browser signs in instead). */
+const AS_SCRIPT = { headers: { authorization: `Bearer ${TOKEN}` } };
 /** Screenshots of each page, for people to look at (copied into docs/ by hand when the pages change). */
 const ARTIFACTS = fileURLToPath(new URL('../../artifacts/', import.meta.url));
 
@@ -49,7 +51,7 @@ describe('the console in Chromium, against real Redis and worker processes', () 
     await redis?.close();
   });
 
-  /** A page of the console with the token given as the CLI tells users to (in the address fragment). */
+  /** A page of the console, signed in as a user does: the token typed once into the sign-in page. */
   async function open(path: string, withToken = true): Promise<Page> {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
@@ -59,8 +61,9 @@ describe('the console in Chromium, against real Redis and worker processes', () 
       throw new Error(`unexpected dialog: ${dialog.message()}`);
     });
     if (withToken) {
-      await page.goto(`${consoleServer.url}#token=${TOKEN}`);
-      // The page has taken the token (and replaced the address) before it is sent elsewhere.
+      await page.goto(consoleServer.url);
+      await page.getByLabel('Token').fill(TOKEN);
+      await page.getByRole('button', { name: 'Sign in' }).click();
       await page.getByText('Actions enabled').waitFor();
     }
     await page.goto(`${consoleServer.url}${path}`);
@@ -234,7 +237,7 @@ describe('the console in Chromium, against real Redis and worker processes', () 
     // A reset lifts the override (and may clear the breaker's state: then the row goes).
     await waitFor(
       async () => {
-        const { breakers } = (await (await fetch(`${consoleServer.url}api/breakers`)).json()) as {
+        const { breakers } = (await (await fetch(`${consoleServer.url}api/breakers`, AS_SCRIPT)).json()) as {
           breakers: { dependency: string; override?: unknown }[];
         };
         return !breakers.some((b) => b.dependency === 'search' && b.override);
@@ -308,7 +311,7 @@ describe('the console in Chromium, against real Redis and worker processes', () 
     await page.getByTestId('run-state').waitFor();
     const runId = decodeURIComponent(new URL(page.url()).hash.split('/').at(-1) ?? '');
     const run = async (url: string) =>
-      (await (await fetch(`${url}api/replays/${runId}`)).json()) as {
+      (await (await fetch(`${url}api/replays/${runId}`, AS_SCRIPT)).json()) as {
         status: string;
         moved: number;
         skipped: number;
@@ -398,7 +401,7 @@ describe('the console in Chromium, against real Redis and worker processes', () 
     const [first] = (await store.list(QUEUE, { limit: 1 })).records;
     expect(first).toBeDefined();
     const target = `${consoleServer.url}api/queues/${QUEUE}/records/${first?.id}/delete`;
-    const session = await fetch(`${consoleServer.url}api/session`);
+    const session = await fetch(`${consoleServer.url}api/session`, AS_SCRIPT);
     const csrf = ((await session.json()) as { csrf: string }).csrf;
     const cookie = (session.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
 
@@ -455,7 +458,7 @@ describe('the console in Chromium, against real Redis and worker processes', () 
     });
     expect(done.status).toBe(200);
     expect(await store.get(QUEUE, first?.id ?? '')).toBeUndefined();
-    const audit = (await (await fetch(`${consoleServer.url}api/audit`)).json()) as {
+    const audit = (await (await fetch(`${consoleServer.url}api/audit`, AS_SCRIPT)).json()) as {
       entries: { action: string; target: string; by: string }[];
     };
     expect(audit.entries[0]).toMatchObject({

@@ -96,15 +96,24 @@ export async function startWorker(redisPort: number, queue: string, prefix: stri
   return running(child);
 }
 
-/** `stormguard dashboard` as a user runs it, on a free port; resolves with its URL. */
+/**
+ * `stormguard dashboard` as a user runs it, on a free port; resolves with its URL, its port and what it
+ * wrote on stderr so far. STORMGUARD_DASHBOARD_TOKEN is only set when `env` sets it.
+ */
 export async function startConsole(
   args: string[],
   env: NodeJS.ProcessEnv = {},
-): Promise<Running & { url: string }> {
+): Promise<Running & { url: string; port: number; stderr(): string }> {
+  const { STORMGUARD_DASHBOARD_TOKEN: _ignored, ...inherited } = process.env;
   const child = spawnCli(['dashboard', '--port', '0', '--json', ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ...env },
+    env: { ...inherited, ...env },
+  });
+  let err = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    err += chunk.toString();
   });
   const line = await started(child, /^\{/, 'the console');
-  return { ...running(child), url: (JSON.parse(line) as { url: string }).url };
+  const { url, port } = JSON.parse(line) as { url: string; port: number };
+  return { ...running(child), url, port, stderr: () => err };
 }

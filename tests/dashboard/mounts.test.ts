@@ -1,8 +1,9 @@
 /**
  * The console's request handler mounted under a base path in each framework docs/console.md shows:
  * node:http, Express 5, Fastify 5 and Hono 4 on @hono/node-server, each exactly as the docs mount it. The
- * same cases run against every mount: the page and its assets, an API read, the first live (SSE) event,
- * and an action refused without the token or the CSRF token and applied with both (its JSON body reaching
+ * same cases run against every mount: signing in (the sign-in form's body reaching the console however
+ * the framework treats it), the page and its assets, an API read, the first live (SSE) event, and an
+ * action refused without the session or the CSRF token and applied with both (its JSON body reaching
  * the console whether or not the framework parsed it first). Real Redis behind it.
  */
 import { once } from 'node:events';
@@ -118,7 +119,11 @@ describe.each(MOUNTS)('the console mounted under the base path in %s', (name, mo
   let dashboard: DashboardHandler;
   let server: { url: string; close(): Promise<void> };
   let recordId: string;
+  /** The session cookie signing in gave. */
+  let session: string;
   const at = (path: string) => `${server.url}${BASE}${path}`;
+  const signedIn = (path: string, init: RequestInit = {}) =>
+    fetch(at(path), { ...init, headers: { ...(init.headers as Record<string, string>), Cookie: session } });
 
   beforeAll(async () => {
     await new RedisBreakerStore({ redis: client, prefix }).record(
@@ -142,10 +147,26 @@ describe.each(MOUNTS)('the console mounted under the base path in %s', (name, mo
     await dashboard?.close();
   });
 
+  it('signs in with the form the sign-in page posts, whatever the framework does with its body', async () => {
+    const form = await fetch(at('/'));
+    expect(form.status).toBe(401);
+    expect(await form.text()).toContain(`<form method="post" action="${BASE}/login" enctype="text/plain">`);
+    const answer = await fetch(at('/login'), {
+      method: 'POST',
+      headers: { 'Content-Type': 'text/plain', Origin: server.url },
+      body: `token=${TOKEN}\r\n`,
+      redirect: 'manual',
+    });
+    expect([answer.status, answer.headers.get('location')]).toEqual([303, `${BASE}/`]);
+    const setCookie = answer.headers.get('set-cookie') ?? '';
+    expect(setCookie).toMatch(new RegExp(`; Path=${BASE}; HttpOnly; SameSite=Strict; Max-Age=43200$`));
+    session = setCookie.split(';')[0] ?? '';
+  });
+
   it('serves the page and its assets under the base path, and leaves the rest of the app alone', async () => {
     const bare = await fetch(`${server.url}${BASE}`, { redirect: 'manual' });
     expect([bare.status, bare.headers.get('location')]).toEqual([308, `${BASE}/`]);
-    const page = await fetch(at('/'));
+    const page = await signedIn('/');
     expect(page.status).toBe(200);
     expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
     expect(page.headers.get('content-security-policy')).toMatch(/^default-src 'none'; script-src 'self'/);
@@ -160,20 +181,21 @@ describe.each(MOUNTS)('the console mounted under the base path in %s', (name, mo
   });
 
   it('answers its API', async () => {
-    const res = await fetch(at(`/api/queues/index/records/${recordId}`));
+    expect((await fetch(at(`/api/queues/index/records/${recordId}`))).status).toBe(401);
+    const res = await signedIn(`/api/queues/index/records/${recordId}`);
     expect(res.status).toBe(200);
     const body = (await res.json()) as { record: { jobId: string; reason: string }; malformed: boolean };
     expect([body.record.jobId, body.record.reason, body.malformed]).toEqual(['doc-1', 'max-attempts', false]);
-    const breakers = (await (await fetch(at('/api/breakers'))).json()) as {
+    const breakers = (await (await signedIn('/api/breakers')).json()) as {
       breakers: { dependency: string }[];
     };
     expect(breakers.breakers.map((b) => b.dependency)).toEqual(['search']);
-    const missing = await fetch(at('/api/nothing-here'));
+    const missing = await signedIn('/api/nothing-here');
     expect(missing.status).toBe(404);
   });
 
   it('streams live updates: the first event is the overview', async () => {
-    const res = await fetch(at('/api/events'), { signal: AbortSignal.timeout(10_000) });
+    const res = await signedIn('/api/events', { signal: AbortSignal.timeout(10_000) });
     expect([res.status, res.headers.get('content-type')]).toEqual([200, 'text/event-stream; charset=utf-8']);
     const reader = (res.body as ReadableStream<Uint8Array>).getReader();
     const decoder = new TextDecoder();
@@ -193,7 +215,7 @@ describe.each(MOUNTS)('the console mounted under the base path in %s', (name, mo
     expect(overview.queues.map((q) => q.queue)).toEqual(['index']);
   });
 
-  it('refuses an action without the token or the CSRF token, and applies it with both', async () => {
+  it('refuses an action without the session or the CSRF token, and applies it with both', async () => {
     const override = (headers: Record<string, string>, body: object) =>
       fetch(at('/api/breakers/search'), {
         method: 'POST',
@@ -209,15 +231,19 @@ describe.each(MOUNTS)('the console mounted under the base path in %s', (name, mo
       'CSRF check failed: reload the console and try again',
     ]);
 
-    const session = await fetch(at('/api/session'));
-    const { csrf } = (await session.json()) as { csrf: string };
-    expect(session.headers.get('set-cookie')).toMatch(
+    const csrfAnswer = await signedIn('/api/session');
+    const { csrf } = (await csrfAnswer.json()) as { csrf: string };
+    expect(csrfAnswer.headers.get('set-cookie')).toMatch(
       new RegExp(`; Path=${BASE}; SameSite=Strict; HttpOnly$`),
     );
+    const noSession = await override(
+      { 'X-Stormguard-CSRF': csrf, Cookie: `stormguard_csrf=${encodeURIComponent(csrf)}` },
+      forceOpen,
+    );
+    expect(noSession.status).toBe(401);
     const signed = {
-      Authorization: `Bearer ${TOKEN}`,
       'X-Stormguard-CSRF': csrf,
-      Cookie: `stormguard_csrf=${encodeURIComponent(csrf)}`,
+      Cookie: `${session}; stormguard_csrf=${encodeURIComponent(csrf)}`,
     };
     const applied = await override(signed, forceOpen);
     expect(applied.status).toBe(200);
@@ -260,7 +286,9 @@ describe('mounts that cannot work say how to fix them', () => {
     await app.listen({ port: 0, host: '127.0.0.1' });
     const server = await listening(app.server);
     try {
-      const { csrf } = (await (await fetch(`${server.url}${BASE}/api/session`)).json()) as { csrf: string };
+      const { csrf } = (await (
+        await fetch(`${server.url}${BASE}/api/session`, { headers: { Authorization: `Bearer ${TOKEN}` } })
+      ).json()) as { csrf: string };
       const res = await fetch(`${server.url}${BASE}/api/breakers/search`, {
         method: 'POST',
         headers: {

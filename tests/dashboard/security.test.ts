@@ -402,7 +402,7 @@ describe('with a token, reading needs a session', () => {
       `/api/events?token=${TOKEN}`,
       `/login?token=${TOKEN}`,
     ]) {
-      for (const headers of [{ host: c.host }, { host: c.host, cookie }]) {
+      for (const headers of [{ host: c.host }, { host: c.host, cookie }] as Record<string, string>[]) {
         const answer = await send(c.port, path, headers);
         expect([path, answer.status]).toEqual([path, 400]);
         expect(errorOf(answer)).toMatch(/^the console never takes its token in the address/);

@@ -17,12 +17,16 @@ export const CONTENT_SECURITY_POLICY = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-/** Headers on every response: the policy, no sniffing, no framing, no referrer leaks. */
+/**
+ * Headers on every response: the policy, no sniffing, no framing, no referrer leaks to other origins.
+ * `same-origin` rather than `no-referrer`: under `no-referrer` a browser sends `Origin: null` on the
+ * console's own form posts (sign in, sign out), which the console refuses as any opaque origin.
+ */
 export const SECURITY_HEADERS: Record<string, string> = {
   'Content-Security-Policy': CONTENT_SECURITY_POLICY,
   'X-Content-Type-Options': 'nosniff',
   'X-Frame-Options': 'DENY',
-  'Referrer-Policy': 'no-referrer',
+  'Referrer-Policy': 'same-origin',
   'Cross-Origin-Opener-Policy': 'same-origin',
   'Cross-Origin-Resource-Policy': 'same-origin',
 };
