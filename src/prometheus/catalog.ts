@@ -126,6 +126,14 @@ export const METRICS = {
     labels: ['queue', 'reason'],
     source: 'events',
   },
+  jobsUnfiled: {
+    name: 'jobs_unfiled_total',
+    otel: { name: 'stormguard.jobs.unfiled', unit: '{job}' },
+    type: 'counter',
+    help: "Jobs whose outcome stormguard could not record (their dead letter, safe form included, refused): failed in the queue's own failed set, by the dead-letter reason they had (bookkeeping: a retry).",
+    labels: [...JOB, 'reason'],
+    source: 'events',
+  },
   completed: {
     name: 'jobs_completed_total',
     otel: { name: 'stormguard.jobs.completed', unit: '{job}' },

@@ -5,6 +5,9 @@ import { noteDependency, type ObserverContext } from './context.js';
 import { DEAD_LETTER_REASON_SET, DEFERRAL_CAUSES, LabelBounds } from './labels.js';
 import type { ObservableFlow, ObservableWorker, Subscribable } from './sources.js';
 
+/** The reasons an unfiled job is counted under: a dead-letter reason, or `bookkeeping` for a retry. */
+const UNFILED_REASONS: ReadonlySet<string> = new Set([...DEAD_LETTER_REASON_SET, 'bookkeeping']);
+
 /**
  * Counts a worker's events. A retry that uses up an attempt is a retry; a reschedule that does not
  * (open breaker, budget deferral) is a deferral, so the retry ratio never rises because of its own
@@ -31,6 +34,9 @@ export function observeWorkerEvents(worker: ObservableWorker, ctx: ObserverConte
     }),
     worker.events.on('dead-letter', (e) =>
       m.deadLetters.inc({ ...job(e), reason: LabelBounds.closed(e.reason, DEAD_LETTER_REASON_SET) }),
+    ),
+    worker.events.on('unfiled', (e) =>
+      m.jobsUnfiled.inc({ ...job(e), reason: LabelBounds.closed(e.reason, UNFILED_REASONS) }),
     ),
     worker.events.on('dead-letters-evicted', (e) => {
       const queue = bounds.open('queue', e.queue);

@@ -130,6 +130,7 @@ describe('alerts', () => {
       'StormguardBreakerOpen',
       'StormguardDependencyPaused',
       'StormguardReplayableDeadLettersEvicted',
+      'StormguardJobsUnfiled',
     ]);
     expect(alerts.find((a) => a.alert === 'StormguardRetryBudgetExhausted')).toMatchObject({
       for: '10m',
