@@ -33,13 +33,13 @@ import {
   MAX_EVICTIONS_PER_FILING,
 } from '../runtime/dead-letter-store-rules.js';
 import { type DeadLetterRedaction, redactRecord } from '../runtime/redaction.js';
+import { type RedisConnection, redisClientOf } from './connection.js';
 import {
   type DurableWrites,
   type DurableWritesOption,
   resolveDurableWrites,
   runDurably,
 } from './durable-writes.js';
-import { type RedisConnection, redisClientOf } from './connection.js';
 import { defineScript, type RedisClient, type ScriptSpec } from './scripts.js';
 
 /**
@@ -208,11 +208,11 @@ export class RedisDeadLetterStore implements DeadLetterStore {
   readonly #scripts: { [K in keyof typeof SCRIPTS]: Script };
   readonly #registered = new Set<string>();
   readonly #redact: DeadLetterRedaction | undefined;
+  readonly #audit: AuditLog | undefined;
   /** The store's redaction hook: the worker redacts the errors it hands its queue with it too. */
   get redaction(): DeadLetterRedaction | undefined {
     return this.#redact;
   }
-  readonly #audit: AuditLog | undefined;
   readonly #closeClient: () => Promise<void>;
   #schemaChecked: Promise<void> | undefined;
 
