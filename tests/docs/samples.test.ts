@@ -246,6 +246,55 @@ function sourcesUnder(dir: string): string[] {
     .map((n) => join(dir, n));
 }
 
+/** `stormguard a b|c` → the command paths it names: `a b`, `a c`. */
+function expandAlternatives(shown: string): string[] {
+  return shown
+    .split(' ')
+    .reduce<string[]>(
+      (paths, word) => paths.flatMap((path) => word.split('|').map((w) => (path ? `${path} ${w}` : w))),
+      [''],
+    );
+}
+
+describe('docs/cli.md', () => {
+  const known = cliCommands();
+  const leaves = [...known].filter(
+    ([path]) => path !== '' && ![...known.keys()].some((other) => other.startsWith(`${path} `)),
+  );
+  // Each `## \`stormguard …\`` section, with the command paths its heading names.
+  const sections = text('docs/cli.md')
+    .split(/^## /m)
+    .slice(1)
+    .map((body) => {
+      const heading = /^`stormguard ([^`]+)`/.exec(body)?.[1] ?? '';
+      return { paths: expandAlternatives(heading.replace(/\s*[[<].*$/, '')), body };
+    });
+
+  it.each(leaves.map(([path, flags]) => [path, [...flags]] as const))(
+    'documents `stormguard %s` and every flag it takes, in its section',
+    (path, flags) => {
+      const own = sections.filter((s) => s.paths.some((p) => path === p || path.startsWith(`${p} `)));
+      expect(
+        own.length,
+        `a "## \`stormguard ${path}\`" section (or one of a command above it)`,
+      ).toBeGreaterThan(0);
+      const body = own.map((s) => s.body).join('\n');
+      const shown = [
+        ...body.matchAll(/stormguard ((?:[\w-]+(?:\|[\w-]+)*)(?: [\w-]+(?:\|[\w-]+)*)*)/g),
+      ].flatMap((m) => expandAlternatives(m[1] as string));
+      expect(
+        shown.some((s) => s === path || s.startsWith(`${path} `)),
+        `"stormguard ${path}" written in its section`,
+      ).toBe(true);
+      // --json and --help are said once for every command, at the top of the page.
+      const undocumented = flags.filter(
+        (flag) => flag !== '--help' && flag !== '--json' && !new RegExp(`${flag}(?![\\w-])`).test(body),
+      );
+      expect(undocumented).toEqual([]);
+    },
+  );
+});
+
 describe('commands shown outside the docs', () => {
   const known = cliCommands();
 
