@@ -18,6 +18,8 @@ import { waitFor } from '../helpers/redis-server.js';
 
 const bed = postgresBed();
 const TOKEN = 'pg-console-token';
+/** A console with a token needs it for reading too: a script sends it as a bearer. */
+const AS_SCRIPT = { headers: { authorization: `Bearer ${TOKEN}` } };
 const QUEUE = 'pg-console';
 let pool: pg.Pool;
 beforeAll(() => {
@@ -39,7 +41,7 @@ async function openConsole(schema: string) {
   return {
     url,
     async act<T>(path: string, body: unknown): Promise<T> {
-      const session = await fetch(`${url}api/session`);
+      const session = await fetch(`${url}api/session`, AS_SCRIPT);
       const { csrf } = (await session.json()) as { csrf: string };
       const res = await fetch(`${url}${path}`, {
         method: 'POST',
@@ -56,7 +58,7 @@ async function openConsole(schema: string) {
       return json;
     },
     async run(id: string) {
-      return (await (await fetch(`${url}api/replays/${id}`)).json()) as {
+      return (await (await fetch(`${url}api/replays/${id}`, AS_SCRIPT)).json()) as {
         status: string;
         moved: number;
         skipped: number;
@@ -87,7 +89,7 @@ describe('the console on PostgreSQL', () => {
     await flow.park('search', 'mixed', 'job-2', 60_000);
     const console_ = await openConsole(schema);
     try {
-      const overview = (await (await fetch(`${console_.url}api/overview`)).json()) as {
+      const overview = (await (await fetch(`${console_.url}api/overview`, AS_SCRIPT)).json()) as {
         pausedWorkers: { queue: string; dependency: string; worker: string }[];
         parkedJobs: { queue: string; dependency: string; count: number }[];
         dependencies: {
