@@ -1,3 +1,5 @@
+import type { Clock } from '../common/clock.js';
+import { formatDuration } from '../common/duration.js';
 import type { CliIO } from './io.js';
 
 /** A progress bar that starts on its first update and may be stopped more than once. */
@@ -39,5 +41,25 @@ export async function terminalProgress(
       if (started && !stopped) bar.stop();
       stopped = true;
     },
+  };
+}
+
+/**
+ * Progress for a long run whose stderr is no terminal (a pipe, a file, a CI log): one line at most every
+ * `everyMs` (default 10 s), so a short run prints nothing and a long one is never silent. The clock is
+ * injected for tests.
+ *
+ * @example
+ * const report = lineProgress(io, systemClock);
+ * report(`simulating fleet-budget: 40% of about 1,000,000 jobs`);
+ */
+export function lineProgress(io: CliIO, clock: Clock, everyMs = 10_000): (line: string) => void {
+  const startedAt = clock.now();
+  let lastAt = startedAt;
+  return (line) => {
+    const now = clock.now();
+    if (now - lastAt < everyMs) return;
+    lastAt = now;
+    io.stderr.write(`${line} (${formatDuration(now - startedAt)} elapsed)\n`);
   };
 }

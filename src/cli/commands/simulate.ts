@@ -1,12 +1,13 @@
 import { access, constants, stat, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
+import { systemClock } from '../../common/clock.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
 import type { StrategyResult } from '../../sim/results.js';
 import type { SimulationProgress } from '../../sim/simulate.js';
 import { type CliIO, printJson } from '../io.js';
 import { withExamples } from '../options.js';
-import { terminalProgress } from '../progress.js';
+import { lineProgress, terminalProgress } from '../progress.js';
 
 interface SimulateFlags {
   scenario?: string;
@@ -16,6 +17,7 @@ interface SimulateFlags {
   json?: boolean;
   example?: boolean;
   chart: boolean;
+  allowLarge?: boolean;
 }
 
 /**
@@ -37,6 +39,10 @@ export function register(program: Command, io: CliIO): void {
     .option('--json', 'print { scenario, seed, strategies: [...] } as JSON')
     .option('--example', 'print a commented example scenario to start from, and exit')
     .option('--no-chart', 'leave out the terminal chart of retries per second')
+    .option(
+      '--allow-large',
+      'run a scenario estimated past 5 minutes of CPU or 2 GB of memory (refused without it, exit 2)',
+    )
     .action((flags: SimulateFlags) => runSimulate(flags, io));
 }
 
@@ -57,6 +63,13 @@ async function runSimulate(flags: SimulateFlags, io: CliIO): Promise<void> {
     import('../../sim/scenario/load.js'),
   ]);
   const scenario = flags.scenario ? await loadScenarioFile(flags.scenario) : defaultScenario();
+  // Refused before it runs when it would take long or need much memory, unless told.
+  const [{ estimateSimulationCost, refuseLargeSimulation }, { resolveStrategies }] = await Promise.all([
+    import('../simulation-cost.js'),
+    import('../../sim/strategies.js'),
+  ]);
+  const kinds = resolveStrategies(scenario, options.strategies).map((s) => s.kind);
+  if (!flags.allowLarge) refuseLargeSimulation(estimateSimulationCost(scenario, kinds));
   const progress = await progressBar(io);
   let result: Awaited<ReturnType<typeof simulate>>;
   try {
@@ -151,7 +164,18 @@ async function progressBar(
     format: 'simulating {strategy} |{bar}| {percentage}% | strategy {n} of {count}',
     clearOnComplete: true,
   });
-  if (!bar) return { update: () => {}, stop: () => {} };
+  if (!bar) {
+    // No terminal: a line now and then, so a long run is never silent.
+    const report = lineProgress(io, systemClock);
+    const count = (n: number) => Math.round(n).toLocaleString('en-US');
+    return {
+      update: (p) =>
+        report(
+          `simulating ${p.strategy} (strategy ${p.index + 1} of ${p.count}): ${count(p.finished)} of about ${count(p.expected)} jobs finished`,
+        ),
+      stop: () => {},
+    };
+  }
   return {
     // A thousand steps per strategy, so the bar moves smoothly across all of them.
     update: (p) =>
