@@ -1,6 +1,7 @@
 import type { AuditEntry, AuditLog, AuditPage, AuditPageRequest, AuditWrite } from '../audit/types.js';
 import { checkMaxEntries, normalizeAuditWrite, parseAuditPage } from '../audit/validate.js';
 import type { Clock } from '../common/clock.js';
+import { checkOptionNames, type OptionNames } from '../common/option-names.js';
 import { PostgresDatabase, type PostgresStoreOptions } from './database.js';
 
 /**
@@ -15,6 +16,15 @@ export interface PostgresAuditLogOptions extends PostgresStoreOptions {
   /** TEST ONLY: take time from this clock instead of the server's `clock_timestamp()`. Default unset. */
   timeOverride?: Clock;
 }
+
+const OPTION_NAMES = {
+  maxEntries: true,
+  timeOverride: true,
+  connection: true,
+  schema: true,
+  prefix: true,
+  migrate: true,
+} as const satisfies OptionNames<PostgresAuditLogOptions>;
 
 /**
  * The audit log on PostgreSQL: table `audit_log` (`sql/006-audit-log.sql`), bounded per prefix. Appending
@@ -33,6 +43,7 @@ export class PostgresAuditLog implements AuditLog {
   readonly #timeOverride: Clock | undefined;
 
   constructor(options: PostgresAuditLogOptions) {
+    checkOptionNames('PostgresAuditLog', options, OPTION_NAMES);
     this.#db = new PostgresDatabase(options, 'PostgreSQL audit log');
     this.#maxEntries = checkMaxEntries(options.maxEntries);
     this.#timeOverride = options.timeOverride;

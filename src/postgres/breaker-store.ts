@@ -7,6 +7,7 @@ import {
 } from '../breaker/shared-store.js';
 import type { BreakerListing, ListedBreaker } from '../breaker/types.js';
 import type { Clock } from '../common/clock.js';
+import { checkOptionNames, type OptionNames } from '../common/option-names.js';
 import { PostgresDatabase, type PostgresStoreOptions } from './database.js';
 
 /**
@@ -36,6 +37,18 @@ interface StepResult extends BreakerServerStep {
   options: ResolvedBreakerOptions | null;
 }
 
+const OPTION_NAMES = {
+  timeOverride: true,
+  connection: true,
+  schema: true,
+  prefix: true,
+  migrate: true,
+  whenUnavailable: true,
+  timeoutMs: true,
+  retryIntervalMs: true,
+  clock: true,
+} as const satisfies OptionNames<PostgresBreakerStoreOptions>;
+
 /**
  * Circuit-breaker state shared by the whole fleet through PostgreSQL, for fleets that run without Redis
  * (BullMQ 6 on its PostgreSQL backend). Each operation is one round trip: one call of the plpgsql function
@@ -63,6 +76,7 @@ export class PostgresBreakerStore extends SharedBreakerStore implements BreakerL
   readonly #timeOverride: Clock | undefined;
 
   constructor(options: PostgresBreakerStoreOptions) {
+    checkOptionNames('PostgresBreakerStore', options, OPTION_NAMES);
     const db = new PostgresDatabase(options, 'PostgreSQL breaker store');
     super(options, 'PostgreSQL');
     this.#db = db;

@@ -8,6 +8,7 @@ import {
 } from '../budget/store.js';
 import type { AgedSuccesses, BudgetWindow } from '../budget/window.js';
 import type { Clock } from '../common/clock.js';
+import { checkOptionNames, type OptionNames } from '../common/option-names.js';
 import { CorruptBudgetStateError } from '../errors/corrupt-budget-state-error.js';
 import { PostgresDatabase, type PostgresStoreOptions } from './database.js';
 
@@ -38,6 +39,14 @@ interface Reply {
   reset?: string;
   problem?: string;
 }
+
+const OPTION_NAMES = {
+  clock: true,
+  connection: true,
+  schema: true,
+  prefix: true,
+  migrate: true,
+} as const satisfies OptionNames<PostgresBudgetStoreOptions>;
 
 /**
  * The fleet-wide retry budget store on PostgreSQL, for fleets without Redis. Each `trySpend` is one round
@@ -73,6 +82,7 @@ export class PostgresBudgetStore implements BudgetStore {
   readonly #read: string;
 
   constructor(options: PostgresBudgetStoreOptions) {
+    checkOptionNames('PostgresBudgetStore', options, OPTION_NAMES);
     this.#db = new PostgresDatabase(options, 'PostgreSQL budget store');
     this.#clock = options.clock;
     const q = this.#db.q;

@@ -1,5 +1,6 @@
 import type { AuditLog } from '../audit/types.js';
 import type { Clock } from '../common/clock.js';
+import { checkOptionNames, type OptionNames } from '../common/option-names.js';
 import { UnstorableValueError } from '../errors/unstorable-value-error.js';
 import type {
   AttemptState,
@@ -69,6 +70,16 @@ interface RecordRow {
   claimed_at_ms: string | null;
 }
 
+const OPTION_NAMES = {
+  redact: true,
+  timeOverride: true,
+  audit: true,
+  connection: true,
+  schema: true,
+  prefix: true,
+  migrate: true,
+} as const satisfies OptionNames<PostgresDeadLetterStoreOptions>;
+
 /**
  * The dead-letter store in PostgreSQL (`sql/004-dead-letters.sql`), for fleets on BullMQ 6's PostgreSQL
  * backend that run no Redis. Same contract as the memory and Redis stores (the same conformance suite):
@@ -97,6 +108,7 @@ export class PostgresDeadLetterStore implements DeadLetterStore {
   readonly #audit: AuditLog | undefined;
 
   constructor(options: PostgresDeadLetterStoreOptions) {
+    checkOptionNames('PostgresDeadLetterStore', options, OPTION_NAMES);
     this.#db = new PostgresDatabase(options, 'PostgreSQL dead-letter store');
     this.#timeOverride = options.timeOverride;
     this.#redact = options.redact;

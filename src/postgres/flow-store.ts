@@ -1,4 +1,5 @@
 import type { Clock } from '../common/clock.js';
+import { checkOptionNames, type OptionNames } from '../common/option-names.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
 import type { PaceVerdict } from '../runtime/flow-control/pacing.js';
 import type { SlowStartRamp } from '../runtime/flow-control/slow-start.js';
@@ -36,6 +37,15 @@ interface MarkReply {
   off: boolean;
 }
 
+const OPTION_NAMES = {
+  stateTtlMs: true,
+  clock: true,
+  connection: true,
+  schema: true,
+  prefix: true,
+  migrate: true,
+} as const satisfies OptionNames<PostgresFlowStoreOptions>;
+
 /**
  * The fleet-wide {@link FlowStore} on PostgreSQL, for fleets without Redis (BullMQ 6 on its PostgreSQL
  * backend). Every operation is one round trip, one call of a plpgsql function (`sql/008-flow-control.sql`)
@@ -68,6 +78,7 @@ export class PostgresFlowStore implements FlowStore {
   readonly #ttlMs: number;
 
   constructor(options: PostgresFlowStoreOptions) {
+    checkOptionNames('PostgresFlowStore', options, OPTION_NAMES);
     this.#db = new PostgresDatabase(options, 'PostgreSQL flow store');
     this.#clock = options.clock;
     const ttlMs = options.stateTtlMs ?? DEFAULT_STATE_TTL_MS;

@@ -1,4 +1,5 @@
 import type { Clock } from '../common/clock.js';
+import { checkOptionNames, type OptionNames } from '../common/option-names.js';
 import type { IdempotencyClaim, IdempotencyStore } from '../idempotency/store.js';
 import { PostgresDatabase, type PostgresStoreOptions } from './database.js';
 
@@ -15,6 +16,14 @@ export interface PostgresIdempotencyStoreOptions extends PostgresStoreOptions {
    */
   timeOverride?: Clock;
 }
+
+const OPTION_NAMES = {
+  timeOverride: true,
+  connection: true,
+  schema: true,
+  prefix: true,
+  migrate: true,
+} as const satisfies OptionNames<PostgresIdempotencyStoreOptions>;
 
 /**
  * The idempotency guard's store in PostgreSQL: one row per key, one function call (one round trip) per
@@ -37,6 +46,7 @@ export class PostgresIdempotencyStore implements IdempotencyStore {
   readonly #timeOverride: Clock | undefined;
 
   constructor(options: PostgresIdempotencyStoreOptions) {
+    checkOptionNames('PostgresIdempotencyStore', options, OPTION_NAMES);
     this.#db = new PostgresDatabase(options, 'PostgreSQL idempotency store');
     this.#timeOverride = options.timeOverride;
   }

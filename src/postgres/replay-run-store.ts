@@ -1,3 +1,4 @@
+import { checkOptionNames, type OptionNames } from '../common/option-names.js';
 import { REPLAY_RUNS_KEPT, type ReplayRun, type ReplayRunStore } from '../runtime/replay-runs.js';
 import { PostgresDatabase, type PostgresStoreOptions } from './database.js';
 
@@ -13,6 +14,13 @@ export interface PostgresReplayRunStoreOptions extends PostgresStoreOptions {}
 const LISTED = 100;
 /** A run id as the store hands them out: a positive whole number. */
 const RUN_ID = /^[1-9]\d{0,17}$/;
+
+const OPTION_NAMES = {
+  connection: true,
+  schema: true,
+  prefix: true,
+  migrate: true,
+} as const satisfies OptionNames<PostgresReplayRunStoreOptions>;
 
 /**
  * Replay runs on PostgreSQL (`sql/009-replay-runs.sql`): each run as JSON with its version in
@@ -33,6 +41,7 @@ export class PostgresReplayRunStore implements ReplayRunStore {
   readonly #db: PostgresDatabase;
 
   constructor(options: PostgresReplayRunStoreOptions) {
+    checkOptionNames('PostgresReplayRunStore', options, OPTION_NAMES);
     this.#db = new PostgresDatabase(options, 'PostgreSQL replay-run store');
   }
 

@@ -10,6 +10,13 @@ import { createWorker } from '../../src/bullmq/worker.js';
 import { isInvalidInputError } from '../../src/errors/invalid-input-error.js';
 import { PermanentError } from '../../src/errors/permanent-error.js';
 import { definePolicy } from '../../src/policy/define-policy.js';
+import { PostgresAuditLog } from '../../src/postgres/audit-log.js';
+import { PostgresBreakerStore } from '../../src/postgres/breaker-store.js';
+import { PostgresBudgetStore } from '../../src/postgres/budget-store.js';
+import { PostgresDeadLetterStore } from '../../src/postgres/dead-letter-store.js';
+import { PostgresFlowStore } from '../../src/postgres/flow-store.js';
+import { PostgresIdempotencyStore } from '../../src/postgres/idempotency-store.js';
+import { PostgresReplayRunStore } from '../../src/postgres/replay-run-store.js';
 import { RedisAuditLog } from '../../src/redis/audit-log.js';
 import { RedisBreakerStore } from '../../src/redis/breaker-store.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
@@ -147,6 +154,24 @@ describe('an option in the wrong place or misspelt', () => {
     const error = thrown(() => make({ redis, [typo]: 1 }));
     expect(isInvalidInputError(error)).toBe(true);
     expect(error.message).toMatch(new RegExp(`^${name}: unknown option "${typo}": did you mean "${right}"`));
+  });
+});
+
+describe('PostgreSQL stores given a misplaced option', () => {
+  // Refused before any connection is made: the URL points nowhere.
+  const connection = 'postgres://127.0.0.1:1/nowhere';
+  it.each([
+    ['PostgresDeadLetterStore', (o: object) => new PostgresDeadLetterStore(o as never), 'redis'],
+    ['PostgresBudgetStore', (o: object) => new PostgresBudgetStore(o as never), 'schemaName'],
+    ['PostgresBreakerStore', (o: object) => new PostgresBreakerStore(o as never), 'whenUnavailble'],
+    ['PostgresFlowStore', (o: object) => new PostgresFlowStore(o as never), 'stateTTLMs'],
+    ['PostgresAuditLog', (o: object) => new PostgresAuditLog(o as never), 'maxEntires'],
+    ['PostgresIdempotencyStore', (o: object) => new PostgresIdempotencyStore(o as never), 'durableWrites'],
+    ['PostgresReplayRunStore', (o: object) => new PostgresReplayRunStore(o as never), 'pool'],
+  ])('%s refuses %s, naming it', (name, make, option) => {
+    const error = thrown(() => make({ connection, [option]: 1 }));
+    expect(isInvalidInputError(error)).toBe(true);
+    expect(error.message).toMatch(new RegExp(`^${name}: unknown option "${option}"`));
   });
 });
 
