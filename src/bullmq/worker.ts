@@ -187,6 +187,7 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
       isPassThrough: (error) => isNamed(error, BULLMQ_CONTROL_ERRORS),
       instrumentation: options.instrumentation,
       flow: this.flow,
+      bookkeepingBackoff: options.bookkeepingBackoff,
     });
     const warn = options.onWarning ?? ((message) => process.emitWarning(message, 'StormguardWarning'));
     const warnedNames = new Set<string>();
