@@ -1,4 +1,9 @@
+import type { AttemptState, DeadLetterRecord } from '../../src/runtime/contracts.js';
 import type { JobHandle } from '../../src/runtime/job-handle.js';
+import {
+  MemoryDeadLetterStore,
+  type MemoryDeadLetterStoreOptions,
+} from '../../src/runtime/memory-dead-letter-store.js';
 import type { JobNote } from '../../src/runtime/pending-outcome.js';
 
 /**
@@ -43,5 +48,23 @@ export class QueuedJob {
         self.note = note === undefined ? undefined : JSON.parse(JSON.stringify(note));
       },
     };
+  }
+}
+
+/** A memory store that can be taken down (refuses every filing as a store that is down would). */
+export class FlakyStore extends MemoryDeadLetterStore {
+  down = false;
+  refuse: ((record: DeadLetterRecord) => Error | undefined) | undefined;
+  filings = 0;
+  constructor(options: MemoryDeadLetterStoreOptions = {}) {
+    super(options);
+  }
+  override file(record: DeadLetterRecord, state: AttemptState, ttlMs: number) {
+    this.filings += 1;
+    if (this.down)
+      throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6379'), { code: 'ECONNREFUSED' });
+    const refusal = this.refuse?.(record);
+    if (refusal) throw refusal;
+    return super.file(record, state, ttlMs);
   }
 }

@@ -6,35 +6,14 @@ import { InvalidInputError } from '../../src/errors/invalid-input-error.js';
 import { TransientError } from '../../src/errors/transient-error.js';
 import { UnstorableValueError } from '../../src/errors/unstorable-value-error.js';
 import { definePolicy } from '../../src/policy/define-policy.js';
-import type { AttemptState, DeadLetterRecord, StoredDeadLetter } from '../../src/runtime/contracts.js';
+import type { DeadLetterRecord, StoredDeadLetter } from '../../src/runtime/contracts.js';
 import type { JobEvents } from '../../src/runtime/events.js';
 import { JobRuntime, type JobRuntimeSettings, type RunOutcome } from '../../src/runtime/job-runtime.js';
-import {
-  MemoryDeadLetterStore,
-  type MemoryDeadLetterStoreOptions,
-} from '../../src/runtime/memory-dead-letter-store.js';
+import { MemoryDeadLetterStore } from '../../src/runtime/memory-dead-letter-store.js';
 import { decodeStoredName } from '../../src/runtime/pending-outcome.js';
-import { QueuedJob } from '../helpers/queued-job.js';
+import { FlakyStore, QueuedJob } from '../helpers/queued-job.js';
 
 const MINUTE = 60_000;
-
-/** A memory store that can be taken down (refuses every filing as a store that is down would). */
-class FlakyStore extends MemoryDeadLetterStore {
-  down = false;
-  refuse: ((record: DeadLetterRecord) => Error | undefined) | undefined;
-  filings = 0;
-  constructor(options: MemoryDeadLetterStoreOptions = {}) {
-    super(options);
-  }
-  override file(record: DeadLetterRecord, state: AttemptState, ttlMs: number) {
-    this.filings += 1;
-    if (this.down)
-      throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6379'), { code: 'ECONNREFUSED' });
-    const refusal = this.refuse?.(record);
-    if (refusal) throw refusal;
-    return super.file(record, state, ttlMs);
-  }
-}
 
 function setup(settings: Partial<JobRuntimeSettings> & { store: MemoryDeadLetterStore }, maxAttempts = 1) {
   const clock = new FakeClock(1_000);
