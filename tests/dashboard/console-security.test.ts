@@ -119,7 +119,8 @@ describe('the console in Chromium: another site reads nothing', () => {
           '/api/session',
         ]) {
           const res = await fetch(path);
-          out.push({ path, status: res.status, text: await res.text() });
+          // A stream answered 200 never ends: its status says enough.
+          out.push({ path, status: res.status, text: res.status === 200 ? '' : await res.text() });
         }
         return out;
       }, recordId);
