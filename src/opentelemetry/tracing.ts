@@ -19,6 +19,7 @@ import type {
   AttemptTrace,
   JobInstrumentation,
 } from '../runtime/instrumentation.js';
+import { keptStackRedacted } from '../runtime/redaction.js';
 import { ATTR, type DecisionAttribute, type LinkAttribute } from './attributes.js';
 import { formatTraceparent, parseTraceparent } from './traceparent.js';
 
@@ -234,7 +235,9 @@ function errorText(redact: ((error: ErrorText) => ErrorText) | undefined): (erro
     const described = describeError(error);
     try {
       const answer = redact({ ...described });
-      if (answer && typeof answer.name === 'string' && typeof answer.message === 'string') return answer;
+      // A hook that redacts the message alone leaves the raw text in the stack's first line: rewritten.
+      if (answer && typeof answer.name === 'string' && typeof answer.message === 'string')
+        return keptStackRedacted(described, answer);
     } catch {
       // Fall through: a hook that fails must not let the raw text out.
     }
