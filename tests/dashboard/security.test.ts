@@ -5,8 +5,9 @@
  * string. node:http sends exactly the headers given (no Host unless given). Memory stores behind it.
  */
 import { once } from 'node:events';
-import { createServer, request, type Server } from 'node:http';
+import { createServer, IncomingMessage, request, type Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryAuditLog } from '../../src/audit/memory-audit-log.js';
 import { MemoryBreakerStore } from '../../src/breaker/memory-store.js';
@@ -224,6 +225,52 @@ describe('a read-only console answers only for its own names', () => {
       cookie: 'stormguard_csrf=%E0%A4%A; stormguard_session=%ZZ',
     });
     expect(cookie.status).toBe(200);
+  });
+});
+
+describe('a handler reached over the network', () => {
+  /** The handler's answer to a request that arrived on `localAddress` (an in-process request: no port to bind). */
+  async function answerOn(localAddress: string, options: Omit<DashboardOptions, 'backend'>, host: string) {
+    const dashboard = createDashboard({ backend: memoryBackend(), updateIntervalMs: 60_000, ...options });
+    try {
+      const socket = new Socket();
+      Object.defineProperty(socket, 'localAddress', { value: localAddress });
+      const req = new IncomingMessage(socket);
+      Object.assign(req, { method: 'GET', url: '/api/queues', headers: { host } });
+      req.push(null);
+      const res = new ServerResponse(req);
+      const chunks: Buffer[] = [];
+      let finished: () => void = () => {};
+      const ended = new Promise<void>((resolve) => {
+        finished = resolve;
+      });
+      // No socket to write to: what the handler sends is kept here.
+      res.write = ((chunk: Buffer | string) => chunks.push(Buffer.from(chunk))) as never;
+      res.end = ((chunk?: Buffer | string) => {
+        if (chunk) chunks.push(Buffer.from(chunk));
+        finished();
+        return res;
+      }) as never;
+      dashboard(req, res);
+      await ended;
+      return { status: res.statusCode, body: Buffer.concat(chunks).toString('utf8') };
+    } finally {
+      await dashboard.close();
+    }
+  }
+
+  it('without allowedHosts refuses what arrives on a non-loopback address, naming the option', async () => {
+    const refused = await answerOn('10.0.0.5', {}, 'localhost:3000');
+    expect(refused.status).toBe(403);
+    expect(JSON.parse(refused.body)).toEqual({
+      error:
+        'this console is reached over the network (on 10.0.0.5) but was given no names to answer for: start it with --allowed-host <the name users open> (allowedHosts in createDashboard)',
+    });
+    expect(
+      (await answerOn('10.0.0.5', { allowedHosts: ['ops.example.com'] }, 'ops.example.com')).status,
+    ).toBe(200);
+    for (const local of ['127.0.0.1', '::1', '::ffff:127.0.0.1'])
+      expect([local, (await answerOn(local, {}, 'localhost:3000')).status]).toEqual([local, 200]);
   });
 });
 
