@@ -68,6 +68,15 @@ export {
   MemoryDeadLetterStore,
   type MemoryDeadLetterStoreOptions,
 } from './runtime/memory-dead-letter-store.js';
+export {
+  type BookkeepingBackoff,
+  DEFAULT_BOOKKEEPING_BACKOFF,
+  decodeStoredName,
+  encodeStoredName,
+  type JobNote,
+  type PendingOutcome,
+  type PendingWrite,
+} from './runtime/pending-outcome.js';
 export { type DeadLetterRedaction, redactRecord } from './runtime/redaction.js';
 export {
   MemoryReplayRunStore,
