@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ReplayRunner } from '../bullmq/replay-runner.js';
+import { checkOptionNames, type OptionNames } from '../common/option-names.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
 import { auditRoutes } from './api/audit-routes.js';
 import { breakerRoutes } from './api/breaker-routes.js';
@@ -64,6 +65,24 @@ export interface DashboardHandler {
   close(): Promise<void>;
 }
 
+const OPTION_NAMES = {
+  backend: true,
+  basePath: true,
+  token: true,
+  allowedHosts: true,
+  identify: true,
+  updateIntervalMs: true,
+  now: true,
+} as const satisfies OptionNames<DashboardOptions>;
+
+/** The CLI's flag names, given to the handler. */
+const OPTION_ALIASES: Readonly<Record<string, string>> = {
+  allowedHost: 'the names the console answers for are `allowedHosts` (a list)',
+  tokenFile: 'read the file and give its content as `token`',
+  redis: 'give `backend: redisConsoleBackend({ redis })`',
+  store: 'give `backend` (redisConsoleBackend or postgresConsoleBackend)',
+};
+
 /**
  * The operator console as one request handler, mountable in node:http, Express, Fastify or Hono (see
  * docs/console.md). It serves the front end (built into the package: no CDN), its JSON API and live
@@ -78,6 +97,7 @@ export interface DashboardHandler {
  * createServer(console).listen(3000, '127.0.0.1');
  */
 export function createDashboard(options: DashboardOptions): DashboardHandler {
+  checkOptionNames('createDashboard', options, OPTION_NAMES, OPTION_ALIASES);
   const basePath = normaliseBase(options.basePath ?? '');
   const now = options.now ?? Date.now;
   if (options.token !== undefined && (typeof options.token !== 'string' || options.token === ''))

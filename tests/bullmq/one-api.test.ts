@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deadLetterQueue } from '../../src/bullmq/dead-letter-queue.js';
 import { createWorker } from '../../src/bullmq/worker.js';
+import { createDashboard } from '../../src/dashboard/handler.js';
 import { isInvalidInputError } from '../../src/errors/invalid-input-error.js';
 import { PermanentError } from '../../src/errors/permanent-error.js';
 import { definePolicy } from '../../src/policy/define-policy.js';
@@ -121,6 +122,18 @@ describe('an option in the wrong place or misspelt', () => {
       /unknown option "colour": createWorker takes connection, backend, policy, deadLetters/,
     );
     expect(thrown(make({ store: {} })).message).toMatch(/the dead-letter store is `deadLetters`/);
+  });
+
+  it('createDashboard: names the option and where it belongs', () => {
+    const backend = {} as never;
+    expect(
+      thrown(() => createDashboard({ backend, allowedHost: ['ops.example.com'] } as never)).message,
+    ).toBe(
+      'createDashboard: unknown option "allowedHost": the names the console answers for are `allowedHosts` (a list)',
+    );
+    expect(thrown(() => createDashboard({ backend, basepath: '/ops' } as never)).message).toMatch(
+      /^createDashboard: unknown option "basepath": did you mean "basePath"/,
+    );
   });
 
   it('deadLetterQueue: names the option and where it belongs', () => {
