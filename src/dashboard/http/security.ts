@@ -62,7 +62,10 @@ export function originRefusal(req: IncomingMessage, host: string | undefined): R
     };
   }
   if (host === undefined || originHost !== host.toLowerCase())
-    return { status: 403, message: `cross-origin request refused (Origin: ${origin.slice(0, 100)})` };
+    return {
+      status: 403,
+      message: `cross-origin request refused (Origin: ${origin.slice(0, 100)}, Host: ${String(host).slice(0, 100)}): behind a proxy, pass the name the browser opened on (X-Forwarded-Host, or the Host itself)`,
+    };
   return undefined;
 }
 
