@@ -6,8 +6,8 @@ import type { RetryPolicy } from '../policy/types.js';
 import type { AttemptStateStore, DeadLetterStore } from '../runtime/contracts.js';
 import type { FlowControlOptions } from '../runtime/flow-control/options.js';
 import type { JobInstrumentation } from '../runtime/instrumentation.js';
-import type { BookkeepingBackoff } from '../runtime/pending-outcome.js';
 import type { RuntimeBreaker, RuntimeBudget, RuntimeGuard } from '../runtime/job-runtime.js';
+import type { BookkeepingBackoff } from '../runtime/pending-outcome.js';
 import type { AutoReplayOptions } from './auto-replay.js';
 
 /**
