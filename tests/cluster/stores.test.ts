@@ -22,6 +22,7 @@ import { RedisReplayRunStore } from '../../src/redis/replay-run-store.js';
 import { describeDeadLetterStore } from '../../src/runtime/dead-letter-store.case.js';
 import { flowStoreCases } from '../../src/runtime/flow-control/store.case.js';
 import { describeReplayRunStore } from '../../src/runtime/replay-run-store.case.js';
+import { describeNameAgreement } from '../helpers/name-agreement.js';
 import { TestRedisCluster } from '../helpers/redis-cluster.js';
 import { waitFor } from '../helpers/redis-server.js';
 
@@ -182,3 +183,16 @@ describe('stores on a Cluster', () => {
     }
   });
 });
+
+describeNameAgreement(
+  'a Redis Cluster',
+  async () => {
+    const prefix = freshPrefix();
+    return {
+      budget: new RedisBudgetStore({ redis, prefix }),
+      breaker: new RedisBreakerStore({ redis, prefix }),
+      flow: new RedisFlowStore({ redis, prefix }),
+    };
+  },
+  30,
+);
