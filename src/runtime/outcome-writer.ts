@@ -2,7 +2,7 @@ import type { Clock } from '../common/clock.js';
 import { describeError } from '../common/error-text.js';
 import { isRedactionFailedError } from '../errors/redaction-failed-error.js';
 import type { DeadLetterReason } from '../policy/types.js';
-import type { AttemptStateStore, DeadLetterRecord, DeadLetterStore } from './contracts.js';
+import type { AttemptEntry, AttemptStateStore, DeadLetterRecord, DeadLetterStore } from './contracts.js';
 import type { JobLabels } from './events.js';
 import type { JobHandle } from './job-handle.js';
 import type { JobEventSink, RunOutcome } from './job-runtime.js';
@@ -152,7 +152,10 @@ export class OutcomeWriter {
     if (ended || nowMs + delayMs > deadline) return this.#unfiled(job, write, refusal);
     if (job.keepNote) {
       try {
-        await job.keepNote({ ...job.note, pending: { write, tries, since: pending.since } });
+        await job.keepNote({
+          ...job.note,
+          pending: { write: this.#redacted(write), tries, since: pending.since },
+        });
       } catch (noteError) {
         // Not moved: the lock runs out, and the queue's stalled-job recovery brings the job back, counted.
         settings.report(noteError);
@@ -173,6 +176,28 @@ export class OutcomeWriter {
         errorClass: describeError(refusal).name,
       });
     return { type: 'delayed' };
+  }
+
+  /**
+   * The write as the job's own record may keep it: the queue is handed nothing raw, so every error text
+   * (the record's last error, each attempt's) goes through the configured redaction first. The store
+   * redacts the record again when it files it; a hook that redacts by pattern leaves it as it is.
+   */
+  #redacted(write: PendingWrite): PendingWrite {
+    const text = this.settings.errorText;
+    const record = write.type === 'dead-letter' ? write.record : undefined;
+    const history = (entries: AttemptEntry[] | undefined) =>
+      entries?.map((entry) => {
+        const { name, message } = text(entry.error, record);
+        return { ...entry, error: { name, message } };
+      });
+    const state = { ...write.state };
+    if (state.history) state.history = history(state.history) as AttemptEntry[];
+    if (write.type === 'retry' || write.safeForm || !record) return { ...write, state };
+    const lastError = { ...text(record.lastError, record), classification: record.lastError.classification };
+    const kept: DeadLetterRecord = { ...record, lastError };
+    if (record.history) kept.history = history(record.history) as AttemptEntry[];
+    return { ...write, record: kept, state };
   }
 
   /** Nothing could record the outcome: the job ends in its queue's failed set, never re-run. */

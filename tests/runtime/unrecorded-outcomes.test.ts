@@ -286,6 +286,21 @@ describe('secrets in errors', () => {
     });
   });
 
+  it("keeps an outcome in the job's own record with its error text redacted", async () => {
+    const store = new FlakyStore({ redact });
+    store.down = true;
+    const { runtime, clock } = setup({ store });
+    const job = new QueuedJob('pay-12');
+    expect(await runOnce(runtime, job, new TransientError('503 token=s3cr3t'))).toEqual({ type: 'delayed' });
+    expect(JSON.stringify(job.note)).toContain('token=[redacted]');
+    expect(JSON.stringify(job.note)).not.toContain('s3cr3t');
+    store.down = false;
+    clock.set(job.moves.at(-1) ?? 0);
+    expect(await runOnce(runtime, job, new Error('must not run'))).toMatchObject({ type: 'dead-lettered' });
+    const [record] = await records(store);
+    expect(record?.lastError.message).toBe('503 token=[redacted]');
+  });
+
   it('reports its own bookkeeping errors redacted', async () => {
     const store = new FlakyStore({ redact });
     store.refuse = () => new Error('write refused for job with token=s3cr3t');
