@@ -40,8 +40,9 @@ export interface DependencyRegistryOptions {
   /** TEST ONLY: this clock's time instead of the Redis server's `TIME` (and for the refresh). Default unset. */
   clock?: Clock;
   /**
-   * For readers (the status commands): listings write nothing, neither the one-time adoption (its scan
-   * runs again on each listing until a writer's listing records it) nor the pruning. Default false.
+   * For readers (the status commands, the exporter): listings write nothing, neither the one-time
+   * adoption's mark nor the pruning. Until a listing that may write records the mark, a read-only one scans
+   * once per registry object and keeps what it found in memory. Default false.
    */
   readOnly?: boolean;
 }
@@ -75,6 +76,8 @@ export class DependencyRegistry {
   readonly #legacy: DependencyRegistryOptions['legacy'];
   readonly #clock: Clock | undefined;
   readonly #readOnly: boolean;
+  // What a read-only registry's one scan found (it cannot record the mark that spares the next scan).
+  #adoptedInMemory: string[] | undefined;
   readonly #note;
   readonly #forget;
   // When this process last sent a note for each dependency (its own clock: only the refresh uses it).
@@ -133,7 +136,7 @@ export class DependencyRegistry {
     });
     if (scanned === 1) return registered.sort();
     const names = new Set(registered);
-    for (const name of await this.#adopt(options)) names.add(name);
+    for (const name of this.#adoptedInMemory ?? (await this.#adopt(options))) names.add(name);
     return [...names].sort();
   }
 
@@ -158,7 +161,10 @@ export class DependencyRegistry {
       const name = this.#legacy.dependencyOf(key);
       if (name !== undefined) names.push(name);
     }
-    if (this.#readOnly) return names;
+    if (this.#readOnly) {
+      this.#adoptedInMemory = names;
+      return names;
+    }
     try {
       for (let i = 0; i < names.length; i += ADOPT_CHUNK)
         await this.#note([this.#key], [this.#now(), ...names.slice(i, i + ADOPT_CHUNK)]);

@@ -67,6 +67,23 @@ describe('dependency registry of the Redis budget and breaker stores', () => {
     }
   });
 
+  it('a read-only store lists state written before the registry existed with one scan, and writes nothing', async () => {
+    const prefix = freshPrefix();
+    await new RedisBudgetStore({ redis: crowded.redis, prefix }).trySpend('search', WINDOW, [], 1);
+    await dropRegistries(prefix);
+    const keys = async () => (await crowded.redis.keys(`*${prefix}*`)).sort();
+    const before = await keys();
+    const reader = new RedisBudgetStore({ redis: crowded.redis, prefix, readOnly: true });
+    const scansBefore = await scans();
+    expect(await reader.dependencies()).toEqual(['search']);
+    const scansAfterFirst = await scans();
+    expect(scansAfterFirst).toBeGreaterThan(scansBefore);
+    // Listed again (budget watch, metrics serve): from what it found, without scanning again.
+    expect(await reader.dependencies()).toEqual(['search']);
+    expect(await scans()).toBe(scansAfterFirst);
+    expect(await keys()).toEqual(before);
+  });
+
   it('finds state written before the registry existed, with one scan, and keeps it listed', async () => {
     const prefix = freshPrefix();
     const budgets = new RedisBudgetStore({ redis: crowded.redis, prefix });
