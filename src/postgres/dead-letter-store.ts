@@ -264,7 +264,13 @@ export class PostgresDeadLetterStore implements DeadLetterStore {
     return row?.removed === true;
   }
 
-  async readAttempts(job: JobRef): Promise<AttemptState | undefined> {
+  readAttempts(job: JobRef): Promise<AttemptState | undefined> {
+    return this.#readAttempts(job).catch((error: unknown) => {
+      throw unstorableOr(error);
+    });
+  }
+
+  async #readAttempts(job: JobRef): Promise<AttemptState | undefined> {
     const [row] = await this.#db.query<{ state: string }>(
       `SELECT state FROM ${this.#q}.attempt_states
        WHERE prefix = $1 AND queue = $2 AND job_id = $3 AND created_at = $4 AND expires_at_ms > ${this.#q}.now_ms($5)`,
@@ -278,7 +284,13 @@ export class PostgresDeadLetterStore implements DeadLetterStore {
     }
   }
 
-  async writeAttempts(job: JobRef, state: AttemptState, ttlMs: number): Promise<void> {
+  writeAttempts(job: JobRef, state: AttemptState, ttlMs: number): Promise<void> {
+    return this.#writeAttempts(job, state, ttlMs).catch((error: unknown) => {
+      throw unstorableOr(error);
+    });
+  }
+
+  async #writeAttempts(job: JobRef, state: AttemptState, ttlMs: number): Promise<void> {
     await this.#db.query(`SELECT ${this.#q}.attempts_write($1, $2, $3, $4, $5, $6, $7)`, [
       this.#db.prefix,
       job.queue,

@@ -41,6 +41,7 @@ import {
   isPermanentRefusal,
   MAX_BOOKKEEPING_RERUNS,
   type PendingWrite,
+  refusalText,
 } from './pending-outcome.js';
 import { type DeadLetterRedaction, keptStackRedacted, redactErrorText } from './redaction.js';
 import { type SettleJob, settle } from './settle.js';
@@ -270,7 +271,11 @@ export class JobRuntime {
     try {
       stored = mayHaveAttemptState(job) ? await this.settings.attempts.readAttempts(job.ref) : undefined;
     } catch (error) {
-      return this.#retryBookkeeping(job, error);
+      // A store that can never read this job's state (an id it cannot hold) has none: the job runs as new,
+      // and its outcome then takes the path of a write no retry fixes.
+      if (!isPermanentRefusal(error)) return this.#retryBookkeeping(job, error);
+      this.#report(error);
+      stored = undefined;
     }
     if (stored?.deadLettered) {
       const { reason, detail, recordId } = stored.deadLettered;
@@ -473,17 +478,22 @@ export class JobRuntime {
     };
     if (ctx.idempotencyKey !== undefined) facts.idempotencyKey = ctx.idempotencyKey;
     if (job.replayedFrom !== undefined) facts.replayedFrom = job.replayedFrom;
-    const { state: next, action } = settle(state, decision, nowMs, facts);
-    // The attempt joins the job's history (state, then record): the record shows every attempt's decision.
-    const attempt = { attempt: job.starts, at: nowMs, dependency, error: facts.lastError };
-    next.history = appendAttempt(state.history, attemptEntry(attempt, decision, action));
-    if (action.type === 'dead-letter') action.record.history = next.history;
-    // Trace contexts ride along with the job (state, then record) so later attempts and a replay link back.
-    const traceLinks = keepTraceLinks(state.traceLinks, trace?.carrier);
-    if (traceLinks) {
-      next.traceLinks = traceLinks;
-      if (action.type === 'dead-letter') action.record.traceLinks = traceLinks;
-    }
+    const settled = (made: Decision) => {
+      const settlement = settle(state, made, nowMs, facts);
+      const { state: next, action } = settlement;
+      // The attempt joins the job's history (state, then record): the record shows every attempt's decision.
+      const attempt = { attempt: job.starts, at: nowMs, dependency, error: facts.lastError };
+      next.history = appendAttempt(state.history, attemptEntry(attempt, made, action));
+      if (action.type === 'dead-letter') action.record.history = next.history;
+      // Trace contexts ride along with the job (state, then record) so later attempts and a replay link back.
+      const traceLinks = keepTraceLinks(state.traceLinks, trace?.carrier);
+      if (traceLinks) {
+        next.traceLinks = traceLinks;
+        if (action.type === 'dead-letter') action.record.traceLinks = traceLinks;
+      }
+      return settlement;
+    };
+    const { state: next, action } = settled(decision);
 
     let write: PendingWrite | undefined;
     if (action.type === 'retry' || action.type === 'defer')
@@ -504,7 +514,18 @@ export class JobRuntime {
     if (write) {
       const refused =
         trace && ((refusal: unknown) => this.#refusedBookkeeping.set(trace, { error: refusal }));
-      return this.#writer.write(job, { write, tries: 0, since: nowMs }, ended, false, refused);
+      // A retry whose state no store can keep (an id it cannot hold) cannot be counted: it is dead-lettered.
+      const deadLetters = settings.deadLetters;
+      const unkept =
+        write.type === 'retry' && deadLetters
+          ? (refusal: unknown): PendingWrite | undefined => {
+              const final = settled(unkeptStateDecision(refusal));
+              return final.action.type === 'dead-letter'
+                ? { type: 'dead-letter', record: final.action.record, state: final.state, ttlMs: this.#ttlMs }
+                : undefined;
+            }
+          : undefined;
+      return this.#writer.write(job, { write, tries: 0, since: nowMs }, ended, false, refused, unkept);
     }
     if (hadState) await this.#clear(job);
     const last = this.#errorText ? this.#errorText(facts.lastError, undefined) : facts.lastError;
@@ -905,4 +926,14 @@ function redactedError(text: ErrorText): Error {
   error.name = text.name;
   error.stack = text.stack ?? `${text.name}: ${text.message}`;
   return error;
+}
+
+/** The decision for a failed attempt whose retry cannot be counted: no store can keep the job's state. */
+function unkeptStateDecision(refusal: unknown): Decision {
+  return {
+    action: 'dead-letter',
+    reason: 'permanent',
+    detail: `its retry could not be scheduled: the attempt state cannot be kept (${refusalText(refusal)})`,
+    classification: { retryable: false, reason: 'unkept-state' },
+  };
 }

@@ -68,11 +68,12 @@ export class OutcomeWriter {
     ended: boolean,
     noted: boolean,
     onRefused?: (refusal: unknown) => void,
+    unkept?: (refusal: unknown) => PendingWrite | undefined,
   ): Promise<RunOutcome<never>> {
     try {
       return await this.#perform(job, pending.write, noted);
     } catch (refusal) {
-      const outcome = await this.#refused(job, pending, refusal, ended, onRefused);
+      const outcome = await this.#refused(job, pending, refusal, ended, onRefused, unkept);
       // A safe form filed is a dead letter like any other; anything else tells the trace what refused.
       if (outcome.type !== 'dead-lettered') onRefused?.(refusal);
       return outcome;
@@ -132,6 +133,7 @@ export class OutcomeWriter {
     refusal: unknown,
     ended: boolean,
     onRefused: ((refusal: unknown) => void) | undefined,
+    unkept: ((refusal: unknown) => PendingWrite | undefined) | undefined,
   ): Promise<RunOutcome<never>> {
     const { settings } = this;
     settings.report(refusal);
@@ -142,6 +144,10 @@ export class OutcomeWriter {
         const safe: PendingWrite = { ...write, record, safeForm: true };
         return this.write(job, { ...pending, write: safe }, ended, false, onRefused);
       }
+      // A retry whose state no store can keep: the dead letter `unkept` decides instead (its own safe form
+      // if the store cannot hold it either).
+      const instead = write.type === 'retry' ? unkept?.(refusal) : undefined;
+      if (instead) return this.write(job, { ...pending, write: instead }, ended, false, onRefused);
       return this.#unfiled(job, write, refusal);
     }
     const nowMs = settings.clock.now();

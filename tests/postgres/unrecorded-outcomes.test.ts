@@ -24,10 +24,10 @@ afterAll(async () => {
   await pool.end();
 });
 
-function runtimeOn(store: PostgresDeadLetterStore): JobRuntime {
+function runtimeOn(store: PostgresDeadLetterStore, maxAttempts = 1): JobRuntime {
   return new JobRuntime({
     queue: 'payments',
-    policy: definePolicy({ name: 'payments', maxAttempts: 1, backoff: { type: 'fixed', delayMs: 1_000 } }),
+    policy: definePolicy({ name: 'payments', maxAttempts, backoff: { type: 'fixed', delayMs: 1_000 } }),
     dependencies: {},
     attempts: store,
     deadLetters: store,
@@ -64,5 +64,21 @@ describe('the PostgreSQL dead-letter store and values it cannot hold', () => {
     expect(decodeStoredName(records[0]?.name ?? '')).toBe('charge\u0000eu');
     expect(decodeStoredName(records[0]?.jobId ?? '')).toBe('pay\u00001');
     expect(records[0]?.data).toMatchObject({ stormguard: 'withheld' });
+  });
+
+  it('dead-letters a job whose id it cannot hold at its first failure, since its retries could not be counted', async () => {
+    const store = new PostgresDeadLetterStore({ connection: pool, schema: uniqueSchema() });
+    const runtime = runtimeOn(store, 3);
+    const job = new QueuedJob('pay\u00002');
+    const outcome = await runtime.run(job.handle(), async () => {
+      job.runs += 1;
+      throw new TransientError('503');
+    });
+    expect(outcome).toMatchObject({ type: 'dead-lettered', reason: 'permanent' });
+    expect(job.runs).toBe(1);
+    const { records } = await store.list('payments', { limit: 10 });
+    expect(records.map((r) => [decodeStoredName(r.jobId), r.lastError.classification.reason])).toEqual([
+      ['pay\u00002', 'unkept-state'],
+    ]);
   });
 });
