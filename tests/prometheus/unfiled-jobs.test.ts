@@ -6,7 +6,7 @@ import { createMetrics } from '../../src/prometheus/index.js';
 import { parseExposition, sampleValue } from './exposition.js';
 
 describe('stormguard_jobs_unfiled_total', () => {
-  it("counts each job whose dead letter could not be filed, by the reason it had", async () => {
+  it('counts each job whose dead letter could not be filed, by the reason it had', async () => {
     const registry = new Registry();
     const metrics = createMetrics({ registry });
     const worker = new EventBus<WorkerEvents>();
