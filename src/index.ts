@@ -38,7 +38,11 @@ export type {
   RetentionLimits,
   StoredDeadLetter,
 } from './runtime/contracts.js';
-export { DEAD_LETTER_REASONS, isMalformedDeadLetter } from './runtime/dead-letter-record.js';
+export {
+  DEAD_LETTER_REASONS,
+  isMalformedDeadLetter,
+  isWithheldDeadLetter,
+} from './runtime/dead-letter-record.js';
 export {
   type DeadLetterSearch,
   type DeadLetterSearchResult,

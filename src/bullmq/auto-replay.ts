@@ -5,6 +5,7 @@ import type { Clock } from '../common/clock.js';
 import { parseWith } from '../common/validation.js';
 import { InvalidInputError, isInvalidInputError } from '../errors/invalid-input-error.js';
 import type { DeadLetterStore, StoredDeadLetter } from '../runtime/contracts.js';
+import { isWithheldDeadLetter } from '../runtime/dead-letter-record.js';
 import type { ReplayRun, ReplayRunStore } from '../runtime/replay-runs.js';
 import type { ReplayQueue, ReplayTarget } from './replay.js';
 import { type BudgetStateReader, type HealthGate, realSleep } from './replay-pacing.js';
@@ -240,6 +241,8 @@ export class AutoReplay {
     do {
       const page = await store.list(queue, { reason, limit: PAGE, ...(cursor ? { cursor } : {}) });
       for (const record of page.records) {
+        // A safe-form record is never put back (its data was not kept): it does not keep runs coming.
+        if (isWithheldDeadLetter(record)) continue;
         if (record.replays < this.#options.maxReplays) any = true;
         else this.#tellSkipped(record);
       }

@@ -4,6 +4,7 @@ import { type Clock, systemClock } from '../common/clock.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
 import type { DeadLetterReason } from '../policy/types.js';
 import type { DeadLetterStore } from '../runtime/contracts.js';
+import { isWithheldDeadLetter } from '../runtime/dead-letter-record.js';
 import type { ReplayPreview, ReplayRun, ReplayRunStore } from '../runtime/replay-runs.js';
 import { type DeadLetterFilter, resolveFilter } from './dead-letter-filter.js';
 import { type Planned, type ReplayTarget, replayOne } from './replay.js';
@@ -31,11 +32,16 @@ async function takeSnapshot(
   const byReason: Partial<Record<DeadLetterReason, number>> = {};
   const byDependency: Record<string, number> = {};
   let malformed = 0;
+  let withheld = 0;
   let cursor: string | undefined;
   for (;;) {
     const page = await store.list(queue, { ...resolved, limit: PAGE, ...(cursor ? { cursor } : {}) });
     for (const r of page.records) {
       if (r.replays >= maxReplays) continue;
+      if (isWithheldDeadLetter(r)) {
+        withheld++;
+        continue;
+      }
       ids.push(r.id);
       byReason[r.reason] = (byReason[r.reason] ?? 0) + 1;
       byDependency[r.dependency] = (byDependency[r.dependency] ?? 0) + 1;
@@ -52,6 +58,7 @@ async function takeSnapshot(
     byDependency,
     malformed,
   };
+  if (withheld > 0) preview.withheld = withheld;
   if (ratePerSecond !== undefined) {
     preview.ratePerSecond = ratePerSecond;
     preview.estimatedMs = Math.ceil((ids.length / ratePerSecond) * 1_000);

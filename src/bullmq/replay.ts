@@ -5,7 +5,7 @@ import { type Clock, systemClock } from '../common/clock.js';
 import { parseWith } from '../common/validation.js';
 import type { DeadLetterReason } from '../policy/types.js';
 import type { DeadLetterStore, ReplayClaim, StoredDeadLetter } from '../runtime/contracts.js';
-import { isMalformedDeadLetter, matchesFilter } from '../runtime/dead-letter-record.js';
+import { isMalformedDeadLetter, isWithheldDeadLetter, matchesFilter } from '../runtime/dead-letter-record.js';
 import { type DeadLetterFilter, resolveFilter } from './dead-letter-filter.js';
 import { replayJobCandidate, replayJobId, replayJobOptions, replayOrigin } from './dead-letter-ids.js';
 import { type HealthGate, Pacer, realSleep, type Sleep, waitUntilHealthy } from './replay-pacing.js';
@@ -335,6 +335,10 @@ async function snapshotOf(
   return planned;
 }
 
+/** Why a safe-form record stays: its job's data was not kept, so the job cannot be put back as it was. */
+const WITHHELD =
+  "withheld: the job's data was not kept when it was filed (see the record's data.why); re-enqueue the job by hand from your own source, then purge the record";
+
 export type Outcome =
   | { moved: true; record: StoredDeadLetter; replayJobId: string }
   | { moved: false; why: string };
@@ -345,6 +349,7 @@ export async function replayOne(target: ReplayTarget, plan: Planned, dedupTtlMs:
   const record = await store.get(queue, plan.id);
   if (!record) return { moved: false, why: 'no longer in the dead-letter store' };
   if (isMalformedDeadLetter(record)) return { moved: false, why: `malformed: ${record.problem}` };
+  if (isWithheldDeadLetter(record)) return { moved: false, why: WITHHELD };
   const claim = await store.claimReplay(
     queue,
     record.id,

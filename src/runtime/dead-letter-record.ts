@@ -118,6 +118,20 @@ export function readRecordValue(id: string, value: unknown): StoredDeadLetter | 
 }
 
 /**
+ * True for the safe form of a record a store refused for good: its job's data was not kept (a marker
+ * `{ stormguard: 'withheld', why }` stands in for it), so putting it back would run the job on the marker
+ * instead of its data. Replay, manual and automatic, leaves such a record where it is and says why.
+ *
+ * @example
+ * const entry = await store.get('index', '7');
+ * if (entry && !isMalformedDeadLetter(entry) && isWithheldDeadLetter(entry)) console.log('re-enqueue it by hand');
+ */
+export function isWithheldDeadLetter(record: Pick<DeadLetterRecord, 'data'>): boolean {
+  const data = record.data as { stormguard?: unknown } | null | undefined;
+  return typeof data === 'object' && data !== null && data.stormguard === 'withheld';
+}
+
+/**
  * True for a record that did not read.
  *
  * @example

@@ -16,6 +16,8 @@ export interface ReplayPreview {
   byDependency: Record<string, number>;
   /** Malformed records the filter met: never replayed. */
   malformed: number;
+  /** Records filed in their safe form (their job's data was not kept) the filter met: never replayed. Absent when none. */
+  withheld?: number;
   ratePerSecond?: number;
   /** `total / ratePerSecond` in ms; absent without a rate (as fast as the queue takes them). */
   estimatedMs?: number;

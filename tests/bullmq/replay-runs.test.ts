@@ -240,4 +240,35 @@ describe('server-side bulk replay runs', () => {
       await jobs.close();
     }
   });
+
+  it('leaves records filed in their safe form out of a run, counting them in the preview', async () => {
+    const queue = uniqueQueue('runs');
+    const store = new RedisDeadLetterStore({ redis: env.redis, prefix: `runs-${process.pid}-${prefixes++}` });
+    await store.registerQueue(queue);
+    const state = { attempts: 1, deferrals: 0 };
+    await store.file(
+      deadLetter('kept', { queue, reason: 'breaker-open', dependency: 'search' }),
+      state,
+      60_000,
+    );
+    await store.file(
+      deadLetter('withheld', {
+        queue,
+        reason: 'breaker-open',
+        dependency: 'search',
+        data: { stormguard: 'withheld', why: 'the redaction hook failed (TypeError)' },
+      }),
+      state,
+      60_000,
+    );
+    expect(await previewReplay(store, queue, {})).toEqual({
+      queue,
+      filter: {},
+      total: 1,
+      byReason: { 'breaker-open': 1 },
+      byDependency: { search: 1 },
+      malformed: 0,
+      withheld: 1,
+    });
+  });
 });

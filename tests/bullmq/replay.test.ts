@@ -403,6 +403,28 @@ describe('dlq.replay', () => {
     });
   });
 
+  it('leaves a record filed in its safe form (its data withheld) where it is, saying why, and replays the others', async () => {
+    await withQueues(2, async ({ dlq, queue, sourceJobs }) => {
+      const withheld = await dlq.add(
+        deadLetter('job-w', {
+          queue,
+          data: { stormguard: 'withheld', why: 'the redaction hook failed (TypeError)' },
+        }),
+      );
+      const report = await dlq.replay();
+      expect(report.moved.map((m) => m.jobId).sort()).toEqual(['job-0', 'job-1']);
+      expect(report.skipped).toEqual([
+        {
+          id: withheld,
+          jobId: 'job-w',
+          why: expect.stringMatching(/^withheld: the job's data was not kept/),
+        },
+      ]);
+      expect((await sourceJobs()).map((j) => j.originalJobId).sort()).toEqual(['job-0', 'job-1']);
+      expect((await dlq.list()).records.map((r) => r.id)).toEqual([withheld]);
+    });
+  });
+
   it('refuses a bad rate or limit, naming it', async () => {
     await withQueues(0, async ({ dlq }) => {
       await expect(dlq.replay({ ratePerSecond: 0 })).rejects.toSatisfy(

@@ -47,6 +47,7 @@ describe('stormguard dlq replay --follow', () => {
         reasons: ['budget-exhausted', 'breaker-open'],
         moved: 2,
         failed: 0,
+        malformed: 0,
       });
       expect(await originals()).toEqual(['early', 'late']);
       expect(await dlq.count({ reason: 'permanent' })).toBe(1);
