@@ -7,6 +7,7 @@ import { InvalidInputError, isInvalidInputError } from '../errors/invalid-input-
 import type { DeadLetterStore, StoredDeadLetter } from '../runtime/contracts.js';
 import { isWithheldDeadLetter } from '../runtime/dead-letter-record.js';
 import type { ReplayRun, ReplayRunStore } from '../runtime/replay-runs.js';
+import type { WorkerEvents } from '../runtime/worker-events.js';
 import type { ReplayQueue, ReplayTarget } from './replay.js';
 import { type BudgetStateReader, type HealthGate, realSleep } from './replay-pacing.js';
 import {
@@ -17,7 +18,6 @@ import {
   runReplay,
   startReplayRun,
 } from './replay-runs.js';
-import type { WorkerEvents } from './types.js';
 
 /**
  * The dead-letter reasons an outage leaves, which automatic replay may put back.

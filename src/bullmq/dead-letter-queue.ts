@@ -11,11 +11,11 @@ import type {
   MalformedDeadLetter,
   StoredDeadLetter,
 } from '../runtime/contracts.js';
+import type { WorkerEvents } from '../runtime/worker-events.js';
 import { BULLMQ_DEFAULT_PREFIX, clusterPrefixProblem } from './cluster-prefix.js';
 import { type DeadLetterFilter, resolveFilter } from './dead-letter-filter.js';
 import { defaultDeadLetters } from './default-dead-letters.js';
 import { type ReplayOptions, type ReplayReport, replayDeadLetters } from './replay.js';
-import type { WorkerEvents } from './types.js';
 import type { QueueBackendFactory, WorkerConnection } from './worker-options.js';
 
 /**

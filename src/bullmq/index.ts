@@ -7,7 +7,15 @@
 
 export { describeError } from '../common/error-text.js';
 export type { CallBreaker, CallContext } from '../runtime/call-context.js';
-export type { AttemptState, AttemptStateStore, DeadLetteredState, JobRef } from '../runtime/contracts.js';
+export type {
+  AttemptState,
+  AttemptStateStore,
+  DeadLetteredState,
+  DeadLetterRecord,
+  JobRef,
+} from '../runtime/contracts.js';
+export type { JobLabels } from '../runtime/events.js';
+export type { WorkerEvents } from '../runtime/worker-events.js';
 export { AUTO_REPLAY_BY, type AutoReplayOptions, type AutoReplayReason } from './auto-replay.js';
 export { DEAD_LETTER_REASONS, type DeadLetterFilter } from './dead-letter-filter.js';
 export {
@@ -70,7 +78,6 @@ export {
   type StartReplayRunOptions,
   startReplayRun,
 } from './replay-runs.js';
-export type * from './types.js';
 export {
   createWorker,
   type DeadLetteredMarker,

@@ -6,10 +6,10 @@ import { parseWith } from '../common/validation.js';
 import type { DeadLetterReason } from '../policy/types.js';
 import type { DeadLetterStore, ReplayClaim, StoredDeadLetter } from '../runtime/contracts.js';
 import { isMalformedDeadLetter, isWithheldDeadLetter, matchesFilter } from '../runtime/dead-letter-record.js';
+import type { WorkerEvents } from '../runtime/worker-events.js';
 import { type DeadLetterFilter, resolveFilter } from './dead-letter-filter.js';
 import { replayJobCandidate, replayJobId, replayJobOptions, replayOrigin } from './dead-letter-ids.js';
 import { type HealthGate, Pacer, realSleep, type Sleep, waitUntilHealthy } from './replay-pacing.js';
-import type { WorkerEvents } from './types.js';
 
 /**
  * Options of a replay: a filter on the records, and how fast and when to put them back.

@@ -16,12 +16,12 @@ import {
 } from '../runtime/flow-control/controller.js';
 import type { JobHandle } from '../runtime/job-handle.js';
 import { JobRuntime, type RunOutcome } from '../runtime/job-runtime.js';
+import type { WorkerEvents } from '../runtime/worker-events.js';
 import { AutoReplay, checkAutoReplayOptions } from './auto-replay.js';
 import { bullmqJobHandle } from './bullmq-job-handle.js';
 import { BULLMQ_DEFAULT_PREFIX, clusterPrefixProblem } from './cluster-prefix.js';
 import { defaultDeadLetters } from './default-dead-letters.js';
 import { RunLoopErrors } from './run-loop-errors.js';
-import type { WorkerEvents } from './types.js';
 import {
   checkWorkerOptionNames,
   type StormguardWorkerOptions,

@@ -2,9 +2,9 @@ import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { parseExposition, sampleValue } from '../../tests/prometheus/exposition.js';
 import type { BudgetEvents, BudgetSnapshot } from '../budget/types.js';
-import type { WorkerEvents } from '../bullmq/types.js';
 import { FakeClock } from '../common/clock.js';
 import { EventBus } from '../common/events.js';
+import type { WorkerEvents } from '../runtime/worker-events.js';
 import { createMetrics } from './create-metrics.js';
 import type { BreakerStateEvents, BreakerStateName } from './sources.js';
 

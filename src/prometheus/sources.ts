@@ -1,6 +1,6 @@
 import type { BudgetEvents, BudgetSnapshot } from '../budget/types.js';
-import type { WorkerEvents } from '../bullmq/types.js';
 import type { Disposable, Listener } from '../common/events.js';
+import type { WorkerEvents } from '../runtime/worker-events.js';
 
 /**
  * Anything with typed, disposable subscriptions: an `EventBus` or an object exposing one.

@@ -2,8 +2,8 @@ import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { parseExposition, samples, sampleValue } from '../../tests/prometheus/exposition.js';
 import type { BudgetEvents, SpendResult } from '../budget/types.js';
-import type { WorkerEvents } from '../bullmq/types.js';
 import { EventBus } from '../common/events.js';
+import type { WorkerEvents } from '../runtime/worker-events.js';
 import { createMetrics } from './create-metrics.js';
 
 const job = { queue: 'index', task: 'index-document', dependency: 'search' };

@@ -1,6 +1,7 @@
-import type { JobLabels, WorkerEvents } from '../bullmq/types.js';
 import type { Disposable } from '../common/events.js';
 import { withTimeout } from '../common/timeout.js';
+import type { JobLabels } from '../runtime/events.js';
+import type { WorkerEvents } from '../runtime/worker-events.js';
 import { noteDependency, type ObserverContext } from './context.js';
 import { DEAD_LETTER_REASON_SET, DEFERRAL_CAUSES, LabelBounds } from './labels.js';
 import type { ObservableFlow, ObservableWorker, Subscribable } from './sources.js';

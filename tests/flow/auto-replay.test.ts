@@ -5,7 +5,6 @@ import { CircuitBreaker } from '../../src/breaker/circuit-breaker.js';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
 import { AUTO_REPLAY_BY } from '../../src/bullmq/auto-replay.js';
 import { deadLetterQueue } from '../../src/bullmq/dead-letter-queue.js';
-import type { WorkerEvents } from '../../src/bullmq/types.js';
 import { createWorker, type StormguardWorker } from '../../src/bullmq/worker.js';
 import { TransientError } from '../../src/errors/transient-error.js';
 import { definePolicy } from '../../src/policy/define-policy.js';
@@ -15,6 +14,7 @@ import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
 import { RedisReplayRunStore } from '../../src/redis/replay-run-store.js';
 import type { DeadLetterRecord } from '../../src/runtime/contracts.js';
 import type { ReplayRun } from '../../src/runtime/replay-runs.js';
+import type { WorkerEvents } from '../../src/runtime/worker-events.js';
 import { TestRedis, waitFor } from '../helpers/redis-server.js';
 
 const N = 30;

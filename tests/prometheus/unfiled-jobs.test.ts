@@ -1,8 +1,8 @@
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import type { WorkerEvents } from '../../src/bullmq/types.js';
 import { EventBus } from '../../src/common/events.js';
 import { createMetrics } from '../../src/prometheus/index.js';
+import type { WorkerEvents } from '../../src/runtime/worker-events.js';
 import { parseExposition, sampleValue } from './exposition.js';
 
 describe('stormguard_jobs_unfiled_total', () => {
