@@ -1,15 +1,5 @@
 export { backoffBase, backoffCap, backoffDelay } from './backoff.js';
 export * from './classify/index.js';
-export { loadPolicies } from './config/load-policies.js';
-export {
-  type ConfigShape,
-  type PolicyConfig,
-  type PolicyConfigInput,
-  type PolicyEntry,
-  parseConfigShape,
-  resolvePolicyEntry,
-} from './config/policy-config.js';
-export { readConfigFile } from './config/read-config-file.js';
 export {
   type AdmissionRefusal,
   decide,
@@ -19,7 +9,6 @@ export {
 } from './decide.js';
 export { type BackoffInput, type DurationInput, definePolicy, type PolicyInput } from './define-policy.js';
 export { applyJitter, type JitterInput, jitterBounds } from './jitter.js';
-export { type LintFinding, type LintReport, type LintSeverity, lintConfig } from './lint/lint-config.js';
 export {
   DEFAULT_PLAN_BACKOFF,
   LONG_WINDOW_MS,

@@ -63,6 +63,7 @@ export function isExcerptOf(excerpt: string, source: string): boolean {
  * types. A sample that declares or imports a name itself uses its own.
  */
 const CONTEXT = `import type * as Core from 'stormguard';
+import type * as Config from 'stormguard/config';
 import type * as Bull from 'stormguard/bullmq';
 import type * as OnRedis from 'stormguard/redis';
 import type * as OnPostgres from 'stormguard/postgres';
@@ -114,7 +115,7 @@ declare global {
   const retry: typeof Core.retry;
   const systemRandom: typeof Core.systemRandom;
   const planForWindow: typeof Core.planForWindow;
-  const loadPolicies: typeof Core.loadPolicies;
+  const loadPolicies: typeof Config.loadPolicies;
   const defineDependencyMap: typeof Core.defineDependencyMap;
   const dependencyFor: typeof Core.dependencyFor;
   const dependenciesFor: typeof Core.dependenciesFor;

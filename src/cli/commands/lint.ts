@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { LintReport } from '../../policy/lint/lint-config.js';
+import type { LintReport } from '../../config/lint-config.js';
 import { type CliIO, printJson } from '../io.js';
 import { withExamples } from '../options.js';
 import { table } from './dlq-output.js';
@@ -26,8 +26,8 @@ export function register(program: Command, io: CliIO): void {
     .option('--json', 'print JSON')
     .action(async (path: string, flags: { json?: boolean; exec: boolean }) => {
       const [{ readConfigFile }, { lintConfig }] = await Promise.all([
-        import('../../policy/config/read-config-file.js'),
-        import('../../policy/lint/lint-config.js'),
+        import('../../config/read-config-file.js'),
+        import('../../config/lint-config.js'),
       ]);
       const report = lintConfig(await readConfigFile(path, { execute: flags.exec }), path);
       if (flags.json) printJson(io, { file: path, ...report });

@@ -70,7 +70,7 @@ async function choosePolicy(flags: ScheduleFlags): Promise<RetryPolicy> {
     throw new InvalidInputError(
       'schedule: give --preset <name> (e.g. --preset email) or --config <file> --policy <name>',
     );
-  const { loadPolicies } = await import('../../policy/config/load-policies.js');
+  const { loadPolicies } = await import('../../config/load-policies.js');
   const { policies } = await loadPolicies(flags.config, { execute: flags.exec });
   const names = Object.keys(policies);
   const name = flags.policy ?? (names.length === 1 ? names[0] : undefined);

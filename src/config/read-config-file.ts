@@ -3,8 +3,8 @@ import { readFile } from 'node:fs/promises';
 import { extname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parse as parseYaml } from 'yaml';
-import { firstLineOf } from '../../common/error-text.js';
-import { InvalidInputError } from '../../errors/invalid-input-error.js';
+import { firstLineOf } from '../common/error-text.js';
+import { InvalidInputError } from '../errors/invalid-input-error.js';
 
 const SUPPORTED = '.json, .yaml, .yml, .js, .mjs, .cjs or .ts';
 

@@ -2,8 +2,8 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { isInvalidInputError } from '../../errors/invalid-input-error.js';
-import { presets } from '../presets.js';
+import { isInvalidInputError } from '../errors/invalid-input-error.js';
+import { presets } from '../policy/presets.js';
 import { loadPolicies } from './load-policies.js';
 import { resolvePolicyEntry } from './policy-config.js';
 

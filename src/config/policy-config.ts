@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { parseWith } from '../../common/validation.js';
-import { InvalidInputError } from '../../errors/invalid-input-error.js';
-import { definePolicy, type PolicyInput } from '../define-policy.js';
-import { getPreset } from '../presets.js';
-import { durationSchema } from '../schema.js';
-import type { RetryPolicy } from '../types.js';
+import { parseWith } from '../common/validation.js';
+import { InvalidInputError } from '../errors/invalid-input-error.js';
+import { definePolicy, type PolicyInput } from '../policy/define-policy.js';
+import { getPreset } from '../policy/presets.js';
+import { durationSchema } from '../policy/schema.js';
+import type { RetryPolicy } from '../policy/types.js';
 
 /**
  * A config file's content: named policies, each a full policy or `{ preset: 'email', ...overrides }`, plus

@@ -1,12 +1,12 @@
-import { formatDuration } from '../../common/duration.js';
-import { isInvalidInputError } from '../../errors/invalid-input-error.js';
-import { isValidationError } from '../../errors/validation-error.js';
-import { backoffCap } from '../backoff.js';
-import { parseConfigShape, resolvePolicyEntry } from '../config/policy-config.js';
-import { LONG_WINDOW_MS } from '../plan-window.js';
-import { retryDelayBounds } from '../retry-delay.js';
-import { worstCaseSpanMs } from '../schedule-span.js';
-import type { RetryPolicy } from '../types.js';
+import { formatDuration } from '../common/duration.js';
+import { isInvalidInputError } from '../errors/invalid-input-error.js';
+import { isValidationError } from '../errors/validation-error.js';
+import { backoffCap } from '../policy/backoff.js';
+import { LONG_WINDOW_MS } from '../policy/plan-window.js';
+import { retryDelayBounds } from '../policy/retry-delay.js';
+import { worstCaseSpanMs } from '../policy/schedule-span.js';
+import type { RetryPolicy } from '../policy/types.js';
+import { parseConfigShape, resolvePolicyEntry } from './policy-config.js';
 
 /** How bad a finding is: `error` fails `stormguard lint` (exit 1); the others are advice. */
 export type LintSeverity = 'error' | 'warning' | 'info';
