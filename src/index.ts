@@ -18,6 +18,7 @@ export { type RandomSource, seededRandom, systemRandom } from './common/random.j
 export * from './errors/index.js';
 export * from './policy/index.js';
 export type * from './policy/types.js';
+export { DEAD_LETTER_REASONS } from './policy/types.js';
 export { ATTEMPT_HISTORY_LIMIT } from './runtime/attempt-history.js';
 export type {
   AttemptEntry,
@@ -38,11 +39,7 @@ export type {
   RetentionLimits,
   StoredDeadLetter,
 } from './runtime/contracts.js';
-export {
-  DEAD_LETTER_REASONS,
-  isMalformedDeadLetter,
-  isWithheldDeadLetter,
-} from './runtime/dead-letter-record.js';
+export { isMalformedDeadLetter, isWithheldDeadLetter } from './runtime/dead-letter-record.js';
 export {
   type DeadLetterSearch,
   type DeadLetterSearchResult,

@@ -71,15 +71,25 @@ export interface RetryPolicy {
   retryOn?: readonly RetryFamily[];
 }
 
-/** Why a job left the retry path. Stable strings: they appear in dead-letter records, metrics and the CLI. */
-export type DeadLetterReason =
-  | 'permanent'
-  | 'max-attempts'
-  | 'max-age'
-  | 'budget-exhausted'
-  | 'breaker-open'
-  | 'retry-after-too-long'
-  | 'no-idempotency-key';
+/**
+ * Every reason a job leaves the retry path for, written once: records, filters, metrics, the CLI and the
+ * console all check against this list. Stable strings: they appear in dead-letter records, metrics and the CLI.
+ *
+ * @example
+ * DEAD_LETTER_REASONS.includes('budget-exhausted'); // true
+ */
+export const DEAD_LETTER_REASONS = [
+  'permanent',
+  'max-attempts',
+  'max-age',
+  'budget-exhausted',
+  'breaker-open',
+  'retry-after-too-long',
+  'no-idempotency-key',
+] as const;
+
+/** Why a job left the retry path: one of `DEAD_LETTER_REASONS`. */
+export type DeadLetterReason = (typeof DEAD_LETTER_REASONS)[number];
 
 /** What happens after a failed attempt. */
 export type Decision =

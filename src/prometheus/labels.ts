@@ -1,4 +1,4 @@
-import { DEAD_LETTER_REASONS } from '../bullmq/dead-letter-filter.js';
+import { DEAD_LETTER_REASONS } from '../policy/types.js';
 
 /**
  * The value a label takes once its limit of distinct values is reached, or for a value outside its set.

@@ -1,28 +1,12 @@
 import { z } from 'zod';
 import { parseWith } from '../common/validation.js';
-import type { DeadLetterReason } from '../policy/types.js';
+import { DEAD_LETTER_REASONS } from '../policy/types.js';
 import type {
   DeadLetterFilter,
   DeadLetterRecord,
   MalformedDeadLetter,
   StoredDeadLetter,
 } from './contracts.js';
-
-/**
- * The dead-letter reasons stormguard writes, for validating records and filters.
- *
- * @example
- * DEAD_LETTER_REASONS.includes('budget-exhausted'); // true
- */
-export const DEAD_LETTER_REASONS = [
-  'permanent',
-  'max-attempts',
-  'max-age',
-  'budget-exhausted',
-  'breaker-open',
-  'retry-after-too-long',
-  'no-idempotency-key',
-] as const satisfies readonly DeadLetterReason[];
 
 const time = z.number().finite().nonnegative();
 const count = z.number().int().nonnegative();

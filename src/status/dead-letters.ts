@@ -1,6 +1,5 @@
-import type { DeadLetterReason } from '../policy/types.js';
+import { DEAD_LETTER_REASONS, type DeadLetterReason } from '../policy/types.js';
 import type { DeadLetterQueueSummary } from '../runtime/contracts.js';
-import { DEAD_LETTER_REASONS } from '../runtime/dead-letter-record.js';
 import type { DeadLetterStatusSource, DependencyDeadLetters, QueueStatus } from './types.js';
 
 /**

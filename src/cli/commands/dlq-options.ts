@@ -3,21 +3,11 @@ import type { DeadLetterFilter } from '../../bullmq/dead-letter-filter.js';
 import { parseDuration } from '../../common/duration.js';
 import { DEFAULT_PREFIX } from '../../common/keys.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
-import type { DeadLetterReason } from '../../policy/types.js';
+import { DEAD_LETTER_REASONS, type DeadLetterReason } from '../../policy/types.js';
 import { type BackendFlags, withPostgresOption, withRedisOption } from '../options.js';
 
-// The reasons as the help text lists them. Not DEAD_LETTER_REASONS: that module loads zod, which every
-// command would then pay for at start-up. The Record type makes the compiler flag a reason added or removed.
-const REASONS: Record<DeadLetterReason, true> = {
-  permanent: true,
-  'max-attempts': true,
-  'max-age': true,
-  'budget-exhausted': true,
-  'breaker-open': true,
-  'retry-after-too-long': true,
-  'no-idempotency-key': true,
-};
-const REASON_NAMES = Object.keys(REASONS) as DeadLetterReason[];
+// The reasons as the help text lists them (policy/types.ts loads nothing, so every command can afford it).
+const REASON_NAMES: readonly DeadLetterReason[] = DEAD_LETTER_REASONS;
 
 /** Options every `dlq` subcommand takes. */
 export interface CommonDlqOptions extends BackendFlags {

@@ -1,8 +1,7 @@
 import { parseDuration } from '../../common/duration.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
-import type { DeadLetterReason } from '../../policy/types.js';
+import { DEAD_LETTER_REASONS, type DeadLetterReason } from '../../policy/types.js';
 import type { DeadLetterFilter } from '../../runtime/contracts.js';
-import { DEAD_LETTER_REASONS } from '../../runtime/dead-letter-record.js';
 
 /**
  * The dead-letter filter a console URL or request body names: `reason`, `dependency`, `name`, and `age`
