@@ -11,11 +11,13 @@ import type {
   MalformedDeadLetter,
   StoredDeadLetter,
 } from '../runtime/contracts.js';
+import { type DeadLetterFilter, resolveFilter } from '../runtime/replay/dead-letter-filter.js';
+import { type ReplayOptions, type ReplayReport, replayDeadLetters } from '../runtime/replay/replay.js';
+import type { ReplayQueue } from '../runtime/replay/replay-queue.js';
 import type { WorkerEvents } from '../runtime/worker-events.js';
+import { bullmqReplayQueue } from './bullmq-replay-queue.js';
 import { BULLMQ_DEFAULT_PREFIX, clusterPrefixProblem } from './cluster-prefix.js';
-import { type DeadLetterFilter, resolveFilter } from './dead-letter-filter.js';
 import { defaultDeadLetters } from './default-dead-letters.js';
-import { type ReplayOptions, type ReplayReport, replayDeadLetters } from './replay.js';
 import type { QueueBackendFactory, WorkerConnection } from './worker-options.js';
 
 /**
@@ -204,20 +206,20 @@ export class DeadLetterQueue {
    */
   async replay(options: ReplayOptions = {}): Promise<ReplayReport> {
     return replayDeadLetters(
-      { store: this.store, queue: this.sourceQueue, jobs: this.#jobs(), events: this.events },
+      { store: this.store, queue: this.sourceQueue, jobs: this.replayQueue(), events: this.events },
       { clock: this.#clock, ...options },
     );
   }
 
   /**
-   * The BullMQ queue replays put jobs back on (`options.queue`, or the one opened from `connection`), for
-   * the replay functions that take it, such as `runReplay`.
+   * The replay port on the BullMQ queue replays put jobs back on (`options.queue`, or the one opened from
+   * `connection`), for the replay functions that take it, such as `runReplay`.
    *
    * @example
    * await runReplay({ store, runs, queue: 'index', jobs: dlq.replayQueue() }, runId);
    */
-  replayQueue(): Queue {
-    return this.#jobs();
+  replayQueue(): ReplayQueue {
+    return bullmqReplayQueue(this.#jobs());
   }
 
   /**

@@ -15,9 +15,45 @@ export type {
   JobRef,
 } from '../runtime/contracts.js';
 export type { JobLabels } from '../runtime/events.js';
+export {
+  AUTO_REPLAY_BY,
+  type AutoReplayOptions,
+  type AutoReplayReason,
+} from '../runtime/replay/auto-replay.js';
+export { DEAD_LETTER_REASONS, type DeadLetterFilter } from '../runtime/replay/dead-letter-filter.js';
+export {
+  type ReplayedJob,
+  type ReplayOptions,
+  type ReplayProgress,
+  type ReplayReport,
+  type ReplayTarget,
+  replayDeadLetters,
+} from '../runtime/replay/replay.js';
+export {
+  type BudgetStateReader,
+  type HealthGate,
+  isBudgetDenying,
+  Pacer,
+  realSleep,
+  type Sleep,
+} from '../runtime/replay/replay-pacing.js';
+export type { PutBackOptions, ReplayQueue } from '../runtime/replay/replay-queue.js';
+export { ReplayRunner, type ReplayRunnerOptions } from '../runtime/replay/replay-runner.js';
+export {
+  type CreateReplayRunOptions,
+  cancelReplayRun,
+  createReplayRun,
+  isReplayRunHeld,
+  isReplayRunOpen,
+  listReplayRuns,
+  previewReplay,
+  type RunReplayOptions,
+  runReplay,
+  type StartReplayRunOptions,
+  startReplayRun,
+} from '../runtime/replay/replay-runs.js';
 export type { WorkerEvents } from '../runtime/worker-events.js';
-export { AUTO_REPLAY_BY, type AutoReplayOptions, type AutoReplayReason } from './auto-replay.js';
-export { DEAD_LETTER_REASONS, type DeadLetterFilter } from './dead-letter-filter.js';
+export { type BullMQReplayJobs, bullmqReplayQueue } from './bullmq-replay-queue.js';
 export {
   REPLAY_OPTION,
   type ReplayOrigin,
@@ -47,37 +83,6 @@ export {
   previewLegacyMove,
 } from './legacy-dead-letters.js';
 export { MemoryIdempotencyStore } from './memory-idempotency-store.js';
-export {
-  type ReplayedJob,
-  type ReplayOptions,
-  type ReplayProgress,
-  type ReplayQueue,
-  type ReplayReport,
-  type ReplayTarget,
-  replayDeadLetters,
-} from './replay.js';
-export {
-  type BudgetStateReader,
-  type HealthGate,
-  isBudgetDenying,
-  Pacer,
-  realSleep,
-  type Sleep,
-} from './replay-pacing.js';
-export { ReplayRunner, type ReplayRunnerOptions } from './replay-runner.js';
-export {
-  type CreateReplayRunOptions,
-  cancelReplayRun,
-  createReplayRun,
-  isReplayRunHeld,
-  isReplayRunOpen,
-  listReplayRuns,
-  previewReplay,
-  type RunReplayOptions,
-  runReplay,
-  type StartReplayRunOptions,
-  startReplayRun,
-} from './replay-runs.js';
 export {
   createWorker,
   type DeadLetteredMarker,

@@ -8,7 +8,7 @@ import type { FlowControlOptions } from '../runtime/flow-control/options.js';
 import type { JobInstrumentation } from '../runtime/instrumentation.js';
 import type { RuntimeBreaker, RuntimeBudget, RuntimeGuard } from '../runtime/job-runtime.js';
 import type { BookkeepingBackoff } from '../runtime/pending-outcome.js';
-import type { AutoReplayOptions } from './auto-replay.js';
+import type { AutoReplayOptions } from '../runtime/replay/auto-replay.js';
 
 /**
  * The retry budget as a worker uses it: `trySpend` (through `decide`) on the failure path, and

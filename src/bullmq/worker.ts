@@ -16,9 +16,10 @@ import {
 } from '../runtime/flow-control/controller.js';
 import type { JobHandle } from '../runtime/job-handle.js';
 import { JobRuntime, type RunOutcome } from '../runtime/job-runtime.js';
+import { AutoReplay, checkAutoReplayOptions } from '../runtime/replay/auto-replay.js';
 import type { WorkerEvents } from '../runtime/worker-events.js';
-import { AutoReplay, checkAutoReplayOptions } from './auto-replay.js';
 import { bullmqJobHandle } from './bullmq-job-handle.js';
+import { bullmqReplayQueue } from './bullmq-replay-queue.js';
 import { BULLMQ_DEFAULT_PREFIX, clusterPrefixProblem } from './cluster-prefix.js';
 import { defaultDeadLetters } from './default-dead-letters.js';
 import { RunLoopErrors } from './run-loop-errors.js';
@@ -223,7 +224,7 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
                 } as ConstructorParameters<typeof Queue>[1],
                 ...(backendArgument as []),
               );
-              return this.#replayQueue;
+              return bullmqReplayQueue(this.#replayQueue);
             },
             events: this.events,
             ...(hasState(options.budget) ? { budget: options.budget } : {}),

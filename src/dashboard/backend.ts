@@ -1,7 +1,7 @@
 import type { AuditLog } from '../audit/types.js';
 import type { BreakerListing, BreakerStore } from '../breaker/types.js';
-import type { ReplayQueue } from '../bullmq/replay.js';
 import type { DeadLetterStore } from '../runtime/contracts.js';
+import type { ReplayQueue } from '../runtime/replay/replay-queue.js';
 import type { ReplayRunStore } from '../runtime/replay-runs.js';
 import type { FleetStatusSources } from '../status/types.js';
 

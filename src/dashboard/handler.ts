@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ReplayRunner } from '../bullmq/replay-runner.js';
+import { ReplayRunner } from '../runtime/replay/replay-runner.js';
 import { checkOptionNames, type OptionNames } from '../common/option-names.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
 import { auditRoutes } from './api/audit-routes.js';

@@ -1,4 +1,5 @@
 import { Queue } from 'bullmq';
+import { bullmqReplayQueue } from '../bullmq/bullmq-replay-queue.js';
 import type { QueueBackendFactory } from '../bullmq/worker-options.js';
 import { DEFAULT_PREFIX } from '../common/keys.js';
 import type { PostgresConnection } from '../postgres/database.js';
@@ -93,7 +94,7 @@ export async function postgresConsoleBackend(
         opened = new Queue(...args);
         queues.set(queue, opened);
       }
-      return opened;
+      return bullmqReplayQueue(opened);
     },
     async close() {
       await Promise.all([...queues.values()].map((q) => q.close()));

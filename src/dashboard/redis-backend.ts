@@ -1,4 +1,5 @@
 import { Queue } from 'bullmq';
+import { bullmqReplayQueue } from '../bullmq/bullmq-replay-queue.js';
 import { DEFAULT_PREFIX } from '../common/keys.js';
 import { RedisAuditLog } from '../redis/audit-log.js';
 import { RedisBreakerStore } from '../redis/breaker-store.js';
@@ -61,7 +62,7 @@ export function redisConsoleBackend(options: RedisConsoleBackendOptions): Consol
         });
         queues.set(queue, opened);
       }
-      return opened;
+      return bullmqReplayQueue(opened);
     },
     async close() {
       await Promise.all([...queues.values()].map((q) => q.close()));

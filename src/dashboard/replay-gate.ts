@@ -1,5 +1,5 @@
 import type { BudgetSnapshot } from '../budget/types.js';
-import type { HealthGate } from '../bullmq/replay-pacing.js';
+import type { HealthGate } from '../runtime/replay/replay-pacing.js';
 import { budgetStatusOf } from '../status/budget.js';
 import type { ConsoleBackend } from './backend.js';
 

@@ -7,13 +7,14 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
-import { AUTO_REPLAY_BY, AutoReplay } from '../../src/bullmq/auto-replay.js';
+import { bullmqReplayQueue } from '../../src/bullmq/bullmq-replay-queue.js';
 import { deadLetterQueue } from '../../src/bullmq/dead-letter-queue.js';
-import { createReplayRun, startReplayRun } from '../../src/bullmq/replay-runs.js';
 import { systemClock } from '../../src/common/clock.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
 import { RedisReplayRunStore } from '../../src/redis/replay-run-store.js';
+import { AUTO_REPLAY_BY, AutoReplay } from '../../src/runtime/replay/auto-replay.js';
+import { createReplayRun, startReplayRun } from '../../src/runtime/replay/replay-runs.js';
 import { waitFor } from '../helpers/redis-server.js';
 import { deadLetter, redisForFile, uniqueQueue } from './dlq-fixtures.js';
 
@@ -44,7 +45,14 @@ describe('automatic replay runs', () => {
     const errors: unknown[] = [];
     const auto = new AutoReplay(
       { runs, reasons: ['breaker-open'], ratePerSecond: 100, pollMs: 50 },
-      { queue, store, jobs: () => jobs, budget, clock: systemClock, report: (e) => errors.push(e) },
+      {
+        queue,
+        store,
+        jobs: () => bullmqReplayQueue(jobs),
+        budget,
+        clock: systemClock,
+        report: (e) => errors.push(e),
+      },
     );
     auto.start();
     try {

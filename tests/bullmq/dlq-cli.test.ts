@@ -5,7 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
 import { replayOrigin } from '../../src/bullmq/dead-letter-ids.js';
 import { type DeadLetterQueue, deadLetterQueue } from '../../src/bullmq/dead-letter-queue.js';
-import { createReplayRun, startReplayRun } from '../../src/bullmq/replay-runs.js';
+import { createReplayRun, startReplayRun } from '../../src/runtime/replay/replay-runs.js';
 import { queueTag } from '../../src/common/keys.js';
 import { RedisAuditLog } from '../../src/redis/audit-log.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';

@@ -2,13 +2,19 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { MemoryAuditLog } from '../../src/audit/memory-audit-log.js';
+import { bullmqReplayQueue } from '../../src/bullmq/bullmq-replay-queue.js';
 import { replayOrigin } from '../../src/bullmq/dead-letter-ids.js';
 import { deadLetterQueue } from '../../src/bullmq/dead-letter-queue.js';
-import { ReplayRunner } from '../../src/bullmq/replay-runner.js';
-import { createReplayRun, previewReplay, runReplay, startReplayRun } from '../../src/bullmq/replay-runs.js';
 import { FakeClock } from '../../src/common/clock.js';
 import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
 import { RedisReplayRunStore } from '../../src/redis/replay-run-store.js';
+import { ReplayRunner } from '../../src/runtime/replay/replay-runner.js';
+import {
+  createReplayRun,
+  previewReplay,
+  runReplay,
+  startReplayRun,
+} from '../../src/runtime/replay/replay-runs.js';
 import { MemoryReplayRunStore } from '../../src/runtime/replay-runs.js';
 import { waitFor } from '../helpers/redis-server.js';
 import { deadLetter, redisForFile, uniqueQueue } from './dlq-fixtures.js';
@@ -71,7 +77,7 @@ describe('server-side bulk replay runs', () => {
       },
     };
     const stopped = await runReplay(
-      { store: storeA, runs: runsA, queue, jobs: jobsA, events, audit },
+      { store: storeA, runs: runsA, queue, jobs: bullmqReplayQueue(jobsA), events, audit },
       created.id,
       {
         owner: 'a',
@@ -105,7 +111,7 @@ describe('server-side bulk replay runs', () => {
     const runsB = new RedisReplayRunStore({ redis: redisB, prefix });
     const jobsB = new Queue(queue, { connection: env.connection });
     try {
-      const target = { store: storeB, runs: runsB, queue, jobs: jobsB, audit };
+      const target = { store: storeB, runs: runsB, queue, jobs: bullmqReplayQueue(jobsB), audit };
       const blocked = await runReplay(target, created.id, { owner: 'b', clock, sleep });
       expect(blocked).toMatchObject({ owner: 'a', cursor: 30 });
       clock.advance(30_001);
@@ -148,7 +154,7 @@ describe('server-side bulk replay runs', () => {
     const runs = new RedisReplayRunStore({ redis, prefix });
     const jobs = new Queue(queue, { connection: env.connection });
     const dlq = deadLetterQueue(queue, { store, queue: jobs });
-    const runner = new ReplayRunner({ store, runs, jobs: () => jobs, pollMs: 50 });
+    const runner = new ReplayRunner({ store, runs, jobs: () => bullmqReplayQueue(jobs), pollMs: 50 });
     try {
       for (let i = 0; i < 3; i++)
         await dlq.add(deadLetter(`job-${i}`, { queue, deadLetteredAt: 10_000 + i }));
@@ -204,7 +210,7 @@ describe('server-side bulk replay runs', () => {
       // search stays down for five minutes: ten times the lease.
       const healthyAt = clock.now() + 300_000;
       const seen: { waitingFor?: string; leaseLeftMs: number; other?: string }[] = [];
-      const target = { store, runs, queue, jobs, audit };
+      const target = { store, runs, queue, jobs: bullmqReplayQueue(jobs), audit };
       const sleep = async (ms: number) => {
         clock.advance(ms);
         const run = await runs.getRun(preview.id);

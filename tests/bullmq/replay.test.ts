@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { BudgetSnapshot } from '../../src/budget/types.js';
 import { REPLAY_OPTION, replayJobOptions, replayOrigin } from '../../src/bullmq/dead-letter-ids.js';
 import { type DeadLetterQueue, deadLetterQueue } from '../../src/bullmq/dead-letter-queue.js';
-import type { Sleep } from '../../src/bullmq/replay-pacing.js';
+import type { Sleep } from '../../src/runtime/replay/replay-pacing.js';
 import { FakeClock } from '../../src/common/clock.js';
 import { queueTag } from '../../src/common/keys.js';
 import { isValidationError } from '../../src/errors/validation-error.js';

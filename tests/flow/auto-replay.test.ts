@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CircuitBreaker } from '../../src/breaker/circuit-breaker.js';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
-import { AUTO_REPLAY_BY } from '../../src/bullmq/auto-replay.js';
+import { AUTO_REPLAY_BY } from '../../src/runtime/replay/auto-replay.js';
 import { deadLetterQueue } from '../../src/bullmq/dead-letter-queue.js';
 import { createWorker, type StormguardWorker } from '../../src/bullmq/worker.js';
 import { TransientError } from '../../src/errors/transient-error.js';

@@ -2,7 +2,7 @@ import { createPostgresBackend, Queue } from 'bullmq';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { replayOrigin } from '../../src/bullmq/dead-letter-ids.js';
-import { createReplayRun, startReplayRun } from '../../src/bullmq/replay-runs.js';
+import { createReplayRun, startReplayRun } from '../../src/runtime/replay/replay-runs.js';
 import { PostgresDeadLetterStore } from '../../src/postgres/dead-letter-store.js';
 import { PostgresReplayRunStore } from '../../src/postgres/replay-run-store.js';
 import { sampleDeadLetter } from '../../src/runtime/dead-letter-store.case.js';

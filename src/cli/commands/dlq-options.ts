@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { DeadLetterFilter } from '../../bullmq/dead-letter-filter.js';
+import type { DeadLetterFilter } from '../../runtime/replay/dead-letter-filter.js';
 import { parseDuration } from '../../common/duration.js';
 import { DEFAULT_PREFIX } from '../../common/keys.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';

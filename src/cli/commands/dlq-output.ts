@@ -1,4 +1,4 @@
-import type { ReplayReport } from '../../bullmq/replay.js';
+import type { ReplayReport } from '../../runtime/replay/replay.js';
 import { formatDuration } from '../../common/duration.js';
 import type {
   DeadLetterPage,

@@ -3,8 +3,8 @@ import type { AuditLog } from '../../audit/types.js';
 import type { RetryBudget } from '../../budget/retry-budget.js';
 import type { BudgetStore } from '../../budget/store.js';
 import type { DeadLetterQueue, DeadLetterQueueOptions } from '../../bullmq/dead-letter-queue.js';
-import type { ReplayOptions, ReplayProgress, ReplayReport } from '../../bullmq/replay.js';
-import { realSleep } from '../../bullmq/replay-pacing.js';
+import type { ReplayOptions, ReplayProgress, ReplayReport } from '../../runtime/replay/replay.js';
+import { realSleep } from '../../runtime/replay/replay-pacing.js';
 import type { QueueBackendFactory } from '../../bullmq/worker-options.js';
 import { systemClock } from '../../common/clock.js';
 import { parseDuration } from '../../common/duration.js';
@@ -180,7 +180,7 @@ export function register(program: Command, io: CliIO): void {
     .description("list the stored bulk replay runs (the console's, automatic ones), newest first")
     .action((queue: string | undefined, flags: CommonDlqOptions, command: Command) =>
       withStore(flags, command, async (backend) => {
-        const { listReplayRuns } = await import('../../bullmq/replay-runs.js');
+        const { listReplayRuns } = await import('../../runtime/replay/replay-runs.js');
         const runs = (await listReplayRuns(await backend.replayRuns())).filter(
           (r) => queue === undefined || r.queue === queue,
         );
@@ -498,7 +498,7 @@ function replayStoredRun(io: CliIO, queue: string, flags: ReplayFlags, command: 
       ? await budgetReader(await backend.budgetStore(), budgetSettings)
       : undefined;
     const progress = await progressBar(io);
-    const { runReplay } = await import('../../bullmq/replay-runs.js');
+    const { runReplay } = await import('../../runtime/replay/replay-runs.js');
     try {
       const run = await runReplay(
         { store: backend.store, runs, queue, jobs: dlq.replayQueue(), audit: await backend.auditLog() },

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { BudgetSnapshot } from '../budget/types.js';
-import { FakeClock } from '../common/clock.js';
+import type { BudgetSnapshot } from '../../budget/types.js';
+import { FakeClock } from '../../common/clock.js';
 import { isBudgetDenying, Pacer, type Sleep, waitUntilHealthy } from './replay-pacing.js';
 
 const snapshot = (spent: number, denied: number, allowance = 10): BudgetSnapshot => ({

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { isInvalidInputError } from '../errors/invalid-input-error.js';
-import { isValidationError } from '../errors/validation-error.js';
+import { isInvalidInputError } from '../../errors/invalid-input-error.js';
+import { isValidationError } from '../../errors/validation-error.js';
 import { resolveFilter } from './dead-letter-filter.js';
 
 describe('resolveFilter', () => {

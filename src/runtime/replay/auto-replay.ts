@@ -1,15 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import type { BreakerSnapshot } from '../breaker/types.js';
-import type { Clock } from '../common/clock.js';
-import { parseWith } from '../common/validation.js';
-import { InvalidInputError, isInvalidInputError } from '../errors/invalid-input-error.js';
-import type { DeadLetterStore, StoredDeadLetter } from '../runtime/contracts.js';
-import { isWithheldDeadLetter } from '../runtime/dead-letter-record.js';
-import type { ReplayRun, ReplayRunStore } from '../runtime/replay-runs.js';
-import type { WorkerEvents } from '../runtime/worker-events.js';
-import type { ReplayQueue, ReplayTarget } from './replay.js';
+import type { BreakerSnapshot } from '../../breaker/types.js';
+import type { Clock } from '../../common/clock.js';
+import { parseWith } from '../../common/validation.js';
+import { InvalidInputError, isInvalidInputError } from '../../errors/invalid-input-error.js';
+import type { DeadLetterStore, StoredDeadLetter } from '../contracts.js';
+import { isWithheldDeadLetter } from '../dead-letter-record.js';
+import type { ReplayRun, ReplayRunStore } from '../replay-runs.js';
+import type { WorkerEvents } from '../worker-events.js';
+import type { ReplayTarget } from './replay.js';
 import { type BudgetStateReader, type HealthGate, realSleep } from './replay-pacing.js';
+import type { ReplayQueue } from './replay-queue.js';
 import {
   cancelReplayRun,
   createReplayRun,

@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import type { AuditLog } from '../audit/types.js';
-import { type Clock, systemClock } from '../common/clock.js';
-import { InvalidInputError } from '../errors/invalid-input-error.js';
-import type { DeadLetterReason } from '../policy/types.js';
-import type { DeadLetterStore } from '../runtime/contracts.js';
-import { isWithheldDeadLetter } from '../runtime/dead-letter-record.js';
-import type { ReplayPreview, ReplayRun, ReplayRunStore } from '../runtime/replay-runs.js';
+import type { AuditLog } from '../../audit/types.js';
+import { type Clock, systemClock } from '../../common/clock.js';
+import { InvalidInputError } from '../../errors/invalid-input-error.js';
+import type { DeadLetterReason } from '../../policy/types.js';
+import type { DeadLetterStore } from '../contracts.js';
+import { isWithheldDeadLetter } from '../dead-letter-record.js';
+import type { ReplayPreview, ReplayRun, ReplayRunStore } from '../replay-runs.js';
 import { type DeadLetterFilter, resolveFilter } from './dead-letter-filter.js';
-import { type Planned, type ReplayTarget, replayOne } from './replay.js';
-import { type HealthGate, Pacer, realSleep, type Sleep, waitUntilHealthy } from './replay-pacing.js';
+import { DEFAULT_DEDUP_TTL_MS, planOf, type ReplayTarget, type ReplayTurn, replayLoop } from './replay.js';
+import { type HealthGate, realSleep, type Sleep } from './replay-pacing.js';
 
 const PAGE = 500;
 const MAX_FAILURES_KEPT = 1_000;
@@ -194,12 +194,14 @@ export interface RunReplayOptions {
  * while it waits. Stopped anywhere (the signal, a crash, a restart), the run can be run again by any
  * process: once the lease is free or has lapsed it goes on from the cursor. No record is ever moved
  * twice: each goes through the claim-add-remove of `replayDeadLetters` (a record claimed by an
- * interrupted run is re-added under the same job id, which BullMQ ignores), so even the records between
+ * interrupted run is put back under the same claim, which a deduplicating queue ignores), so even the records between
  * the last saved cursor and the stop are safe to handle again. A run cancelled or taken over meanwhile
- * is left at once. Returns the run as it was left; `undefined` when there is no such run.
+ * is left at once. Three records in a row that fail to move stop the run too (the replay loop's one
+ * failure rule): it is left pending, with the reason in `stoppedBecause`, for the next runner. Returns
+ * the run as it was left; `undefined` when there is no such run.
  *
  * @example
- * const run = await runReplay({ store, runs, queue: 'index', jobs: new Queue('index', { connection }) }, '3');
+ * const run = await runReplay({ store, runs, queue: 'index', jobs: bullmqReplayQueue(new Queue('index', { connection })) }, '3');
  * console.log(`${run?.moved} moved, ${run?.failed} failed`);
  */
 export async function runReplay(
@@ -272,62 +274,45 @@ export async function runReplay(
     }
   };
   const signal = stop.signal;
+  let pending = 0;
 
-  try {
-    const pacer = new Pacer(run.ratePerSecond, clock, sleep);
-    let pending = 0;
-    outer: while (run.cursor < run.total) {
-      const ids = await runs.runRecordIds(run.id, run.cursor, PAGE);
-      if (ids.length === 0) break;
+  // The run's snapshot from its cursor, read page by page; each record when its turn comes.
+  async function* turns(): AsyncGenerator<ReplayTurn> {
+    while (run!.cursor < run!.total) {
+      const ids = await runs.runRecordIds(run!.id, run!.cursor, PAGE);
+      if (ids.length === 0) return;
       for (const id of ids) {
-        if (signal.aborted) break outer;
+        if (signal.aborted) return;
         const record = await store.get(queue, id);
-        const plan: Planned | undefined =
-          record && !('malformed' in record)
-            ? {
-                id: record.id,
-                jobId: record.jobId,
-                name: record.name,
-                reason: record.reason,
-                dependency: record.dependency,
-                replays: record.replays,
-                ...(record.replay ? { replay: record.replay } : {}),
-              }
-            : undefined;
-        const progress: Partial<ReplayRun> = { cursor: run.cursor + 1 };
-        try {
-          if (plan && run.whenHealthy && options.whenHealthy) {
-            await waitUntilHealthy(plan.dependency, options.whenHealthy, sleep, signal, () => {
-              waitingFor = plan.dependency;
-            });
-            waitingFor = undefined;
-          }
-          if (plan) await pacer.next(signal);
-        } catch (error) {
-          if (signal.aborted) break outer;
-          throw error;
-        }
-        if (!plan) progress.skipped = run.skipped + 1;
-        else
-          try {
-            const outcome = await replayOne(target, plan, options.dedupTtlMs ?? 7 * 86_400_000);
-            if (outcome.moved) {
-              progress.moved = run.moved + 1;
-              target.events?.emit('replayed', {
-                queue,
-                task: outcome.record.name,
-                reason: outcome.record.reason,
-              });
-            } else progress.skipped = run.skipped + 1;
-          } catch (error) {
-            progress.failed = run.failed + 1;
-            progress.failures = [
-              ...run.failures,
-              { id, jobId: plan.jobId, error: error instanceof Error ? error.message : String(error) },
-            ].slice(-MAX_FAILURES_KEPT);
-          }
+        yield { id, plan: record && !('malformed' in record) ? planOf(record) : undefined };
+      }
+    }
+  }
+  let stoppedBecause: string | undefined;
+  try {
+    const current = run;
+    ({ stoppedBecause } = await replayLoop(target, turns(), {
+      ...(current.ratePerSecond === undefined ? {} : { ratePerSecond: current.ratePerSecond }),
+      ...(current.whenHealthy && options.whenHealthy ? { whenHealthy: options.whenHealthy } : {}),
+      signal,
+      clock,
+      sleep,
+      dedupTtlMs: options.dedupTtlMs ?? DEFAULT_DEDUP_TTL_MS,
+      onWaiting: (dependency) => {
+        waitingFor = dependency;
+      },
+      after: async (turn) => {
+        const at = run!;
+        const progress: Partial<ReplayRun> = { cursor: at.cursor + 1 };
+        if ('error' in turn) {
+          progress.failed = at.failed + 1;
+          progress.failures = [...at.failures, { id: turn.id, jobId: turn.jobId, error: turn.error }].slice(
+            -MAX_FAILURES_KEPT,
+          );
+        } else if (turn.outcome.moved) progress.moved = at.moved + 1;
+        else progress.skipped = at.skipped + 1;
         // Kept in memory between saves; a stop in between re-handles at most SAVE_EVERY records, safely.
-        run = { ...run, ...progress };
+        run = { ...at, ...progress };
         if (
           ++pending >= SAVE_EVERY ||
           progress.failed !== undefined ||
@@ -335,10 +320,11 @@ export async function runReplay(
           clock.now() - savedAt >= SAVE_EVERY_MS
         ) {
           pending = 0;
-          if (!(await save())) break outer;
+          return save();
         }
-      }
-    }
+        return true;
+      },
+    }));
   } finally {
     options.signal?.removeEventListener('abort', onAbort);
   }
@@ -346,7 +332,7 @@ export async function runReplay(
   const done = run.cursor >= run.total;
   const finished: Partial<ReplayRun> = done
     ? { status: 'done', finishedAtMs: clock.now() }
-    : { status: 'pending', stoppedBecause: 'interrupted' };
+    : { status: 'pending', stoppedBecause: stoppedBecause ?? 'interrupted' };
   // The lease is given back, so another process may go on at once.
   if (!(await save({ ...finished, leaseUntilMs: 0 }))) return runs.getRun(runId);
   if (done)

@@ -1,22 +1,22 @@
 import { randomUUID } from 'node:crypto';
-import type { AuditLog } from '../audit/types.js';
-import { type Clock, systemClock } from '../common/clock.js';
-import type { DeadLetterStore } from '../runtime/contracts.js';
-import type { ReplayRunStore } from '../runtime/replay-runs.js';
-import type { ReplayQueue } from './replay.js';
+import type { AuditLog } from '../../audit/types.js';
+import { type Clock, systemClock } from '../../common/clock.js';
+import type { DeadLetterStore } from '../contracts.js';
+import type { ReplayRunStore } from '../replay-runs.js';
 import { type HealthGate, realSleep, type Sleep } from './replay-pacing.js';
+import type { ReplayQueue } from './replay-queue.js';
 import { isReplayRunHeld, isReplayRunOpen, runReplay } from './replay-runs.js';
 
 /**
  * Options of {@link ReplayRunner}.
  *
  * @example
- * new ReplayRunner({ store, runs, jobs: (queue) => new Queue(queue, { connection }), whenHealthy: { budget } });
+ * new ReplayRunner({ store, runs, jobs: (queue) => bullmqReplayQueue(new Queue(queue, { connection })), whenHealthy: { budget } });
  */
 export interface ReplayRunnerOptions {
   store: DeadLetterStore;
   runs: ReplayRunStore;
-  /** The BullMQ queue a run's jobs go back to (the caller opens and closes it). */
+  /** The queue a run's jobs go back to, through its port (the caller opens and closes it). */
   jobs: (queue: string) => ReplayQueue;
   audit?: AuditLog;
   /** The gate runs created `whenHealthy` wait on. */

@@ -1,8 +1,8 @@
-import { InvalidInputError } from '../errors/invalid-input-error.js';
-import type { DeadLetterFilter as StoreFilter } from '../runtime/contracts.js';
-import { parseDeadLetterFilter } from '../runtime/dead-letter-record.js';
+import { InvalidInputError } from '../../errors/invalid-input-error.js';
+import type { DeadLetterFilter as StoreFilter } from '../contracts.js';
+import { parseDeadLetterFilter } from '../dead-letter-record.js';
 
-export { DEAD_LETTER_REASONS } from '../policy/types.js';
+export { DEAD_LETTER_REASONS } from '../../policy/types.js';
 
 /**
  * Selects dead-letter records: the store's filter (reason, dependency, name, `since`, `before`) plus

@@ -1,15 +1,14 @@
-import type { JobsOptions } from 'bullmq';
 import { z } from 'zod';
-import type { AuditLog } from '../audit/types.js';
-import { type Clock, systemClock } from '../common/clock.js';
-import { parseWith } from '../common/validation.js';
-import type { DeadLetterReason } from '../policy/types.js';
-import type { DeadLetterStore, ReplayClaim, StoredDeadLetter } from '../runtime/contracts.js';
-import { isMalformedDeadLetter, isWithheldDeadLetter, matchesFilter } from '../runtime/dead-letter-record.js';
-import type { WorkerEvents } from '../runtime/worker-events.js';
+import type { AuditLog } from '../../audit/types.js';
+import { type Clock, systemClock } from '../../common/clock.js';
+import { parseWith } from '../../common/validation.js';
+import type { DeadLetterReason } from '../../policy/types.js';
+import type { DeadLetterStore, StoredDeadLetter } from '../contracts.js';
+import { isMalformedDeadLetter, isWithheldDeadLetter, matchesFilter } from '../dead-letter-record.js';
+import type { WorkerEvents } from '../worker-events.js';
 import { type DeadLetterFilter, resolveFilter } from './dead-letter-filter.js';
-import { replayJobCandidate, replayJobId, replayJobOptions, replayOrigin } from './dead-letter-ids.js';
 import { type HealthGate, Pacer, realSleep, type Sleep, waitUntilHealthy } from './replay-pacing.js';
+import type { ReplayQueue } from './replay-queue.js';
 
 /**
  * Options of a replay: a filter on the records, and how fast and when to put them back.
@@ -33,9 +32,9 @@ export interface ReplayOptions extends DeadLetterFilter {
    */
   ids?: readonly string[];
   /**
-   * How long BullMQ keeps each replay job's deduplication key, ms: a replay interrupted and run again
-   * within this time never adds a job twice, even one that already completed and was removed. Default:
-   * 7 days.
+   * How long the queue keeps each replay job's deduplication key, ms, where it has one (BullMQ): a replay
+   * interrupted and run again within this time never adds a job twice, even one that already completed and
+   * was removed. Default: 7 days.
    */
   dedupTtlMs?: number;
   /** Aborting stops the replay between two records; the report says `interrupted`. */
@@ -116,26 +115,20 @@ export interface ReplayReport {
   auditError?: string;
 }
 
-/** What a replay needs: the store and queue the records come from, and the BullMQ queue they go back to. */
+/**
+ * What a replay needs: the store and queue the records come from, and the queue they go back to.
+ *
+ * @example
+ * const target: ReplayTarget = { store, queue: 'index', jobs: bullmqReplayQueue(new Queue('index', { connection })) };
+ */
 export interface ReplayTarget {
   store: DeadLetterStore;
   /** The queue's name in the store (the source queue). */
   queue: string;
-  /** The BullMQ queue jobs are re-added to: any backend, through its public API only. */
+  /** The queue jobs are put back on, through its port (see {@link ReplayQueue} for what it guarantees). */
   jobs: ReplayQueue;
   /** Receives `replayed` for every job put back. */
   events?: { emit(event: 'replayed', payload: WorkerEvents['replayed']): void };
-}
-
-/**
- * The part of a BullMQ `Queue` a replay uses.
- *
- * @example
- * const jobs: ReplayQueue = new Queue('index', { connection });
- */
-export interface ReplayQueue {
-  add(name: string, data: unknown, opts?: JobsOptions): Promise<{ id?: string | undefined }>;
-  getJob(id: string): Promise<{ id?: string | undefined; opts?: object } | undefined>;
 }
 
 const OptionsSchema = z.object({
@@ -148,11 +141,10 @@ const OptionsSchema = z.object({
   by: z.string().trim().min(1).max(200).optional(),
 });
 
-const DEFAULT_DEDUP_TTL_MS = 7 * 86_400_000;
+/** How long a queue keeps a replay's deduplication key by default, ms: 7 days. */
+export const DEFAULT_DEDUP_TTL_MS = 7 * 86_400_000;
 /** Stop after this many failures in a row: the store or the queue is likely gone. */
 const MAX_FAILURES_IN_A_ROW = 3;
-/** Candidate ids tried per record before it counts as failed (see `replayJobCandidate`). */
-const MAX_CANDIDATES = 5;
 /** Records read per page while taking the snapshot. */
 const PAGE = 500;
 
@@ -163,27 +155,26 @@ export type Planned = Pick<
 >;
 
 /**
- * Replays dead-letter records onto their queue, oldest first, through BullMQ's public API only: the
- * original name, data and options, as a new BullMQ job (attempts start from zero), the idempotency key
- * kept inside the data. For each record:
+ * Replays dead-letter records onto their queue, oldest first, through the queue's port: the original
+ * name, data and options, as a new job (attempts start from zero), the idempotency key kept inside the
+ * data. For each record:
  *
- * 1. claim it in the store under a replay job id derived from the record's own id (`replayJobId`); a
- *    claim an earlier run left is reused as it is;
- * 2. `queue.add(name, data, { ...opts, jobId, deduplication: { id: jobId, ttl: dedupTtlMs } })`, and check
- *    that the job now under that id is this replay's (its `stormguardReplay` option names this record and
- *    claim); if another job holds the id, try the next candidate id (`replayJobCandidate`);
+ * 1. claim it in the store under the port's `replayKey` (derived from the record's own id); a claim an
+ *    earlier run left is reused as it is;
+ * 2. `jobs.putBack(record, claim)`: the queue confirms it holds the job (see {@link ReplayQueue});
  * 3. remove the record.
  *
  * Why a replay interrupted anywhere (abort, Ctrl-C, SIGKILL, a lost connection) and run again never adds a
- * job twice: the second run reuses the claim, so it re-adds under the same id; BullMQ ignores an add
- * whose job id exists, and the deduplication key (kept `dedupTtlMs` after the job completes, even when
- * `removeOnComplete` removed it) ignores one whose job is gone. Why it never loses one: a record is
- * removed only after its job is in the queue, checked by id and origin; until then it stays, so the
- * next run picks it up. Two replays running at once add each job once and remove each record once.
+ * job twice: a record completed is gone, and one the stop left claimed is put back under the same claim,
+ * which a queue that deduplicates (BullMQ: by job id, and by a deduplication key kept `dedupTtlMs` after
+ * the job completes) ignores. Why it never loses one: a record is removed only after the queue confirmed
+ * its job; until then it stays, so the next run picks it up. Two replays running at once add each job
+ * once and remove each record once. Three records in a row that fail to move stop the replay (the store
+ * or the queue is likely gone): the one failure rule of every replay loop, runs included.
  *
  * @example
- * const report = await replayDeadLetters({ store, queue: 'index', jobs: new Queue('index', { connection }) }, {
- *   reason: 'budget-exhausted', ratePerSecond: 50 });
+ * const jobs = bullmqReplayQueue(new Queue('index', { connection }));
+ * const report = await replayDeadLetters({ store, queue: 'index', jobs }, { reason: 'budget-exhausted', ratePerSecond: 50 });
  * console.log(`${report.moved.length} moved, ${report.failed.length} failed`);
  */
 export async function replayDeadLetters(
@@ -224,44 +215,39 @@ export async function replayDeadLetters(
     });
 
   if (dryRun) {
-    report.moved = planned.map((r) =>
-      describe(r, r.replay?.jobId ?? replayJobId(r.jobId, r.replays + 1, r.id)),
-    );
+    report.moved = planned.map((r) => describe(r, r.replay?.jobId ?? target.jobs.replayKey(r)));
     return report;
   }
 
-  const pacer = new Pacer(ratePerSecond, clock, sleep);
-  let failuresInARow = 0;
-  for (const plan of planned) {
-    if (signal?.aborted) break;
-    try {
-      if (whenHealthy)
-        await waitUntilHealthy(plan.dependency, whenHealthy, sleep, signal, () => progress(plan.dependency));
-      await pacer.next(signal);
-    } catch (error) {
-      if (signal?.aborted) break;
-      throw error;
-    }
-    try {
-      const outcome = await replayOne(target, plan, dedupTtlMs);
-      if (outcome.moved) {
-        report.moved.push(describe(outcome.record, outcome.replayJobId));
-        target.events?.emit('replayed', { queue, task: outcome.record.name, reason: outcome.record.reason });
-      } else report.skipped.push({ id: plan.id, jobId: plan.jobId, why: outcome.why });
-      failuresInARow = 0;
-    } catch (error) {
-      report.failed.push({
-        id: plan.id,
-        jobId: plan.jobId,
-        error: error instanceof Error ? error.message : String(error),
-      });
-      if (++failuresInARow >= MAX_FAILURES_IN_A_ROW) {
-        report.stoppedBecause = `${failuresInARow} records in a row failed to move; last: ${report.failed.at(-1)?.error}`;
-        break;
-      }
-    }
-    progress();
-  }
+  const stop = await replayLoop(
+    target,
+    planned.map((plan) => ({ id: plan.id, plan })),
+    {
+      ...(ratePerSecond === undefined ? {} : { ratePerSecond }),
+      ...(whenHealthy ? { whenHealthy } : {}),
+      ...(signal ? { signal } : {}),
+      clock,
+      sleep,
+      dedupTtlMs,
+      onWaiting: (dependency) => {
+        if (dependency !== undefined) progress(dependency);
+      },
+      after: (turn) => {
+        if ('error' in turn) report.failed.push({ id: turn.id, jobId: turn.jobId, error: turn.error });
+        else if (turn.outcome.moved)
+          report.moved.push(describe(turn.outcome.record, turn.outcome.replayJobId));
+        else
+          report.skipped.push({
+            id: turn.id,
+            ...(turn.jobId === undefined ? {} : { jobId: turn.jobId }),
+            why: turn.outcome.why,
+          });
+        if (!turn.stops) progress();
+        return true;
+      },
+    },
+  );
+  if (stop.stoppedBecause) report.stoppedBecause = stop.stoppedBecause;
   const handled = report.moved.length + report.skipped.length + report.failed.length;
   report.interrupted = signal?.aborted === true && handled < planned.length;
   if (report.interrupted) report.stoppedBecause ??= 'interrupted';
@@ -283,6 +269,123 @@ export async function replayDeadLetters(
         report.auditError = error instanceof Error ? error.message : String(error);
       });
   return report;
+}
+
+/**
+ * One record's turn in the replay loop: its id, and its plan from the snapshot (none when the record is
+ * gone or does not read by the time its turn comes: it is skipped with `why`).
+ */
+export interface ReplayTurn {
+  id: string;
+  plan: Planned | undefined;
+  why?: string;
+}
+
+/** What became of one turn: moved or skipped (`outcome`), or failed (`error`). */
+export type ReplayTurnResult = { id: string; stops: boolean } & (
+  | { jobId: string | undefined; outcome: Outcome }
+  | { jobId: string; error: string }
+);
+
+/**
+ * Options of {@link replayLoop}.
+ *
+ * @example
+ * const loop: ReplayLoopOptions = { clock, sleep, dedupTtlMs, after: () => true };
+ */
+export interface ReplayLoopOptions {
+  ratePerSecond?: number;
+  /** Wait before each record while its dependency is unhealthy by this gate. */
+  whenHealthy?: HealthGate;
+  /** Stops the loop between two records (and any wait). */
+  signal?: AbortSignal;
+  clock: Clock;
+  sleep: Sleep;
+  dedupTtlMs: number;
+  /** Called with the dependency on every look while waiting for it, and with `undefined` once it is healthy. */
+  onWaiting?: (dependency: string | undefined) => void;
+  /**
+   * Called after each turn (a failure too, before the failure rule stops the loop: `stops` says so);
+   * false stops the loop at once (a run taken over or cancelled).
+   */
+  after: (turn: ReplayTurnResult) => boolean | Promise<boolean>;
+}
+
+/**
+ * The replay loop of every replay (`replayDeadLetters`, `runReplay`, automatic replay): per record, wait
+ * for its dependency and the rate, then claim, put back and remove it ({@link replayOne}), emit
+ * `replayed`, and report the turn. Its one failure rule: {@link MAX_FAILURES_IN_A_ROW} records in a row
+ * that fail to move stop it, with the reason in `stoppedBecause`. A turn's failure never throws; an abort
+ * during a wait ends the loop quietly.
+ */
+export async function replayLoop(
+  target: ReplayTarget,
+  turns: Iterable<ReplayTurn> | AsyncIterable<ReplayTurn>,
+  options: ReplayLoopOptions,
+): Promise<{ stoppedBecause?: string }> {
+  const { whenHealthy, signal, sleep, onWaiting } = options;
+  const pacer = new Pacer(options.ratePerSecond, options.clock, sleep);
+  let failuresInARow = 0;
+  for await (const { id, plan, why } of turns) {
+    if (signal?.aborted) break;
+    if (plan)
+      try {
+        if (whenHealthy) {
+          await waitUntilHealthy(plan.dependency, whenHealthy, sleep, signal, () =>
+            onWaiting?.(plan.dependency),
+          );
+          onWaiting?.(undefined);
+        }
+        await pacer.next(signal);
+      } catch (error) {
+        if (signal?.aborted) break;
+        throw error;
+      }
+    let result: ReplayTurnResult;
+    if (!plan)
+      result = {
+        id,
+        jobId: undefined,
+        stops: false,
+        outcome: { moved: false, why: why ?? 'no longer in the dead-letter store' },
+      };
+    else
+      try {
+        const outcome = await replayOne(target, plan, options.dedupTtlMs);
+        if (outcome.moved)
+          target.events?.emit('replayed', {
+            queue: target.queue,
+            task: outcome.record.name,
+            reason: outcome.record.reason,
+          });
+        result = { id, jobId: plan.jobId, stops: false, outcome };
+      } catch (error) {
+        result = {
+          id,
+          jobId: plan.jobId,
+          stops: failuresInARow + 1 >= MAX_FAILURES_IN_A_ROW,
+          error: error instanceof Error ? error.message : String(error),
+        };
+      }
+    failuresInARow = 'error' in result ? failuresInARow + 1 : 0;
+    if (!(await options.after(result))) break;
+    if ('error' in result && result.stops)
+      return {
+        stoppedBecause: `${failuresInARow} records in a row failed to move; last: ${result.error}`,
+      };
+  }
+  return {};
+}
+
+/**
+ * The plan of a record read from the store: what the loop keeps of it.
+ *
+ * @example
+ * const plan = planOf(record);
+ */
+export function planOf(record: StoredDeadLetter): Planned {
+  const { id, jobId, name, reason, dependency, replays, replay } = record;
+  return { id, jobId, name, reason, dependency, replays, ...(replay ? { replay } : {}) };
 }
 
 async function snapshot(
@@ -339,52 +442,32 @@ async function snapshotOf(
 const WITHHELD =
   "withheld: the job's data was not kept when it was filed (see the record's data.why); re-enqueue the job by hand from your own source, then purge the record";
 
+/**
+ * What became of one record: moved (under `replayJobId`), or skipped, with why.
+ *
+ * @example
+ * const outcome: Outcome = { moved: false, why: 'no longer in the dead-letter store' };
+ */
 export type Outcome =
   | { moved: true; record: StoredDeadLetter; replayJobId: string }
   | { moved: false; why: string };
 
-/** Claim, add (once), remove: see {@link replayDeadLetters} for why each step is safe to repeat. */
+/**
+ * Claim, put back, remove: see {@link replayDeadLetters} for why each step is safe to repeat. Throws when
+ * the queue does not confirm the job (the record stays, claimed).
+ */
 export async function replayOne(target: ReplayTarget, plan: Planned, dedupTtlMs: number): Promise<Outcome> {
-  const { store, queue } = target;
+  const { store, queue, jobs } = target;
   const record = await store.get(queue, plan.id);
   if (!record) return { moved: false, why: 'no longer in the dead-letter store' };
   if (isMalformedDeadLetter(record)) return { moved: false, why: `malformed: ${record.problem}` };
   if (isWithheldDeadLetter(record)) return { moved: false, why: WITHHELD };
-  const claim = await store.claimReplay(
-    queue,
-    record.id,
-    replayJobId(record.jobId, record.replays + 1, record.id),
-  );
+  const claim = await store.claimReplay(queue, record.id, jobs.replayKey(record));
   if (!claim) return { moved: false, why: 'no longer in the dead-letter store' };
-  const jobId = await addOnce(target, record, claim, dedupTtlMs);
+  const replayJobId = await jobs.putBack(record, claim, { dedupTtlMs });
   if (!(await store.completeReplay(queue, record.id)))
     return { moved: false, why: 'replayed by another run at the same time' };
-  return { moved: true, record, replayJobId: jobId };
-}
-
-/** Adds the record's job under the first candidate id no other job holds; returns the id it is under. */
-async function addOnce(
-  target: ReplayTarget,
-  record: StoredDeadLetter,
-  claim: ReplayClaim,
-  dedupTtlMs: number,
-): Promise<string> {
-  for (let attempt = 1; attempt <= MAX_CANDIDATES; attempt++) {
-    const jobId = replayJobCandidate(claim.jobId, attempt);
-    const opts = replayJobOptions(record, { jobId, claimedAt: claim.claimedAt }, dedupTtlMs);
-    const added = await target.jobs.add(record.name, record.data, opts as JobsOptions);
-    // Another id back: the deduplication key names another job, so this id is not this replay's.
-    if (added.id !== undefined && String(added.id) !== jobId) continue;
-    const held = await target.jobs.getJob(jobId);
-    // Gone already: this replay's job ran and was removed (a job that is not ours does not vanish between
-    // two calls of one replay). Present: ours only if it names this record and this claim.
-    if (!held) return jobId;
-    const origin = replayOrigin(held);
-    if (origin.recordId === record.id && origin.claimedAt === claim.claimedAt) return jobId;
-  }
-  throw new Error(
-    `replay of record ${record.id} (job ${record.jobId}): other jobs hold ids ${replayJobCandidate(claim.jobId, 1)} to ${replayJobCandidate(claim.jobId, MAX_CANDIDATES)}; the record is kept, remove those jobs or purge the record`,
-  );
+  return { moved: true, record, replayJobId };
 }
 
 function describe(

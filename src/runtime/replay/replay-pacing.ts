@@ -1,6 +1,6 @@
 import { setTimeout as timeout } from 'node:timers/promises';
-import type { BudgetSnapshot } from '../budget/types.js';
-import type { Clock } from '../common/clock.js';
+import type { BudgetSnapshot } from '../../budget/types.js';
+import type { Clock } from '../../common/clock.js';
 
 /**
  * Waits `ms`, or rejects early when `signal` aborts. Injected so tests run on virtual time.
