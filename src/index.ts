@@ -16,6 +16,16 @@ export { formatDuration, parseDuration } from './common/duration.js';
 export { type Disposable, EventBus, type Listener } from './common/events.js';
 export { type RandomSource, seededRandom, systemRandom } from './common/random.js';
 export * from './errors/index.js';
+export {
+  type GuardedWork,
+  IdempotencyGuard,
+  type IdempotencyGuardEvents,
+  type IdempotencyGuardOptions,
+  idempotencyGuard,
+  type OnceResult,
+} from './idempotency/guard.js';
+export { MemoryIdempotencyStore } from './idempotency/memory-store.js';
+export type { IdempotencyClaim, IdempotencyStore } from './idempotency/store.js';
 export * from './policy/index.js';
 export type * from './policy/types.js';
 export { DEAD_LETTER_REASONS } from './policy/types.js';
@@ -87,4 +97,5 @@ export {
   type ReplayRunStore,
 } from './runtime/replay-runs.js';
 export { type SettleAction, type SettleJob, type Settlement, settle } from './runtime/settle.js';
+export type { WorkerEvents } from './runtime/worker-events.js';
 export * from './status/index.js';

@@ -24,9 +24,9 @@ import { readFileSync } from 'node:fs';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { deadLetterQueue } from '../../src/bullmq/dead-letter-queue.js';
-import { idempotencyGuard } from '../../src/bullmq/idempotency-guard.js';
 import { queueTag } from '../../src/common/keys.js';
 import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
+import { redisIdempotencyGuard } from '../../src/redis/idempotency-guard.js';
 import type { DeadLetterRecord } from '../../src/runtime/contracts.js';
 import { TestRedis } from '../../tests/helpers/redis-server.js';
 import { benchArgs, formatTable, median } from '../common.js';
@@ -160,7 +160,7 @@ const cases: Case[] = [
   {
     name: 'idempotency once, fresh key (guard vs SET NX + SET)',
     stormguard: async () => {
-      const guard = idempotencyGuard({ redis, prefix: `once-${run++}`, ttlMs: 60_000 });
+      const guard = redisIdempotencyGuard({ redis, prefix: `once-${run++}`, ttlMs: 60_000 });
       return timed(records, async () => {
         for (let i = 0; i < records; i++) await guard.once(`k${i}`, () => i);
       });

@@ -1,8 +1,8 @@
 /**
- * stormguard on BullMQ: the dead-letter queue, replay and the idempotency guard (and the worker wrapper).
+ * stormguard on BullMQ: the worker wrapper, the dead-letter queue and replay.
  *
  * @example
- * import { deadLetterQueue, idempotencyGuard } from 'stormguard/bullmq';
+ * import { createWorker, deadLetterQueue } from 'stormguard/bullmq';
  */
 
 export { describeError } from '../common/error-text.js';
@@ -69,20 +69,11 @@ export {
   type ListOptions,
 } from './dead-letter-queue.js';
 export {
-  type GuardedWork,
-  IdempotencyGuard,
-  type IdempotencyGuardEvents,
-  type IdempotencyGuardOptions,
-  idempotencyGuard,
-  type OnceResult,
-} from './idempotency-guard.js';
-export {
   type LegacyMovePreview,
   type LegacyMoveReport,
   moveLegacyDeadLetters,
   previewLegacyMove,
 } from './legacy-dead-letters.js';
-export { MemoryIdempotencyStore } from './memory-idempotency-store.js';
 export {
   createWorker,
   type DeadLetteredMarker,

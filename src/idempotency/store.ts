@@ -1,6 +1,6 @@
 /**
  * The idempotency guard's store contract, shared by every implementation (memory, Redis, PostgreSQL) and
- * checked by one conformance suite (src/bullmq/idempotency-store.case.ts).
+ * checked by one conformance suite (src/idempotency/store.case.ts).
  */
 
 /**

@@ -9,9 +9,6 @@ import {
 } from './durable-writes.js';
 import { defineScript, type RedisClient, type ScriptSpec } from './scripts.js';
 
-// The contract moved to src/idempotency/store.ts; re-exported so existing imports keep working.
-export type { IdempotencyClaim, IdempotencyStore } from '../idempotency/store.js';
-
 /**
  * Options of {@link RedisIdempotencyStore}.
  *

@@ -1,6 +1,6 @@
 /**
  * stormguard's Redis stores (`stormguard/redis`), on ioredis: the fleet-wide retry budget store, and the
- * breaker and idempotency stores. ioredis is a peer dependency: bring your own client.
+ * breaker and idempotency stores (and `redisIdempotencyGuard`). ioredis is a peer dependency: bring your own client.
  *
  * @example
  * import { Redis } from 'ioredis';
@@ -25,11 +25,7 @@ export {
 } from './dead-letter-store.js';
 export type { DurableWrites, DurableWritesOption } from './durable-writes.js';
 export { RedisFlowStore, type RedisFlowStoreOptions } from './flow-store.js';
-export {
-  type IdempotencyClaim,
-  type IdempotencyStore,
-  RedisIdempotencyStore,
-  type RedisIdempotencyStoreOptions,
-} from './idempotency-store.js';
+export { type RedisIdempotencyGuardOptions, redisIdempotencyGuard } from './idempotency-guard.js';
+export { RedisIdempotencyStore, type RedisIdempotencyStoreOptions } from './idempotency-store.js';
 export { RedisReplayRunStore, type RedisReplayRunStoreOptions } from './replay-run-store.js';
 export { defineScript, luaSource, type RedisClient, type ScriptSpec } from './scripts.js';

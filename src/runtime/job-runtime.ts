@@ -85,7 +85,7 @@ export interface JobEventSink {
  * An idempotency guard as the runtime uses it: `IdempotencyGuard` is one.
  *
  * @example
- * const guard: RuntimeGuard = idempotencyGuard({ redis, ttlMs: 86_400_000 });
+ * const guard: RuntimeGuard = redisIdempotencyGuard({ redis, ttlMs: 86_400_000 });
  */
 export interface RuntimeGuard {
   once<T>(key: string, fn: () => T | Promise<T>): Promise<T>;

@@ -7,6 +7,6 @@
  */
 export { MemoryBreakerStore } from '../breaker/memory-store.js';
 export { MemoryBudgetStore } from '../budget/memory-store.js';
-export { MemoryIdempotencyStore } from '../bullmq/memory-idempotency-store.js';
 export { FakeClock } from '../common/clock.js';
 export { seededRandom } from '../common/random.js';
+export { MemoryIdempotencyStore } from '../idempotency/memory-store.js';

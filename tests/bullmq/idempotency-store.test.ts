@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
-import { idempotencyStoreCases } from '../../src/bullmq/idempotency-store.case.js';
+import { idempotencyStoreCases } from '../../src/idempotency/store.case.js';
 import { RedisIdempotencyStore } from '../../src/redis/idempotency-store.js';
 import { TestRedis, waitFor } from '../helpers/redis-server.js';
 

@@ -1,11 +1,12 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { idempotencyGuard } from '../../src/bullmq/idempotency-guard.js';
 import { FakeClock } from '../../src/common/clock.js';
 import { isClaimLostError } from '../../src/errors/claim-lost-error.js';
 import { isInvalidInputError } from '../../src/errors/invalid-input-error.js';
 import { isTransientError } from '../../src/errors/transient-error.js';
 import { isValidationError } from '../../src/errors/validation-error.js';
+import { type IdempotencyGuardOptions, idempotencyGuard } from '../../src/idempotency/guard.js';
+import { redisIdempotencyGuard } from '../../src/redis/idempotency-guard.js';
 import { RedisIdempotencyStore } from '../../src/redis/idempotency-store.js';
 import { TestRedis, waitFor } from '../helpers/redis-server.js';
 
@@ -33,7 +34,7 @@ function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => voi
 
 describe('idempotencyGuard.once', () => {
   it('runs fn once for 20 concurrent callers and gives every caller its outcome', async () => {
-    const guard = idempotencyGuard({ redis, ttlMs: 60_000, inFlightTtlMs: 5_000 });
+    const guard = redisIdempotencyGuard({ redis, ttlMs: 60_000, inFlightTtlMs: 5_000 });
     const key = freshKey();
     const release = deferred();
     let runs = 0;
@@ -52,7 +53,7 @@ describe('idempotencyGuard.once', () => {
   });
 
   it('returns the stored outcome to a retry without running fn again', async () => {
-    const guard = idempotencyGuard({ redis, ttlMs: 60_000 });
+    const guard = redisIdempotencyGuard({ redis, ttlMs: 60_000 });
     const key = freshKey();
     let runs = 0;
     const send = async () => ++runs;
@@ -60,15 +61,15 @@ describe('idempotencyGuard.once', () => {
     expect(await guard.run(key, send)).toEqual({ value: 1, ran: false });
     // Another guard (another worker process) sees the same outcome.
     const otherRedis = redis.duplicate();
-    const other = idempotencyGuard({ redis: otherRedis, ttlMs: 60_000 });
+    const other = redisIdempotencyGuard({ redis: otherRedis, ttlMs: 60_000 });
     expect(await other.once(key, send)).toBe(1);
     otherRedis.disconnect();
     expect(runs).toBe(1);
   });
 
   it('keeps outcomes apart by key and by prefix', async () => {
-    const a = idempotencyGuard({ redis, ttlMs: 60_000 });
-    const b = idempotencyGuard({ redis, prefix: 'tenant-b', ttlMs: 60_000 });
+    const a = redisIdempotencyGuard({ redis, ttlMs: 60_000 });
+    const b = redisIdempotencyGuard({ redis, prefix: 'tenant-b', ttlMs: 60_000 });
     const key = freshKey();
     expect(await a.once(key, () => 'a')).toBe('a');
     expect(await b.once(key, () => 'b')).toBe('b');
@@ -78,19 +79,19 @@ describe('idempotencyGuard.once', () => {
 
   it('keeps prefix shop + key eu:1 apart from prefix shop:eu + key 1, and refuses an empty prefix', async () => {
     const key = freshKey();
-    const shop = idempotencyGuard({ redis, prefix: 'shop', ttlMs: 60_000 });
-    const shopEu = idempotencyGuard({ redis, prefix: 'shop:eu', ttlMs: 60_000 });
+    const shop = redisIdempotencyGuard({ redis, prefix: 'shop', ttlMs: 60_000 });
+    const shopEu = redisIdempotencyGuard({ redis, prefix: 'shop:eu', ttlMs: 60_000 });
     expect(await shop.once(`eu:${key}`, () => 'shop')).toBe('shop');
     expect(await shopEu.once(key, () => 'shop:eu')).toBe('shop:eu');
     // The pair that shared a key in the first layout, <prefix>:idempotency:<key>.
     expect(await shop.once(`x:idempotency:${key}`, () => 'shop')).toBe('shop');
-    const other = idempotencyGuard({ redis, prefix: 'shop:idempotency:x', ttlMs: 60_000 });
+    const other = redisIdempotencyGuard({ redis, prefix: 'shop:idempotency:x', ttlMs: 60_000 });
     expect(await other.once(key, () => 'other')).toBe('other');
     expect(() => new RedisIdempotencyStore(redis, { prefix: '' })).toThrow(/prefix "": must not be empty/);
   });
 
   it('stores outcomes as JSON: undefined stays undefined, a Date comes back as its ISO string', async () => {
-    const guard = idempotencyGuard({ redis, ttlMs: 60_000 });
+    const guard = redisIdempotencyGuard({ redis, ttlMs: 60_000 });
     const [k1, k2] = [freshKey(), freshKey()];
     await guard.once(k1, () => undefined);
     expect(await guard.run(k1, () => 'again')).toEqual({ value: undefined, ran: false });
@@ -100,7 +101,7 @@ describe('idempotencyGuard.once', () => {
   });
 
   it('does not store a failure, so a retry runs fn again', async () => {
-    const guard = idempotencyGuard({ redis, ttlMs: 60_000 });
+    const guard = redisIdempotencyGuard({ redis, ttlMs: 60_000 });
     const key = freshKey();
     let runs = 0;
     const flaky = async () => {
@@ -118,7 +119,7 @@ describe('idempotencyGuard.once', () => {
     const key = freshKey();
     // A worker claimed the key and died: nobody will finish, release or renew its claim.
     expect(await store.begin(key, 'crashed-worker', 300)).toEqual({ state: 'run' });
-    const guard = idempotencyGuard({ redis, ttlMs: 60_000, inFlightTtlMs: 300 });
+    const guard = redisIdempotencyGuard({ redis, ttlMs: 60_000, inFlightTtlMs: 300 });
     let runs = 0;
     const result = await guard.run(key, () => ++runs);
     expect(result).toEqual({ value: 1, ran: true });
@@ -129,7 +130,7 @@ describe('idempotencyGuard.once', () => {
 
   it('renews its claim while long work runs, so nobody starts it a second time', async () => {
     const inFlightTtlMs = 150;
-    const guard = idempotencyGuard({ redis, ttlMs: 60_000, inFlightTtlMs, waitTimeoutMs: 10_000 });
+    const guard = redisIdempotencyGuard({ redis, ttlMs: 60_000, inFlightTtlMs, waitTimeoutMs: 10_000 });
     const key = freshKey();
     const redisKey = `stormguard:idempotency:${key}`;
     const finish = deferred();
@@ -206,7 +207,7 @@ describe('idempotencyGuard.once', () => {
     client.on('error', () => {});
     await client.connect();
     try {
-      const guard = idempotencyGuard({ redis: client, ttlMs: 60_000, outcomeRetryDelayMs: 10 });
+      const guard = redisIdempotencyGuard({ redis: client, ttlMs: 60_000, outcomeRetryDelayMs: 10 });
       let runs = 0;
       // Redis dies while the side effect runs: the caller still gets the value (its job must not retry).
       const value = await guard.once(freshKey(), async () => {
@@ -225,16 +226,16 @@ describe('idempotencyGuard.once', () => {
   });
 
   it('refuses bad options and keys with a message that names them', async () => {
-    expect(() => idempotencyGuard({ ttlMs: 1_000 })).toThrow(/redis/);
+    expect(() => idempotencyGuard({ ttlMs: 1_000 } as unknown as IdempotencyGuardOptions)).toThrow(/redis/);
     const thrown = (() => {
       try {
-        idempotencyGuard({ redis, ttlMs: -1 });
+        redisIdempotencyGuard({ redis, ttlMs: -1 });
       } catch (error) {
         return error;
       }
     })();
     expect(isValidationError(thrown) && (thrown as Error).message).toMatch(/ttlMs/);
-    const guard = idempotencyGuard({ redis });
+    const guard = redisIdempotencyGuard({ redis });
     expect([guard.ttlMs, guard.inFlightTtlMs]).toEqual([86_400_000, 30_000]);
     await expect(guard.once('', () => 1)).rejects.toSatisfy(isInvalidInputError);
   });
@@ -276,7 +277,7 @@ describe('storing the outcome again after a rejected write', () => {
     expect(calls()).toBe(2);
     expect(seen).toEqual([]);
     // A replay (another worker) finds the outcome and does not run the side effect again.
-    const replay = await idempotencyGuard({ redis }).run(key, () => ({ receipt: `r-${++runs}` }));
+    const replay = await redisIdempotencyGuard({ redis }).run(key, () => ({ receipt: `r-${++runs}` }));
     expect(replay).toEqual({ value: { receipt: 'r-1' }, ran: false });
     expect(runs).toBe(1);
   });
@@ -292,7 +293,10 @@ describe('storing the outcome again after a rejected write', () => {
     expect(await guard.run(key, () => 'sent')).toEqual({ value: 'sent', ran: true });
     expect(calls()).toBe(2);
     expect(seen).toEqual([]);
-    expect(await idempotencyGuard({ redis }).run(key, () => 'again')).toEqual({ value: 'sent', ran: false });
+    expect(await redisIdempotencyGuard({ redis }).run(key, () => 'again')).toEqual({
+      value: 'sent',
+      ran: false,
+    });
   });
 
   it('retries when no replica confirms the outcome, then reports it not stored and still returns the value', async () => {
@@ -329,7 +333,7 @@ describe('storing the outcome again after a rejected write', () => {
   });
 
   it('refuses outcomeAttempts below 1 and a negative outcomeRetryDelayMs, naming them', () => {
-    expect(() => idempotencyGuard({ redis, outcomeAttempts: 0 })).toThrow(/outcomeAttempts/);
-    expect(() => idempotencyGuard({ redis, outcomeRetryDelayMs: -1 })).toThrow(/outcomeRetryDelayMs/);
+    expect(() => redisIdempotencyGuard({ redis, outcomeAttempts: 0 })).toThrow(/outcomeAttempts/);
+    expect(() => redisIdempotencyGuard({ redis, outcomeRetryDelayMs: -1 })).toThrow(/outcomeRetryDelayMs/);
   });
 });

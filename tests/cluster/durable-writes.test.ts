@@ -4,10 +4,10 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { idempotencyGuard } from '../../src/bullmq/idempotency-guard.js';
 import { queueTag } from '../../src/common/keys.js';
 import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
 import type { DurableWritesOption } from '../../src/redis/durable-writes.js';
+import { redisIdempotencyGuard } from '../../src/redis/idempotency-guard.js';
 import { RedisIdempotencyStore } from '../../src/redis/idempotency-store.js';
 import { sampleDeadLetter } from '../../src/runtime/dead-letter-store.case.js';
 import { TestRedisCluster } from '../helpers/redis-cluster.js';
@@ -120,7 +120,7 @@ describe('the idempotency guard on a Cluster', () => {
     [false, 0],
   ] as const)('with durableWrites %j sends %i WAIT with the outcome', async (durableWrites, expected) => {
     const prefix = fresh('guard');
-    const guard = idempotencyGuard({
+    const guard = redisIdempotencyGuard({
       redis,
       prefix,
       ...(durableWrites === undefined ? {} : { durableWrites }),

@@ -9,10 +9,10 @@
  */
 import { Cluster } from 'ioredis';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
-import { idempotencyGuard } from '../../src/bullmq/idempotency-guard.js';
 import { createWorker } from '../../src/bullmq/worker.js';
 import { PermanentError } from '../../src/errors/permanent-error.js';
 import { TransientError } from '../../src/errors/transient-error.js';
+import { idempotencyGuard } from '../../src/idempotency/guard.js';
 import { definePolicy } from '../../src/policy/define-policy.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';

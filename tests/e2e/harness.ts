@@ -31,6 +31,7 @@ import {
   idempotencyGuard,
   RedisBudgetStore,
   RedisDeadLetterStore,
+  redisIdempotencyGuard,
   type StoredDeadLetter,
   type StormguardProcessor,
   type StormguardWorker,
@@ -145,7 +146,7 @@ export class TestBed {
         backend: undefined,
         deadLetters: new RedisDeadLetterStore({ redis, prefix: this.deadLetterPrefix }),
         budgetStore: () => new RedisBudgetStore({ redis, prefix: uniqueQueue('budget') }),
-        idempotencyGuard: (ttlMs) => idempotencyGuard({ redis, prefix: uniqueQueue('idem'), ttlMs }),
+        idempotencyGuard: (ttlMs) => redisIdempotencyGuard({ redis, prefix: uniqueQueue('idem'), ttlMs }),
         close: async () => redis.disconnect(),
       };
       return;
@@ -161,7 +162,7 @@ export class TestBed {
       backend: undefined,
       deadLetters: new RedisDeadLetterStore({ redis, prefix: this.deadLetterPrefix }),
       budgetStore: () => new RedisBudgetStore({ redis, prefix: uniqueQueue('budget') }),
-      idempotencyGuard: (ttlMs) => idempotencyGuard({ redis, prefix: uniqueQueue('idem'), ttlMs }),
+      idempotencyGuard: (ttlMs) => redisIdempotencyGuard({ redis, prefix: uniqueQueue('idem'), ttlMs }),
       close: async () => redis.disconnect(),
     };
   }

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
-import { idempotencyStoreCases } from '../../src/bullmq/idempotency-store.case.js';
 import { FakeClock } from '../../src/common/clock.js';
+import { idempotencyStoreCases } from '../../src/idempotency/store.case.js';
 import { PostgresIdempotencyStore } from '../../src/postgres/idempotency-store.js';
 import { postgresBed } from '../helpers/postgres-bed.js';
 import { uniqueSchema } from '../helpers/postgres-server.js';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { IdempotencyStore } from '../redis/idempotency-store.js';
+import type { IdempotencyStore } from './store.js';
 
 /** One store under test, and a way to let time pass for it. */
 export interface IdempotencyStoreHarness {

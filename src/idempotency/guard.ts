@@ -7,29 +7,21 @@ import { parseWith } from '../common/validation.js';
 import { ClaimLostError } from '../errors/claim-lost-error.js';
 import { InvalidInputError, isInvalidInputError } from '../errors/invalid-input-error.js';
 import { TransientError } from '../errors/transient-error.js';
-import type { DurableWritesOption } from '../redis/durable-writes.js';
-import { type IdempotencyStore, RedisIdempotencyStore } from '../redis/idempotency-store.js';
-import type { RedisClient } from '../redis/scripts.js';
+import type { IdempotencyStore } from './store.js';
 
 /**
- * Options of {@link idempotencyGuard}. Give either `redis` or `store`.
+ * Options of {@link idempotencyGuard}. With Redis, `redisIdempotencyGuard({ redis })` from `stormguard/redis`
+ * builds the store for you.
  *
  * @example
- * const options: IdempotencyGuardOptions = { redis, ttlMs: 7 * 86_400_000, inFlightTtlMs: 30_000 };
+ * const options: IdempotencyGuardOptions = { store, ttlMs: 7 * 86_400_000, inFlightTtlMs: 30_000 };
  */
 export interface IdempotencyGuardOptions {
-  /** An ioredis client; the guard keeps its keys under `<prefix>:idempotency:`. */
-  redis?: RedisClient;
-  /** Or any {@link IdempotencyStore} (a memory one in tests). */
-  store?: IdempotencyStore;
-  /** Key prefix with `redis`. Default: `stormguard`. */
-  prefix?: string;
   /**
-   * With `redis`: whether an outcome is stored only once a replica has it (`WAIT`, see
-   * `RedisIdempotencyStoreOptions.durableWrites`). Default: on a Redis Cluster client, yes; set `false` on
-   * a cluster without replicas, where every wait would time out.
+   * Where claims and outcomes are kept: any {@link IdempotencyStore} (`RedisIdempotencyStore`,
+   * `PostgresIdempotencyStore`, a `MemoryIdempotencyStore` in tests).
    */
-  durableWrites?: DurableWritesOption;
+  store: IdempotencyStore;
   /**
    * How long a finished outcome is kept, ms. Must be at least the policy's `maxAge`: a key that expires
    * before the last retry makes that retry run the side effect again. Default: 86 400 000 (24 h).
@@ -136,13 +128,13 @@ const MAX_POLL_MS = 1_000;
  * effect is visible; a retry then gets the stored outcome. If nobody took the key over, the outcome is
  * stored and returned as usual. The outcome is stored as JSON (so a `Date` comes back as a string, `undefined` as `undefined`);
  * a value JSON cannot hold is returned to the caller that ran `fn` and stored as `undefined`.
- * A failure is never stored: the key is freed so a retry may run `fn` again. When Redis cannot be reached
+ * A failure is never stored: the key is freed so a retry may run `fn` again. When the store cannot be reached
  * before `fn` runs, `once` rejects and `fn` does not run (never unguarded); a rejected write of the outcome
  * is tried again (`outcomeAttempts`, backing off from `outcomeRetryDelayMs`), and when every try fails the
  * caller still gets its value and `outcome-not-stored` is emitted (a later caller may run `fn` again).
  *
  * @example
- * const guard = idempotencyGuard({ redis, ttlMs: 7 * 86_400_000 });
+ * const guard = idempotencyGuard({ store, ttlMs: 7 * 86_400_000 });
  * const receipt = await guard.once(`charge:${order.id}`, () => payments.charge(order));
  */
 export class IdempotencyGuard {
@@ -153,15 +145,11 @@ export class IdempotencyGuard {
   readonly #clock: Clock;
 
   constructor(options: IdempotencyGuardOptions) {
-    const store =
-      options.store ??
-      (options.redis
-        ? new RedisIdempotencyStore(options.redis, {
-            prefix: options.prefix,
-            durableWrites: options.durableWrites,
-          })
-        : undefined);
-    if (!store) throw new InvalidInputError('idempotency guard: give `redis` (an ioredis client) or `store`');
+    const store = options?.store;
+    if (!store || typeof store.begin !== 'function')
+      throw new InvalidInputError(
+        'idempotency guard: give `store` (an IdempotencyStore; with Redis, redisIdempotencyGuard({ redis }) from stormguard/redis builds one)',
+      );
     this.#store = store;
     if (options.clock !== undefined && typeof options.clock?.now !== 'function')
       throw new InvalidInputError('idempotency guard: `clock` must have a now() method (or leave it unset)');
@@ -295,12 +283,12 @@ export class IdempotencyGuard {
 }
 
 /**
- * Builds an {@link IdempotencyGuard}. Defaults: prefix `stormguard`, ttlMs 24 h, inFlightTtlMs 30 s,
+ * Builds an {@link IdempotencyGuard} on `store`. Defaults: ttlMs 24 h, inFlightTtlMs 30 s,
  * waitTimeoutMs 2 × inFlightTtlMs, pollMs 25, outcomeAttempts 3, outcomeRetryDelayMs 250, clock the
  * system clock.
  *
  * @example
- * const guard = idempotencyGuard({ redis: new Redis(url), ttlMs: 86_400_000, inFlightTtlMs: 30_000 });
+ * const guard = idempotencyGuard({ store: new MemoryIdempotencyStore(), ttlMs: 86_400_000, inFlightTtlMs: 30_000 });
  * await guard.once('welcome-mail:42', () => mailer.send(user));
  */
 export function idempotencyGuard(options: IdempotencyGuardOptions): IdempotencyGuard {

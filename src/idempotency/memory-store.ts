@@ -1,5 +1,5 @@
 import { type Clock, systemClock } from '../common/clock.js';
-import type { IdempotencyClaim, IdempotencyStore } from '../redis/idempotency-store.js';
+import type { IdempotencyClaim, IdempotencyStore } from './store.js';
 
 type Entry =
   | { state: 'running'; token: string; expiresAt: number }

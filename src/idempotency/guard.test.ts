@@ -4,8 +4,8 @@ import { FakeClock } from '../common/clock.js';
 import { isClaimLostError } from '../errors/claim-lost-error.js';
 import { isInvalidInputError } from '../errors/invalid-input-error.js';
 import { isTransientError } from '../errors/transient-error.js';
-import { idempotencyGuard } from './idempotency-guard.js';
-import { MemoryIdempotencyStore } from './memory-idempotency-store.js';
+import { idempotencyGuard } from './guard.js';
+import { MemoryIdempotencyStore } from './memory-store.js';
 
 /** A memory store on `clock`; `waited(n)` settles once it has told callers to wait `n` times. */
 function watchedStore(clock: FakeClock) {

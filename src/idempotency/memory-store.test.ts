@@ -1,6 +1,6 @@
 import { FakeClock } from '../common/clock.js';
-import { idempotencyStoreCases } from './idempotency-store.case.js';
-import { MemoryIdempotencyStore } from './memory-idempotency-store.js';
+import { MemoryIdempotencyStore } from './memory-store.js';
+import { idempotencyStoreCases } from './store.case.js';
 
 idempotencyStoreCases('MemoryIdempotencyStore', async () => {
   const clock = new FakeClock(1_700_000_000_000);
