@@ -12,6 +12,18 @@
  * openTelemetryMetrics().observeWorker(worker);
  */
 
+export type { ObserveBudgetOptions } from '../metrics/budget-observer.js';
+export type { ObserverOptions, Observers } from '../metrics/observers.js';
+export type {
+  BreakerStateEvents,
+  BreakerStateName,
+  ObservableBreaker,
+  ObservableBudget,
+  ObservableDeadLetterQueue,
+  ObservableWorker,
+  ObservedBudgetState,
+  Subscribable,
+} from '../metrics/sources.js';
 export { ATTR, type DecisionAttribute, type LinkAttribute } from './attributes.js';
 export { type OpenTelemetryMetricsOptions, openTelemetryMetrics } from './metrics.js';
 export { formatTraceparent, parseTraceparent } from './traceparent.js';

@@ -10,15 +10,15 @@ import {
   METRICS,
   type MetricKey,
   RETRY_DELAY_BUCKETS_SECONDS,
-} from '../prometheus/catalog.js';
-import type { MetricInstruments, MetricLabels, SettingInstrument } from '../prometheus/context.js';
+} from '../metrics/catalog.js';
+import type { MetricInstruments, MetricLabels, SettingInstrument } from '../metrics/context.js';
 import {
   createObservers,
   type ObserverOptions,
   type Observers,
   resolveObserverOptions,
-} from '../prometheus/observers.js';
-import { ScrapeCoordinator } from '../prometheus/scrape.js';
+} from '../metrics/observers.js';
+import { ScrapeCoordinator } from '../metrics/scrape.js';
 import { INSTRUMENTATION_NAME } from './tracing.js';
 
 /**

@@ -1,14 +1,14 @@
 import { type Gauge, type Registry, register } from 'prom-client';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
-import { DEFAULT_PREFIX, METRICS, RETRY_DELAY_BUCKETS_SECONDS } from './catalog.js';
-import { createInstruments, type Instruments, removeInstruments } from './instruments.js';
+import { DEFAULT_PREFIX, METRICS, RETRY_DELAY_BUCKETS_SECONDS } from '../metrics/catalog.js';
 import {
   createObservers,
   type ObserverOptions,
   type Observers,
   resolveObserverOptions,
-} from './observers.js';
-import { ScrapeCoordinator } from './scrape.js';
+} from '../metrics/observers.js';
+import { ScrapeCoordinator } from '../metrics/scrape.js';
+import { createInstruments, type Instruments, removeInstruments } from './instruments.js';
 
 /**
  * Options of {@link createMetrics}; every one has a default.

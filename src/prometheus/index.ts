@@ -10,7 +10,7 @@
  * await serveMetrics({ port: 9464 });
  */
 
-export type { ObserveBudgetOptions } from './budget-observer.js';
+export type { ObserveBudgetOptions } from '../metrics/budget-observer.js';
 export {
   DEFAULT_PREFIX,
   JOB_ATTEMPT_BUCKETS,
@@ -20,17 +20,9 @@ export {
   metricNames,
   prometheusNameOf,
   RETRY_DELAY_BUCKETS_SECONDS,
-} from './catalog.js';
-export { createMetrics, type MetricsOptions, type StormguardMetrics } from './create-metrics.js';
-export {
-  type MetricsHandlerOptions,
-  type MetricsServer,
-  metricsHandler,
-  type ServeMetricsOptions,
-  serveMetrics,
-} from './http.js';
-export { MISSING_LABEL_VALUE, OVERFLOW_LABEL_VALUE } from './labels.js';
-export type { ObserverOptions, Observers } from './observers.js';
+} from '../metrics/catalog.js';
+export { MISSING_LABEL_VALUE, OVERFLOW_LABEL_VALUE } from '../metrics/labels.js';
+export type { ObserverOptions, Observers } from '../metrics/observers.js';
 export type {
   BreakerStateEvents,
   BreakerStateName,
@@ -40,5 +32,13 @@ export type {
   ObservableWorker,
   ObservedBudgetState,
   Subscribable,
-} from './sources.js';
-export { type ListableBreakerStore, readOnlyBreaker, readOnlyBudget } from './store-views.js';
+} from '../metrics/sources.js';
+export { type ListableBreakerStore, readOnlyBreaker, readOnlyBudget } from '../metrics/store-views.js';
+export { createMetrics, type MetricsOptions, type StormguardMetrics } from './create-metrics.js';
+export {
+  type MetricsHandlerOptions,
+  type MetricsServer,
+  metricsHandler,
+  type ServeMetricsOptions,
+  serveMetrics,
+} from './http.js';

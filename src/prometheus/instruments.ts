@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
-import { JOB_ATTEMPT_BUCKETS, METRICS, type MetricKey } from './catalog.js';
+import { JOB_ATTEMPT_BUCKETS, METRICS, type MetricKey } from '../metrics/catalog.js';
 
 type Kind<K extends MetricKey> = (typeof METRICS)[K]['type'];
 type Instrument<K extends MetricKey> =

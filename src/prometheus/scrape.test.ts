@@ -4,9 +4,9 @@ import { parseExposition, sampleValue } from '../../tests/prometheus/exposition.
 import type { BudgetEvents, BudgetSnapshot } from '../budget/types.js';
 import { FakeClock } from '../common/clock.js';
 import { EventBus } from '../common/events.js';
+import type { BreakerStateEvents, BreakerStateName } from '../metrics/sources.js';
 import type { WorkerEvents } from '../runtime/worker-events.js';
 import { createMetrics } from './create-metrics.js';
-import type { BreakerStateEvents, BreakerStateName } from './sources.js';
 
 function snapshot(dependency: string, over: Partial<BudgetSnapshot> = {}): BudgetSnapshot {
   return {

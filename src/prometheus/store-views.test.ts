@@ -3,9 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { parseExposition, sampleValue } from '../../tests/prometheus/exposition.js';
 import type { ListedBreaker } from '../breaker/types.js';
 import { FakeClock } from '../common/clock.js';
+import type { BreakerStateName } from '../metrics/sources.js';
+import { readOnlyBreaker } from '../metrics/store-views.js';
 import { createMetrics } from './create-metrics.js';
-import type { BreakerStateName } from './sources.js';
-import { readOnlyBreaker } from './store-views.js';
 
 describe('readOnlyBreaker', () => {
   it('lists the store at most every listIntervalMs, reads known breakers in between, and hides local guesses', async () => {

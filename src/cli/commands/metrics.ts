@@ -70,7 +70,7 @@ export function register(program: Command, io: CliIO): void {
           import('../../bullmq/dead-letter-queue.js'),
           import('../../prometheus/create-metrics.js'),
           import('../../prometheus/http.js'),
-          import('../../prometheus/store-views.js'),
+          import('../../metrics/store-views.js'),
           import('../../redis/breaker-store.js'),
           import('../../redis/budget-store.js'),
           import('../../redis/dead-letter-store.js'),

@@ -32,7 +32,7 @@ export const RETRY_DELAY_BUCKETS_SECONDS: readonly number[] = [
  */
 export const JOB_ATTEMPT_BUCKETS: readonly number[] = [1, 2, 3, 4, 5, 6, 8, 10, 15, 20];
 
-/** The prom-client instrument a metric uses. */
+/** The kind of instrument a metric uses (prom-client's and OpenTelemetry's have one of each). */
 export type MetricType = 'counter' | 'gauge' | 'histogram';
 
 /**

@@ -4,9 +4,10 @@ export interface ScrapeSource {
 }
 
 /**
- * Runs every scrape-time read once per scrape. prom-client asks each gauge to `collect()` as the
- * registry is read; all of them await the same pass, so one scrape costs one read of each store however
- * many gauges show its figures, and a second scrape arriving mid-pass shares it.
+ * Runs every scrape-time read once per scrape, whichever sink asks: prom-client asks each gauge to
+ * `collect()` as the registry is read, an OpenTelemetry meter calls one batch callback per collection. All
+ * of them await the same pass, so one scrape costs one read of each store however many gauges show its
+ * figures, and a second scrape arriving mid-pass shares it.
  */
 export class ScrapeCoordinator {
   readonly #sources = new Set<ScrapeSource>();
