@@ -23,6 +23,7 @@ const LAYERS = [
   'breaker',
   'idempotency',
   'runtime',
+  'store-kit', // an index.ts over budget, breaker and runtime
   'status',
   'metrics',
   'redis',

@@ -23,14 +23,3 @@ export type {
   StoreSpend,
   StoreWrite,
 } from './store.js';
-export {
-  type AgedSuccesses,
-  allowanceFor,
-  type BudgetWindow,
-  budgetWindow,
-  MAX_COUNT,
-  PPM,
-  ratioToPpm,
-  sameSettings,
-  type WindowCounts,
-} from './window.js';

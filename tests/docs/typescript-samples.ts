@@ -153,6 +153,8 @@ declare global {
 
 /** The subpaths `stormguard/<name>` a user imports, each the index of its source folder. */
 const SUBPATHS = [
+  'config',
+  'store-kit',
   'bullmq',
   'redis',
   'postgres',
