@@ -25,7 +25,7 @@ describe('resolveBreakerOptions', () => {
       minimumVolume: 20,
       consecutiveFailures: 10,
       coolDownMs: 30_000,
-      halfOpenProbes: 3,
+      halfOpenProbes: 1,
       successesToClose: 3,
     });
   });

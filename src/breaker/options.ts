@@ -28,7 +28,7 @@ export interface BreakerOptions {
   consecutiveFailures: number;
   /** How long an open breaker refuses every call before it half-opens, in ms (1 to 86 400 000). Default 30 000. */
   coolDownMs: number;
-  /** Probes a half-open breaker lets through at once, across the whole fleet (>= 1). Default 3. */
+  /** Probes a half-open breaker lets through at once, across the whole fleet (>= 1). Default 1. */
   halfOpenProbes: number;
   /** Probe successes that close a half-open breaker (>= 1). Default 3. */
   successesToClose: number;
@@ -36,7 +36,7 @@ export interface BreakerOptions {
 
 /**
  * The defaults every breaker starts from: open at a 50 % failure rate over 60 s once 20 calls were seen,
- * or after 10 failures in a row; probe again after 30 s with at most 3 probes; close after 3 successes.
+ * or after 10 failures in a row; probe again after 30 s, one probe at a time; close after 3 successes.
  *
  * @example
  * const options = { ...DEFAULT_BREAKER_OPTIONS, coolDownMs: 10_000 };
@@ -47,7 +47,7 @@ export const DEFAULT_BREAKER_OPTIONS: Readonly<BreakerOptions> = Object.freeze({
   minimumVolume: 20,
   consecutiveFailures: 10,
   coolDownMs: 30_000,
-  halfOpenProbes: 3,
+  halfOpenProbes: 1,
   successesToClose: 3,
 });
 
