@@ -1,7 +1,7 @@
 /** The retry budget's public surface (re-exported by the package root). */
 
 export { assertDependencyName, dependencyNameProblem } from '../common/names.js';
-export { StoreTimeoutError } from './bounded.js';
+export { StoreTimeoutError } from '../common/timeout.js';
 export {
   chargeAll,
   type DependencyMap,

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../common/clock.js';
 import { seededRandom } from '../common/random.js';
+import { StoreTimeoutError } from '../common/timeout.js';
 import { CorruptBudgetStateError } from '../errors/corrupt-budget-state-error.js';
 import { isInvalidInputError } from '../errors/invalid-input-error.js';
 import { TransientError } from '../errors/transient-error.js';
 import { isValidationError } from '../errors/validation-error.js';
 import { decide } from '../policy/decide.js';
 import { definePolicy } from '../policy/define-policy.js';
-import { StoreTimeoutError } from './bounded.js';
 import { MemoryBudgetStore } from './memory-store.js';
 import type { RetryBudgetOptions } from './options.js';
 import { RetryBudget } from './retry-budget.js';

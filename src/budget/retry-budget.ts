@@ -3,10 +3,10 @@ import { formatDuration } from '../common/duration.js';
 import { firstLineOf } from '../common/error-text.js';
 import { EventBus } from '../common/events.js';
 import { assertDependencyName } from '../common/names.js';
+import { withTimeout } from '../common/timeout.js';
 import { isCorruptBudgetStateError } from '../errors/corrupt-budget-state-error.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
 import type { BudgetGate } from '../policy/types.js';
-import { bounded } from './bounded.js';
 import { MemoryBudgetStore } from './memory-store.js';
 import {
   type BudgetFallback,
@@ -220,7 +220,7 @@ export class RetryBudget implements BudgetGate {
     batch.inFlight = true;
     const aged = this.#pending.take(dependency, this.#clock.now());
     try {
-      const spend = await bounded(
+      const spend = await withTimeout(
         this.#store.trySpend(dependency, this.#window, aged, waiting.length),
         this.#options.timeoutMs,
         STORE,
@@ -253,7 +253,7 @@ export class RetryBudget implements BudgetGate {
     this.#check(dependency);
     if (this.#degradedSince === undefined) {
       try {
-        const read = await bounded(this.#store.read(dependency), this.#options.timeoutMs, STORE);
+        const read = await withTimeout(this.#store.read(dependency), this.#options.timeoutMs, STORE);
         if (read) this.#noteSettings(dependency, read);
         return this.#snapshot(
           dependency,
@@ -292,7 +292,7 @@ export class RetryBudget implements BudgetGate {
   async #list(): Promise<string[]> {
     const abandon = new AbortController();
     try {
-      return await bounded(
+      return await withTimeout(
         this.#store.dependencies({ signal: abandon.signal }),
         this.#options.listTimeoutMs,
         LISTING,
@@ -324,7 +324,7 @@ export class RetryBudget implements BudgetGate {
 
   async #push(dependency: string, aged: AgedSuccesses[]): Promise<void> {
     try {
-      const write = await bounded(
+      const write = await withTimeout(
         this.#store.addSuccesses(dependency, aged, this.#window),
         this.#options.timeoutMs,
         STORE,
@@ -459,7 +459,7 @@ export class RetryBudget implements BudgetGate {
     this.#probing = true;
     this.#lastProbeAt = performance.now();
     Promise.resolve()
-      .then(() => bounded(this.#store.ping(), this.#options.timeoutMs, STORE))
+      .then(() => withTimeout(this.#store.ping(), this.#options.timeoutMs, STORE))
       .then(
         () => this.#recover(),
         () => {},

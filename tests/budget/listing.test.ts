@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { StoreTimeoutError } from '../../src/budget/bounded.js';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
 import type { BudgetEvents } from '../../src/budget/types.js';
+import { StoreTimeoutError } from '../../src/common/timeout.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { crowdedRedis } from '../helpers/crowded-redis.js';
 
