@@ -35,7 +35,7 @@ const OPTION_NAMES = {
  *
  * @example
  * import pg from 'pg';
- * import { idempotencyGuard } from 'stormguard/bullmq';
+ * import { idempotencyGuard } from 'stormguard';
  * import { PostgresIdempotencyStore } from 'stormguard/postgres';
  *
  * const store = new PostgresIdempotencyStore({ connection: new pg.Pool() });
