@@ -13,6 +13,12 @@
  */
 
 export type { ObserveBudgetOptions } from '../metrics/budget-observer.js';
+export {
+  METRICS,
+  type MetricDefinition,
+  type MetricType,
+  prometheusNameOf,
+} from '../metrics/catalog.js';
 export type { ObserverOptions, Observers } from '../metrics/observers.js';
 export type {
   BreakerStateEvents,
