@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ReplayRunner } from '../runtime/replay/replay-runner.js';
 import { checkOptionNames, type OptionNames } from '../common/option-names.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
+import { ReplayRunner } from '../runtime/replay/replay-runner.js';
 import { auditRoutes } from './api/audit-routes.js';
 import { breakerRoutes } from './api/breaker-routes.js';
 import type { ConsoleContext } from './api/context.js';

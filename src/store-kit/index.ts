@@ -9,6 +9,20 @@
  * const window = budgetWindow({ ratio: 0.2, windowMs: 60_000, buckets: 10, minAllowance: 10 });
  */
 
+// The circuit breaker's state machine, as one pure step over a plain record.
+export {
+  type BreakerBucket,
+  type BreakerOp,
+  type BreakerRecord,
+  type BreakerStep,
+  initialBreakerRecord,
+  stepBreaker,
+} from '../breaker/machine.js';
+export {
+  BREAKER_WINDOW_BUCKETS,
+  type ResolvedBreakerOptions,
+  resolveBreakerOptions,
+} from '../breaker/options.js';
 // The retry budget's sliding window, in parts per million.
 export {
   type AgedSuccesses,
@@ -21,16 +35,6 @@ export {
   sameSettings,
   type WindowCounts,
 } from '../budget/window.js';
-// The circuit breaker's state machine, as one pure step over a plain record.
-export {
-  type BreakerBucket,
-  type BreakerOp,
-  type BreakerRecord,
-  type BreakerStep,
-  initialBreakerRecord,
-  stepBreaker,
-} from '../breaker/machine.js';
-export { BREAKER_WINDOW_BUCKETS, type ResolvedBreakerOptions, resolveBreakerOptions } from '../breaker/options.js';
 // Flow control: admission, the gate, the GCRA pacer, the slow-start ramp.
 export { type AdmitContext, admit, needsAdmission } from '../runtime/flow-control/admission.js';
 export {

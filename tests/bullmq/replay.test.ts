@@ -3,12 +3,12 @@ import { describe, expect, it } from 'vitest';
 import type { BudgetSnapshot } from '../../src/budget/types.js';
 import { REPLAY_OPTION, replayJobOptions, replayOrigin } from '../../src/bullmq/dead-letter-ids.js';
 import { type DeadLetterQueue, deadLetterQueue } from '../../src/bullmq/dead-letter-queue.js';
-import type { Sleep } from '../../src/runtime/replay/replay-pacing.js';
 import { FakeClock } from '../../src/common/clock.js';
 import { queueTag } from '../../src/common/keys.js';
 import { isValidationError } from '../../src/errors/validation-error.js';
 import type { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
 import type { StoredDeadLetter } from '../../src/runtime/contracts.js';
+import type { Sleep } from '../../src/runtime/replay/replay-pacing.js';
 import { waitFor } from '../helpers/redis-server.js';
 import { deadLetter, redisForFile, uniqueQueue } from './dlq-fixtures.js';
 

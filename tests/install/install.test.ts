@@ -154,6 +154,8 @@ describe('from a CommonJS project', () => {
       entries: {
         stormguard: 'loaded',
         'stormguard/testing': 'loaded',
+        'stormguard/config': 'loaded',
+        'stormguard/store-kit': 'loaded',
         'stormguard/bullmq': 'loaded',
         'stormguard/prometheus': 'needs prom-client',
         'stormguard/opentelemetry': 'needs @opentelemetry/api',

@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
-import type { DeadLetterFilter } from '../../runtime/replay/dead-letter-filter.js';
 import { parseDuration } from '../../common/duration.js';
 import { DEFAULT_PREFIX } from '../../common/keys.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
 import { DEAD_LETTER_REASONS, type DeadLetterReason } from '../../policy/types.js';
+import type { DeadLetterFilter } from '../../runtime/replay/dead-letter-filter.js';
 import { type BackendFlags, withPostgresOption, withRedisOption } from '../options.js';
 
 // The reasons as the help text lists them (policy/types.ts loads nothing, so every command can afford it).

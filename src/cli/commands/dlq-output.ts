@@ -1,4 +1,3 @@
-import type { ReplayReport } from '../../runtime/replay/replay.js';
 import { formatDuration } from '../../common/duration.js';
 import type {
   DeadLetterPage,
@@ -7,6 +6,7 @@ import type {
   StoredDeadLetter,
 } from '../../runtime/contracts.js';
 import { isMalformedDeadLetter } from '../../runtime/dead-letter-record.js';
+import type { ReplayReport } from '../../runtime/replay/replay.js';
 import type { ReplayRun } from '../../runtime/replay-runs.js';
 
 /** Pads columns to their widest cell; the last column is left ragged. Any cell may be missing. */

@@ -1,7 +1,7 @@
+import { isInvalidInputError } from '../../errors/invalid-input-error.js';
 import { replayDeadLetters } from '../../runtime/replay/replay.js';
 import type { ReplayRunner } from '../../runtime/replay/replay-runner.js';
 import { createReplayRun, listReplayRuns, startReplayRun } from '../../runtime/replay/replay-runs.js';
-import { isInvalidInputError } from '../../errors/invalid-input-error.js';
 import type { ReplayRun, ReplayRunStore } from '../../runtime/replay-runs.js';
 import { HttpError, readJson, sendJson } from '../http/respond.js';
 import type { Route } from '../http/router.js';
