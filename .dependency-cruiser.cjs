@@ -50,25 +50,7 @@ const folders = (names) => `^src/(${names.join('|')})/`;
  * import, { rule: 'no-circular', cycle: [files…], why } for a cycle. scripts/check-imports.mjs lists them on
  * every run, and fails when one is no longer found, so a finished move removes its entry. Empty means none.
  */
-const TEMPORARY_EXCEPTIONS = [
-  // Type-only cycles inside one part, older than issue 20's moves: each goes when the type named moves to the
-  // file that the other side already imports from.
-  {
-    rule: 'no-circular',
-    cycle: ['src/breaker/machine.ts', 'src/breaker/types.ts'],
-    why: 'types.ts imports BreakerOverrideOp and BreakerOverrideRequest from machine.ts, which imports types.ts',
-  },
-  {
-    rule: 'no-circular',
-    cycle: ['src/runtime/contracts.ts', 'src/runtime/redaction.ts'],
-    why: 'contracts.ts imports the DeadLetterRedaction type from redaction.ts, which imports contracts.ts',
-  },
-  {
-    rule: 'no-circular',
-    cycle: ['src/runtime/job-runtime.ts', 'src/runtime/outcome-writer.ts'],
-    why: 'outcome-writer.ts imports the JobEventSink and RunOutcome types from job-runtime.ts, which imports it',
-  },
-];
+const TEMPORARY_EXCEPTIONS = [];
 
 const knownViolations = TEMPORARY_EXCEPTIONS.map(({ rule, from, to, cycle }) =>
   cycle

@@ -67,10 +67,8 @@ export {
 } from './runtime/instrumentation.js';
 export { type JobHandle, mayHaveAttemptState } from './runtime/job-handle.js';
 export {
-  type JobEventSink,
   JobRuntime,
   type JobRuntimeSettings,
-  type RunOutcome,
   type RuntimeBreaker,
   type RuntimeBudget,
   type RuntimeGuard,
@@ -96,6 +94,7 @@ export {
   type ReplayRun,
   type ReplayRunStore,
 } from './runtime/replay-runs.js';
+export type { JobEventSink, RunOutcome } from './runtime/run-outcome.js';
 export { type SettleAction, type SettleJob, type Settlement, settle } from './runtime/settle.js';
 export type { WorkerEvents } from './runtime/worker-events.js';
 export * from './status/index.js';

@@ -1,10 +1,9 @@
 import fc from 'fast-check';
 import { expect } from 'vitest';
 import type { FakeClock } from '../common/clock.js';
-import type { BreakerOverrideOp } from './machine.js';
 import { MemoryBreakerStore } from './memory-store.js';
 import { resolveBreakerOptions } from './options.js';
-import type { BreakerBatch, BreakerStore } from './types.js';
+import type { BreakerBatch, BreakerOverrideOp, BreakerStore } from './types.js';
 
 /**
  * Opens the shared store under test on `clock` for property run `run`; each run gets state of its own.

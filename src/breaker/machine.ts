@@ -1,6 +1,8 @@
 import { BREAKER_WINDOW_BUCKETS, type ResolvedBreakerOptions } from './options.js';
 import type {
   BreakerOverride,
+  BreakerOverrideOp,
+  BreakerOverrideRequest,
   BreakerSnapshot,
   BreakerStateName,
   BreakerTransition,
@@ -74,18 +76,6 @@ export interface BreakerStepInput {
 }
 
 /**
- * An operator's request to hold or reset a breaker: why (required, non-empty) and who.
- *
- * @example
- * const request: BreakerOverrideRequest = { reason: 'search cluster reindexing', by: 'alice' };
- */
-export interface BreakerOverrideRequest {
-  reason: string;
-  /** The identity of whoever asked; `anonymous` when there is none. */
-  by: string;
-}
-
-/**
  * What a store is asked to do. `peek` changes nothing. `successes` only counts a batch of successes (see
  * `batchedSuccesses` of {@link stepBreaker}). `force-open`, `force-closed` and `reset` are an operator's
  * overrides ({@link BreakerOverrideOp}).
@@ -94,18 +84,6 @@ export interface BreakerOverrideRequest {
  * stepBreaker(record, 'peek', now, options).view.state;
  */
 export type BreakerOp = 'acquire' | 'success' | 'failure' | 'peek' | 'successes' | BreakerOverrideOp;
-
-/**
- * An operator's override of a breaker:
- * - `force-open`: no call goes through and no probe is admitted until a reset; it never half-opens on its
- *   own. Outcomes of calls already under way are counted in the window.
- * - `force-closed`: every call goes through until a reset; failures are counted but never open it.
- * - `reset`: lifts any override and starts afresh: closed, empty window, no failure streak.
- *
- * @example
- * await store.override('search', 'force-open', { reason: 'reindexing', by: 'alice' }, options);
- */
-export type BreakerOverrideOp = 'force-open' | 'force-closed' | 'reset';
 
 /**
  * The operator override ops, for validating input.

@@ -1,8 +1,6 @@
 import { type Clock, systemClock } from '../common/clock.js';
 import {
   type BreakerOp,
-  type BreakerOverrideOp,
-  type BreakerOverrideRequest,
   type BreakerRecord,
   type BreakerStepInput,
   initialBreakerRecord,
@@ -14,6 +12,8 @@ import type {
   BreakerAdmission,
   BreakerBatch,
   BreakerListing,
+  BreakerOverrideOp,
+  BreakerOverrideRequest,
   BreakerRecordResult,
   BreakerSnapshot,
   BreakerStore,

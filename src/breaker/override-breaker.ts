@@ -1,8 +1,7 @@
 import type { AuditEntry, AuditLog } from '../audit/types.js';
-import type { BreakerOverrideOp } from './machine.js';
 import { type ResolvedBreakerOptions, resolveBreakerOptions } from './options.js';
 import { checkOverride } from './override.js';
-import type { BreakerRecordResult, BreakerStore } from './types.js';
+import type { BreakerOverrideOp, BreakerRecordResult, BreakerStore } from './types.js';
 
 /**
  * The outcome of {@link overrideBreaker}: the store's answer, and the audit entry written for it.

@@ -1,5 +1,6 @@
 import { InvalidInputError } from '../errors/invalid-input-error.js';
-import { BREAKER_OVERRIDE_OPS, type BreakerOverrideOp, type BreakerOverrideRequest } from './machine.js';
+import { BREAKER_OVERRIDE_OPS } from './machine.js';
+import type { BreakerOverrideOp, BreakerOverrideRequest } from './types.js';
 
 const MAX_REASON = 500;
 const MAX_BY = 200;

@@ -3,13 +3,15 @@ import { type Clock, systemClock } from '../common/clock.js';
 import { EventBus } from '../common/events.js';
 import { withTimeout } from '../common/timeout.js';
 import { parseWith } from '../common/validation.js';
-import type { BreakerOp, BreakerOverrideOp, BreakerOverrideRequest } from './machine.js';
+import type { BreakerOp } from './machine.js';
 import { MemoryBreakerStore } from './memory-store.js';
 import type { ResolvedBreakerOptions } from './options.js';
 import { checkOverride } from './override.js';
 import type {
   BreakerAdmission,
   BreakerBatch,
+  BreakerOverrideOp,
+  BreakerOverrideRequest,
   BreakerRecordResult,
   BreakerSnapshot,
   BreakerStore,

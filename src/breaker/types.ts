@@ -1,4 +1,3 @@
-import type { BreakerOverrideOp, BreakerOverrideRequest } from './machine.js';
 import type { ResolvedBreakerOptions } from './options.js';
 
 /**
@@ -267,3 +266,27 @@ export interface BreakerEvents {
   /** The shared store answers again for `dependency`. */
   recovered: { dependency: string };
 }
+
+/**
+ * An operator's request to hold or reset a breaker: why (required, non-empty) and who.
+ *
+ * @example
+ * const request: BreakerOverrideRequest = { reason: 'search cluster reindexing', by: 'alice' };
+ */
+export interface BreakerOverrideRequest {
+  reason: string;
+  /** The identity of whoever asked; `anonymous` when there is none. */
+  by: string;
+}
+
+/**
+ * An operator's override of a breaker:
+ * - `force-open`: no call goes through and no probe is admitted until a reset; it never half-opens on its
+ *   own. Outcomes of calls already under way are counted in the window.
+ * - `force-closed`: every call goes through until a reset; failures are counted but never open it.
+ * - `reset`: lifts any override and starts afresh: closed, empty window, no failure streak.
+ *
+ * @example
+ * await store.override('search', 'force-open', { reason: 'reindexing', by: 'alice' }, options);
+ */
+export type BreakerOverrideOp = 'force-open' | 'force-closed' | 'reset';

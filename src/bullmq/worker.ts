@@ -15,8 +15,9 @@ import {
   type PromoteResult,
 } from '../runtime/flow-control/controller.js';
 import type { JobHandle } from '../runtime/job-handle.js';
-import { JobRuntime, type RunOutcome } from '../runtime/job-runtime.js';
+import { JobRuntime } from '../runtime/job-runtime.js';
 import { AutoReplay, checkAutoReplayOptions } from '../runtime/replay/auto-replay.js';
+import type { RunOutcome } from '../runtime/run-outcome.js';
 import type { WorkerEvents } from '../runtime/worker-events.js';
 import { bullmqJobHandle } from './bullmq-job-handle.js';
 import { bullmqReplayQueue } from './bullmq-replay-queue.js';

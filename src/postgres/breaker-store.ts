@@ -1,11 +1,11 @@
-import type { BreakerOp, BreakerOverrideRequest } from '../breaker/machine.js';
+import type { BreakerOp } from '../breaker/machine.js';
 import type { ResolvedBreakerOptions } from '../breaker/options.js';
 import {
   type BreakerServerStep,
   SharedBreakerStore,
   type SharedBreakerStoreSettings,
 } from '../breaker/shared-store.js';
-import type { BreakerListing, ListedBreaker } from '../breaker/types.js';
+import type { BreakerListing, BreakerOverrideRequest, ListedBreaker } from '../breaker/types.js';
 import type { Clock } from '../common/clock.js';
 import { checkOptionNames, type OptionNames } from '../common/option-names.js';
 import { PostgresDatabase, type PostgresStoreOptions } from './database.js';

@@ -1,11 +1,17 @@
-import type { BreakerOp, BreakerOverrideRequest } from '../breaker/machine.js';
+import type { BreakerOp } from '../breaker/machine.js';
 import type { ResolvedBreakerOptions } from '../breaker/options.js';
 import {
   type BreakerServerStep,
   SharedBreakerStore,
   type SharedBreakerStoreSettings,
 } from '../breaker/shared-store.js';
-import type { BreakerListing, BreakerSnapshot, BreakerTransition, ListedBreaker } from '../breaker/types.js';
+import type {
+  BreakerListing,
+  BreakerOverrideRequest,
+  BreakerSnapshot,
+  BreakerTransition,
+  ListedBreaker,
+} from '../breaker/types.js';
 import type { Clock } from '../common/clock.js';
 import { dependencyOfKey, dependencyTag } from '../common/keys.js';
 import { checkOptionNames, type OptionNames } from '../common/option-names.js';

@@ -1,5 +1,4 @@
 import type { Classification, DeadLetterReason } from '../policy/types.js';
-import type { DeadLetterRedaction } from './redaction.js';
 
 /**
  * The contracts of the backend-neutral job runtime: what a queue adapter (BullMQ on Redis or PostgreSQL,
@@ -357,3 +356,21 @@ export interface DeadLetterStore extends AttemptStateStore {
    */
   readonly redaction?: DeadLetterRedaction | undefined;
 }
+
+/**
+ * A dead-letter store's redaction hook: given a copy of the record about to be filed, returns the record
+ * to store instead (synchronously). It may change `data`, `opts`, `lastError` and `detail`; the fields
+ * that identify, index and replay the record (queue, jobId, createdAt, name, reason, dependency,
+ * attemptsMade, timestamps, replays, replayedFrom, idempotencyKey) are kept as they were. Each error of
+ * the record's attempt `history` goes through the hook too, as the `lastError` of a copy of the record,
+ * so a hook written for `lastError` covers every attempt's message without knowing the history.
+ *
+ * @example
+ * const redact: DeadLetterRedaction = (record) => ({
+ *   ...record,
+ *   data: { ...(record.data as object), cardNumber: '[redacted]' },
+ *   lastError: { ...record.lastError, stack: undefined },
+ * });
+ * const store = new RedisDeadLetterStore({ redis, redact });
+ */
+export type DeadLetterRedaction = (record: DeadLetterRecord) => DeadLetterRecord;

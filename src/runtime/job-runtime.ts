@@ -21,7 +21,7 @@ import type {
 import { appendAttempt, attemptEntry } from './attempt-history.js';
 import { type CallContext, JobCallContext } from './call-context.js';
 import type { AttemptState, AttemptStateStore, DeadLetterRecord, DeadLetterStore } from './contracts.js';
-import type { JobEvents, JobLabels } from './events.js';
+import type { JobLabels } from './events.js';
 import { admit, needsAdmission } from './flow-control/admission.js';
 import { budgetUnderFlow } from './flow-control/budget-hold.js';
 import type { FlowAction, FlowController } from './flow-control/controller.js';
@@ -44,6 +44,7 @@ import {
   refusalText,
 } from './pending-outcome.js';
 import { type DeadLetterRedaction, keptStackRedacted, redactErrorText } from './redaction.js';
+import type { JobEventSink, RunOutcome } from './run-outcome.js';
 import { type SettleJob, settle } from './settle.js';
 
 /**
@@ -68,18 +69,6 @@ export interface RuntimeBudget extends BudgetGate {
  */
 export type RuntimeBreaker = Pick<CircuitBreaker, 'check' | 'execute'> &
   Partial<Pick<CircuitBreaker, 'flush'>>;
-
-/**
- * Where the runtime tells about jobs: an `EventBus` of {@link JobEvents} (or of a map that extends it).
- *
- * @example
- * const events: JobEventSink = new EventBus<JobEvents>();
- */
-export interface JobEventSink {
-  emit<K extends keyof JobEvents>(event: K, payload: JobEvents[K]): void;
-  /** True when someone listens: events nobody hears cost nothing to build. */
-  has(event: keyof JobEvents): boolean;
-}
 
 /**
  * An idempotency guard as the runtime uses it: `IdempotencyGuard` is one.
@@ -151,29 +140,6 @@ export interface JobRuntimeSettings {
    */
   bookkeepingBackoff?: BookkeepingBackoff | undefined;
 }
-
-/**
- * What running a job came to; the adapter turns it into its queue's terms.
- *
- * - `completed`: the processor returned `value`.
- * - `delayed`: the job was rescheduled (a retry, a deferral, or bookkeeping that must be tried again).
- * - `dead-lettered`: its record is filed (`recordId`); end the job so it never runs again.
- * - `failed`: a terminal decision with nowhere to file it; end the job as failed with `message`.
- * - `pass-through`: the processor threw an error the adapter asked to get back untouched.
- * - `paused`: flow control holds the whole queue: stop taking its jobs for `forMs` and put this one back
- *   unchanged (BullMQ: the worker's rate limit).
- *
- * @example
- * const outcome: RunOutcome<string> = await runtime.run(handle, async () => 'indexed');
- * if (outcome.type === 'delayed') throw new DelayedError();
- */
-export type RunOutcome<Result> =
-  | { type: 'completed'; value: Result }
-  | { type: 'delayed' }
-  | { type: 'dead-lettered'; recordId: string; reason: DeadLetterReason; message: string }
-  | { type: 'failed'; message: string }
-  | { type: 'pass-through'; error: unknown }
-  | { type: 'paused'; forMs: number };
 
 const DEFAULT_ATTEMPT_STATE_TTL_MS = 7 * 24 * 3_600_000;
 const FRESH: Readonly<AttemptState> = Object.freeze({ attempts: 0, deferrals: 0 });

@@ -5,7 +5,6 @@ import type { DeadLetterReason } from '../policy/types.js';
 import type { AttemptEntry, AttemptStateStore, DeadLetterRecord, DeadLetterStore } from './contracts.js';
 import type { JobLabels } from './events.js';
 import type { JobHandle } from './job-handle.js';
-import type { JobEventSink, RunOutcome } from './job-runtime.js';
 import {
   type BookkeepingBackoff,
   bookkeepingDelayMs,
@@ -17,6 +16,7 @@ import {
   safeFormOf,
 } from './pending-outcome.js';
 import { markSafeForm } from './redaction.js';
+import type { JobEventSink, RunOutcome } from './run-outcome.js';
 
 /** An error's class, message and stack, as stormguard hands it on (redacted when redaction is configured). */
 export interface ErrorText {

@@ -1,24 +1,8 @@
 import { describeError } from '../common/error-text.js';
 import { RedactionFailedError } from '../errors/redaction-failed-error.js';
-import type { AttemptEntry, DeadLetterRecord } from './contracts.js';
+import type { AttemptEntry, DeadLetterRecord, DeadLetterRedaction } from './contracts.js';
 
-/**
- * A dead-letter store's redaction hook: given a copy of the record about to be filed, returns the record
- * to store instead (synchronously). It may change `data`, `opts`, `lastError` and `detail`; the fields
- * that identify, index and replay the record (queue, jobId, createdAt, name, reason, dependency,
- * attemptsMade, timestamps, replays, replayedFrom, idempotencyKey) are kept as they were. Each error of
- * the record's attempt `history` goes through the hook too, as the `lastError` of a copy of the record,
- * so a hook written for `lastError` covers every attempt's message without knowing the history.
- *
- * @example
- * const redact: DeadLetterRedaction = (record) => ({
- *   ...record,
- *   data: { ...(record.data as object), cardNumber: '[redacted]' },
- *   lastError: { ...record.lastError, stack: undefined },
- * });
- * const store = new RedisDeadLetterStore({ redis, redact });
- */
-export type DeadLetterRedaction = (record: DeadLetterRecord) => DeadLetterRecord;
+export type { DeadLetterRedaction } from './contracts.js';
 
 /** The fields a redaction may change; every other field is the original's. */
 const REDACTABLE = ['data', 'opts', 'lastError', 'detail'] as const;

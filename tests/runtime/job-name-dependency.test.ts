@@ -10,8 +10,9 @@ import { definePolicy } from '../../src/policy/define-policy.js';
 import type { AttemptState, AttemptStateStore, JobRef } from '../../src/runtime/contracts.js';
 import type { JobEvents } from '../../src/runtime/events.js';
 import type { JobHandle } from '../../src/runtime/job-handle.js';
-import { JobRuntime, type RunOutcome } from '../../src/runtime/job-runtime.js';
+import { JobRuntime } from '../../src/runtime/job-runtime.js';
 import { MemoryDeadLetterStore } from '../../src/runtime/memory-dead-letter-store.js';
+import type { RunOutcome } from '../../src/runtime/run-outcome.js';
 
 // A job with no dependency mapping is its own dependency. Its name reaches the budget, the breaker and
 // the stores through `decide`: a name one of them refuses there used to send the job round the

@@ -8,9 +8,10 @@ import { UnstorableValueError } from '../../src/errors/unstorable-value-error.js
 import { definePolicy } from '../../src/policy/define-policy.js';
 import type { DeadLetterRecord, StoredDeadLetter } from '../../src/runtime/contracts.js';
 import type { JobEvents } from '../../src/runtime/events.js';
-import { JobRuntime, type JobRuntimeSettings, type RunOutcome } from '../../src/runtime/job-runtime.js';
+import { JobRuntime, type JobRuntimeSettings } from '../../src/runtime/job-runtime.js';
 import { MemoryDeadLetterStore } from '../../src/runtime/memory-dead-letter-store.js';
 import { decodeStoredName } from '../../src/runtime/pending-outcome.js';
+import type { RunOutcome } from '../../src/runtime/run-outcome.js';
 import { FlakyStore, QueuedJob } from '../helpers/queued-job.js';
 
 const MINUTE = 60_000;

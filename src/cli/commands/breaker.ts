@@ -1,9 +1,14 @@
 import type { Command } from 'commander';
 import type { AuditLog } from '../../audit/types.js';
-import type { BreakerOverrideOp } from '../../breaker/machine.js';
 import { checkOverride } from '../../breaker/override.js';
 import { overrideBreaker } from '../../breaker/override-breaker.js';
-import type { BreakerListing, BreakerSnapshot, BreakerStore, ListedBreaker } from '../../breaker/types.js';
+import type {
+  BreakerListing,
+  BreakerOverrideOp,
+  BreakerSnapshot,
+  BreakerStore,
+  ListedBreaker,
+} from '../../breaker/types.js';
 import { systemClock } from '../../common/clock.js';
 import { formatDuration } from '../../common/duration.js';
 import { assertPrefix } from '../../redis/budget-keys.js';
