@@ -21,6 +21,7 @@ export {
 export { PostgresBudgetStore, type PostgresBudgetStoreOptions } from './budget-store.js';
 export type { PostgresConnection, PostgresStoreOptions } from './database.js';
 export { PostgresDeadLetterStore, type PostgresDeadLetterStoreOptions } from './dead-letter-store.js';
+export { type PostgresFleet, type PostgresFleetOptions, postgresFleet } from './fleet.js';
 export { PostgresFlowStore, type PostgresFlowStoreOptions } from './flow-store.js';
 export { PostgresIdempotencyStore, type PostgresIdempotencyStoreOptions } from './idempotency-store.js';
 export { type Migration, type MigrationReport, migrate, migrations } from './migrations.js';

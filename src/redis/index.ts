@@ -24,6 +24,7 @@ export {
   type RedisDeadLetterStoreOptions,
 } from './dead-letter-store.js';
 export type { DurableWrites, DurableWritesOption } from './durable-writes.js';
+export { type RedisFleet, type RedisFleetOptions, redisFleet } from './fleet.js';
 export { RedisFlowStore, type RedisFlowStoreOptions } from './flow-store.js';
 export { type RedisIdempotencyGuardOptions, redisIdempotencyGuard } from './idempotency-guard.js';
 export { RedisIdempotencyStore, type RedisIdempotencyStoreOptions } from './idempotency-store.js';

@@ -9,6 +9,7 @@ const ORDER: readonly AttentionReason[] = [
   'budget-denying',
   'budget-unreadable',
   'degraded',
+  'marked-down',
   'workers-paused',
   'jobs-parked',
   'breaker-forced-closed',
@@ -34,6 +35,7 @@ export function attentionOf(status: Omit<DependencyStatus, 'attention'>): Attent
     if (budget.denied > 0) found.add('budget-denying');
   }
   if (budget?.degraded || breaker?.degraded) found.add('degraded');
+  if (status.flow?.down) found.add('marked-down');
   if ((status.pausedWorkers ?? 0) > 0) found.add('workers-paused');
   if ((status.parkedJobs ?? 0) > 0) found.add('jobs-parked');
   if ((deadLetters?.total ?? 0) > 0) found.add('dead-letters');

@@ -1,17 +1,22 @@
-/** The fleet-status read model (re-exported by the package root). */
+/** The fleet-status read model and the Fleet contract (re-exported by the package root). */
 
 export { attentionOf, needsAttention } from './attention.js';
 export { type BudgetStatus, type BudgetStatusSource, budgetStatus, budgetStatusOf } from './budget.js';
+export { type Fleet, type FleetStores, fleetStatusSources } from './fleet.js';
 export { flowStatusOf } from './flow.js';
+export { type MemoryFleetOptions, memoryFleet } from './memory-fleet.js';
 export { breakersOf, budgetsOf, readFleetStatus } from './read-fleet-status.js';
 export type {
   AttentionReason,
   DeadLetterStatusSource,
   DependencyDeadLetters,
+  DependencyFlowStatus,
   DependencyStatus,
   FleetStatus,
   FleetStatusOptions,
   FleetStatusSources,
+  FlowControlStatus,
+  FlowMarkStatus,
   FlowStatusScope,
   FlowStatusSource,
   ParkedJobsStatus,

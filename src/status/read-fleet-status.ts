@@ -6,10 +6,12 @@ import { type BudgetStatus, budgetStatus } from './budget.js';
 import { readDeadLetters } from './dead-letters.js';
 import type {
   DependencyDeadLetters,
+  DependencyFlowStatus,
   DependencyStatus,
   FleetStatus,
   FleetStatusOptions,
   FleetStatusSources,
+  FlowMarkStatus,
   ParkedJobsStatus,
   PausedWorkerStatus,
   QueueStatus,
@@ -20,8 +22,8 @@ const DEFAULT_BREAKDOWN_LIMIT = 10_000;
 
 /**
  * Reads the fleet's state from its stores, once: every dependency's budget and breaker, every
- * dead-letter queue's counts and each dependency's share of them, paused workers and parked jobs, and
- * which dependencies need attention. Only reads. One source that fails leaves its part absent and is
+ * dead-letter queue's counts and each dependency's share of them, flow control's kill switch, marks,
+ * paused workers and parked jobs, and which dependencies need attention. Only reads. One source that fails leaves its part absent and is
  * reported in `errors` (or rethrown with `throwOnError`); the others are read as usual.
  *
  * The dead-letter part is a handful of index reads per dependency and queue, never a walk over records
@@ -95,12 +97,18 @@ export async function readFleetStatus(
   const parked = flow?.parkedJobs
     ? await attempt('flow', async () => [...(await flow.parkedJobs!(scope))])
     : undefined;
+  const switchedOff = flow?.switchedOff ? await attempt('flow', async () => flow.switchedOff!()) : undefined;
   for (const row of [...(paused ?? []), ...(parked ?? [])])
     if (!names.has(row.dependency)) {
       names.add(row.dependency);
       dependencyNames.push(row.dependency);
     }
   dependencyNames.sort(byCodeUnits);
+  // Marks are read for every dependency listed, those only paused workers or parked jobs named included.
+  const marks = flow?.marks
+    ? await attempt('flow', async () => [...(await flow.marks!({ ...scope, dependencies: dependencyNames }))])
+    : undefined;
+  const markOf = new Map((marks ?? []).map((m) => [m.dependency, m]));
 
   const budgetOf = new Map<string, BudgetStatus>((budgets ?? []).map((b) => [b.dependency, b]));
   const breakerOf = new Map<string, ListedBreaker>((breakers ?? []).map((b) => [b.dependency, b]));
@@ -114,6 +122,8 @@ export async function readFleetStatus(
     if (dl) parts.deadLetters = dl;
     if (paused) parts.pausedWorkers = paused.filter((p) => p.dependency === dependency).length;
     if (parked) parts.parkedJobs = sumFor(parked, dependency);
+    const mark = markOf.get(dependency);
+    if (mark) parts.flow = flowOf(mark);
     return { ...parts, attention: attentionOf(parts) };
   });
 
@@ -126,6 +136,7 @@ export async function readFleetStatus(
   };
   if (paused) status.pausedWorkers = paused satisfies PausedWorkerStatus[];
   if (parked) status.parkedJobs = parked satisfies ParkedJobsStatus[];
+  if (switchedOff !== undefined) status.flowControl = { on: !switchedOff };
   return status;
 }
 
@@ -139,6 +150,15 @@ async function settle<T>(read: () => Promise<T>): Promise<() => Promise<T>> {
       throw error;
     };
   }
+}
+
+function flowOf(mark: FlowMarkStatus): DependencyFlowStatus {
+  if (mark.recoveredAtMs === undefined) return { down: mark.down };
+  return {
+    down: mark.down,
+    recoveredAtMs: mark.recoveredAtMs,
+    recoveredForMs: mark.nowMs - mark.recoveredAtMs,
+  };
 }
 
 function sumFor(parked: readonly ParkedJobsStatus[], dependency: string): number {

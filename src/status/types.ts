@@ -26,6 +26,11 @@ export interface FleetStatus {
   pausedWorkers?: PausedWorkerStatus[];
   /** Jobs held without calling their dependency (flow control); absent without a flow source. */
   parkedJobs?: ParkedJobsStatus[];
+  /**
+   * Flow control's fleet-wide kill switch (`stormguard flow off|on`); absent without a flow source that
+   * reads it.
+   */
+  flowControl?: FlowControlStatus;
   /** Sources that could not be read; their parts of the status are missing, the rest is whole. */
   errors: StatusSourceError[];
 }
@@ -54,6 +59,8 @@ export interface DependencyStatus {
   pausedWorkers?: number;
   /** Jobs parked for it (flow control); absent without a flow source. */
   parkedJobs?: number;
+  /** Flow control's mark of it (down, or when it recovered); absent without a flow source that reads marks. */
+  flow?: DependencyFlowStatus;
   /** Why an operator should look at it, most pressing first; empty when all is well. */
   attention: AttentionReason[];
 }
@@ -64,6 +71,7 @@ export interface DependencyStatus {
  * - `budget-exhausted`: no retry left in the window (headroom 0); `budget-denying`: denials in the window.
  * - `budget-unreadable`: its stored budget state cannot be read.
  * - `degraded`: a figure comes from a local fallback, not the shared store.
+ * - `marked-down`: flow control holds it down (a worker saw it unhealthy and none has seen it recover).
  * - `workers-paused`, `jobs-parked`: flow control holds work back for it.
  * - `breaker-forced-closed`: an operator holds its breaker closed (it will not protect the dependency).
  * - `dead-letters`: it has dead letters.
@@ -79,6 +87,7 @@ export type AttentionReason =
   | 'budget-denying'
   | 'budget-unreadable'
   | 'degraded'
+  | 'marked-down'
   | 'workers-paused'
   | 'jobs-parked'
   | 'breaker-forced-closed'
@@ -147,6 +156,46 @@ export interface ParkedJobsStatus {
 }
 
 /**
+ * Flow control's fleet-wide state: `on` is false while an operator has it switched off (`stormguard flow
+ * off`): workers then pause, park and pace nothing (admission stays).
+ *
+ * @example
+ * // { on: false }
+ */
+export interface FlowControlStatus {
+  on: boolean;
+}
+
+/**
+ * A dependency as flow control marks it, at the flow store's time.
+ *
+ * @example
+ * // { down: false, recoveredAtMs: 1764682230000, recoveredForMs: 4000 }
+ */
+export interface DependencyFlowStatus {
+  /** A worker saw it unhealthy (its breaker open, or its budget denying), and none has seen it recover. */
+  down: boolean;
+  /** When it last recovered (its slow-start ramp runs from then), when it has. */
+  recoveredAtMs?: number;
+  /** How long ago that was, by the flow store's clock. */
+  recoveredForMs?: number;
+}
+
+/**
+ * One dependency's mark as a {@link FlowStatusSource} reads it.
+ *
+ * @example
+ * // { dependency: 'search', down: true, nowMs: 1764682230000 }
+ */
+export interface FlowMarkStatus {
+  dependency: string;
+  down: boolean;
+  recoveredAtMs?: number;
+  /** The flow store's clock when it answered. */
+  nowMs: number;
+}
+
+/**
  * A source that could not be read during one {@link readFleetStatus}.
  *
  * @example
@@ -166,15 +215,19 @@ export interface StatusSourceError {
 export type DeadLetterStatusSource = Pick<DeadLetterStore, 'queues' | 'queue' | 'count'>;
 
 /**
- * What the flow-control part of the read model reads: paused workers and parked jobs. Each method is
- * optional; a missing one leaves its part of the status absent. Both are told the dependencies and
- * queues the rest of the status found, so a store keyed by them (the flow store's park lists) can be
- * asked about each: {@link flowStatusOf} adapts a `FlowStore`.
+ * What the flow-control part of the read model reads: the kill switch, each dependency's mark, paused
+ * workers and parked jobs. Each method is optional; a missing one leaves its part of the status absent.
+ * Those taking a scope are told the dependencies and queues the rest of the status found, so a store
+ * keyed by them (the flow store's park lists) can be asked about each: {@link flowStatusOf} adapts a
+ * `FlowStore`.
  *
  * @example
  * const flow: FlowStatusSource = { parkedJobs: async () => [{ queue: 'mixed', dependency: 'search', count: 3 }] };
  */
 export interface FlowStatusSource {
+  /** True while flow control is switched off fleet-wide. */
+  switchedOff?(): MaybePromise<boolean>;
+  marks?(known: FlowStatusScope): MaybePromise<readonly FlowMarkStatus[]>;
   pausedWorkers?(known: FlowStatusScope): MaybePromise<readonly PausedWorkerStatus[]>;
   parkedJobs?(known: FlowStatusScope): MaybePromise<readonly ParkedJobsStatus[]>;
 }
