@@ -25,7 +25,7 @@ describe('budget scripts', () => {
       expect(source).toMatch(/KEYS\[1\]/);
       expect(source).toMatch(/Returns/);
       expect(source).toContain('local function ringSums');
-      expect(source).not.toContain('--@include');
+      expect(source).not.toContain('--#include');
     },
   );
 

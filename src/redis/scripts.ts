@@ -1,5 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import type { Cluster, Redis } from 'ioredis';
+import { resolveLua } from './lua-includes.js';
 
 /**
  * The ioredis clients stormguard's Redis stores accept: a single node or a cluster.
@@ -33,13 +34,15 @@ export interface ScriptSpec {
   readOnly?: boolean;
 }
 
-const LUA_DIR = new URL('./lua/', import.meta.url);
-const INCLUDE = /^--@include ([\w-]+)\s*$/gm;
+// The scripts' folder: src/redis/lua/ with its includes when running from the sources, dist/redis/lua/
+// with each script resolved by the build (and no includes left to resolve) when running the package.
+const LUA_DIR = fileURLToPath(new URL('./lua/', import.meta.url));
 const sources = new Map<string, string>();
 
 /**
- * The script's source with every `--@include <name>` line replaced by `lua/includes/<name>.lua`. Read once
- * per process (the files ship beside the compiled code).
+ * The script's source with its `--#include "includes/<name>.lua"` lines resolved ({@link resolveLua}): the
+ * text registered on Redis, whose SHA1 is the script's EVALSHA name. The same from `src/` and from the
+ * built `dist/`. Read once per process.
  *
  * @example
  * luaSource('budget-spend-1.lua').includes('local function budgetRead'); // true
@@ -47,17 +50,16 @@ const sources = new Map<string, string>();
 export function luaSource(file: string): string {
   let source = sources.get(file);
   if (source === undefined) {
-    source = readFileSync(new URL(file, LUA_DIR), 'utf8').replace(INCLUDE, (_, name: string) =>
-      readFileSync(new URL(`includes/${name}.lua`, LUA_DIR), 'utf8'),
-    );
+    source = resolveLua(LUA_DIR, file);
     sources.set(file, source);
   }
   return source;
 }
 
 /**
- * Registers `spec` on `redis` with ioredis `defineCommand` (EVALSHA, falling back to EVAL once after a
- * script cache flush) unless the client already has it, and returns a caller for it.
+ * Registers `spec` on `redis` with ioredis `defineCommand` unless the client already has it, and returns a
+ * caller for it. ioredis names the script by the SHA1 of {@link luaSource} and sends EVALSHA, falling back
+ * to EVAL (which loads it) once after a NOSCRIPT reply, as after a script cache flush or on a new node.
  *
  * @example
  * const spend = defineScript(redis, { command: 'stormguardBudgetSpendV1', file: 'budget-spend-1.lua', numberOfKeys: 1 });

@@ -6,7 +6,7 @@
 
   Returns  the attempt state's JSON, or false when there is none or it expired
 ]]
---@include server-time
---@include dead-letters
+--#include "includes/server-time.lua"
+--#include "includes/dead-letters.lua"
 
 return dlReadAttempts(KEYS[1], serverNowMs(ARGV[1])) or false

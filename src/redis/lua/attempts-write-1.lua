@@ -8,8 +8,8 @@
 
   Returns  1
 ]]
---@include server-time
---@include dead-letters
+--#include "includes/server-time.lua"
+--#include "includes/dead-letters.lua"
 
 dlWriteAttempts(KEYS[1], ARGV[1], serverNowMs(ARGV[3]), tonumber(ARGV[2]))
 return 1

@@ -14,7 +14,7 @@
   Ids are contiguous: the entry with id n sits at list index (seq - n), which paging relies on.
 ]]
 
---@include server-time
+--#include "includes/server-time.lua"
 
 local now = serverNowMs(ARGV[1])
 local id = redis.call('INCR', KEYS[2])

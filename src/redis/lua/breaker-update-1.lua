@@ -51,7 +51,7 @@
   "peek", and an "acquire" that admits no probe and changes no state, write nothing.
 ]]
 
---@include server-time
+--#include "includes/server-time.lua"
 
 local BUCKETS = 10
 local key, op, timeOverride, optionsJson = KEYS[1], ARGV[1], ARGV[2], ARGV[3]

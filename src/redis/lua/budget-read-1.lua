@@ -11,8 +11,8 @@
    pending (0 | 1), bucketMs, buckets, ratioPpm, minAllowance, version}, the four counts as decimal
   strings (Redis turns Lua numbers into integer replies exactly only below 2^51; counts reach 2^53 - 1).
 ]]
---@include server-time
---@include budget-window
+--#include "includes/server-time.lua"
+--#include "includes/budget-window.lua"
 
 local now = serverNowMs(ARGV[1])
 local st, problem = budgetDecode(KEYS[1])

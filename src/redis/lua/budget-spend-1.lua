@@ -27,8 +27,8 @@
     2^51, and counts reach 2^53 - 1)
     reset      "" or, when the stored state could not be read and was replaced, what was wrong with it
 ]]
---@include server-time
---@include budget-window
+--#include "includes/server-time.lua"
+--#include "includes/budget-window.lua"
 
 local caller = {}
 for i = 1, 5 do

@@ -8,8 +8,8 @@
 
   Returns  the claim's JSON {"jobId": ..., "claimedAt": ...}, or false when the record is gone
 ]]
---@include server-time
---@include dead-letters
+--#include "includes/server-time.lua"
+--#include "includes/dead-letters.lua"
 
 if not redis.call('ZSCORE', KEYS[1], dlMember(ARGV[1])) then
   return false

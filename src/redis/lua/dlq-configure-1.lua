@@ -9,8 +9,8 @@
 
   Returns  the queue's registration time, ms
 ]]
---@include server-time
---@include dead-letters
+--#include "includes/server-time.lua"
+--#include "includes/dead-letters.lua"
 
 redis.call('HSETNX', KEYS[1], 'registeredAt', string.format('%d', serverNowMs(ARGV[4])))
 if ARGV[1] == '1' then

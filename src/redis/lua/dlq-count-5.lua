@@ -18,32 +18,15 @@
   Returns  {count, next}: the matches in this chunk, and the cursor "<at>_<id>" of the last entry looked
            at when more may follow, or "" when the count is complete
 ]]
---@include dead-letters
+--#include "includes/index-walk.lua"
 
-local walk, smallest = KEYS[1], nil
-local others = {}
-for i = 2, 4 do
-  if string.sub(ARGV[3], i - 1, i - 1) == '1' then
-    local size = redis.call('ZCARD', KEYS[i])
-    if smallest == nil or size < smallest then
-      if smallest ~= nil then table.insert(others, walk) end
-      walk, smallest = KEYS[i], size
-    else
-      table.insert(others, KEYS[i])
-    end
-  end
-end
+local walk, others = dlWalkPlan(KEYS[1], { KEYS[2], KEYS[3], KEYS[4] }, ARGV[3])
 local before = ARGV[2] == '+inf' and '+inf' or '(' .. ARGV[2]
 if #others == 0 then
   return { redis.call('ZCOUNT', walk, ARGV[1], before), '' }
 end
 
--- The first rank to look at: past the cursor, never before the time range.
-local rank = ARGV[1] == '-inf' and 0 or redis.call('ZCOUNT', walk, '-inf', '(' .. ARGV[1])
-if ARGV[4] ~= '' then
-  local past = dlCountBefore(walk, ARGV[4], dlMember(ARGV[5]), true)
-  if past > rank then rank = past end
-end
+local rank = dlFirstRank(walk, ARGV[1], ARGV[4], ARGV[5])
 local last = redis.call('ZCOUNT', walk, '-inf', before) - 1
 local stop = math.min(last, rank + tonumber(ARGV[6]) - 1)
 if stop < rank then return { 0, '' } end
@@ -51,14 +34,7 @@ if stop < rank then return { 0, '' } end
 local n = 0
 local entries = redis.call('ZRANGE', walk, rank, stop, 'WITHSCORES')
 for k = 1, #entries, 2 do
-  local ok, fields = pcall(cjson.decode, redis.call('HGET', KEYS[5], dlId(entries[k])) or '')
-  if ok and type(fields) == 'table' then
-    local match = true
-    for _, key in ipairs(others) do
-      if fields[2] ~= key and fields[3] ~= key and fields[4] ~= key then match = false end
-    end
-    if match then n = n + 1 end
-  end
+  if dlInOthers(KEYS[5], dlId(entries[k]), others) then n = n + 1 end
 end
 if stop == last then return { n, '' } end
 return { n, entries[#entries] .. '_' .. dlId(entries[#entries - 1]) }

@@ -23,8 +23,8 @@
                        {"count": n, "reasons": {<reason>: n}, "limits": {"maxAgeMs"|"maxCount": n}}
     {0, id}            this job (same id and createdAt) was filed before, as id: nothing written
 ]]
---@include server-time
---@include dead-letters
+--#include "includes/server-time.lua"
+--#include "includes/dead-letters.lua"
 
 local now = serverNowMs(ARGV[6])
 local previous = dlReadAttempts(KEYS[9], now)

@@ -20,52 +20,20 @@
            looked at when the page stopped early (limit or look-up bound reached, more may follow), or ""
            at the end. record/claim are false when missing.
 ]]
---@include server-time
---@include dead-letters
+--#include "includes/server-time.lua"
+--#include "includes/dead-letters.lua"
+--#include "includes/index-walk.lua"
 
 local asc = ARGV[1] == 'asc'
 local limit = tonumber(ARGV[7])
 local budget = tonumber(ARGV[6])
-local flags = ARGV[8]
 
--- The index to walk: the smallest of the filter's, or every record.
-local walk = KEYS[1]
-local others = {}
-local smallest = nil
-for i = 2, 4 do
-  if string.sub(flags, i - 1, i - 1) == '1' then
-    local size = redis.call('ZCARD', KEYS[i])
-    if smallest == nil or size < smallest then
-      if smallest ~= nil then
-        table.insert(others, walk)
-      end
-      walk, smallest = KEYS[i], size
-    else
-      table.insert(others, KEYS[i])
-    end
-  end
-end
-
+local walk, others = dlWalkPlan(KEYS[1], { KEYS[2], KEYS[3], KEYS[4] }, ARGV[8])
 local rank
-if ARGV[2] ~= '' then
-  local member = dlMember(ARGV[3])
-  if asc then
-    rank = dlCountBefore(walk, ARGV[2], member, true)
-  else
-    rank = dlCountBefore(walk, ARGV[2], member, false) - 1
-  end
-  -- A cursor never moves back past the time range.
-  if asc then
-    local first = ARGV[4] == '-inf' and 0 or redis.call('ZCOUNT', walk, '-inf', '(' .. ARGV[4])
-    if rank < first then rank = first end
-  else
-    local last = redis.call('ZCOUNT', walk, '-inf', '(' .. ARGV[5]) - 1
-    if rank > last then rank = last end
-  end
-elseif asc then
-  rank = ARGV[4] == '-inf' and 0 or redis.call('ZCOUNT', walk, '-inf', '(' .. ARGV[4])
+if asc then
+  rank = dlFirstRank(walk, ARGV[4], ARGV[2], ARGV[3])
 else
-  rank = redis.call('ZCOUNT', walk, '-inf', '(' .. ARGV[5]) - 1
+  rank = dlLastRank(walk, ARGV[5], ARGV[2], ARGV[3])
 end
 
 local since = tonumber(ARGV[4])
@@ -89,20 +57,7 @@ local function visit(member, at)
   end
   looked = looked + 1
   local id = dlId(member)
-  local match = true
-  if #others > 0 then
-    local ok, fields = pcall(cjson.decode, redis.call('HGET', KEYS[6], id) or '')
-    if not ok or type(fields) ~= 'table' then
-      match = false
-    else
-      for _, key in ipairs(others) do
-        if fields[2] ~= key and fields[3] ~= key and fields[4] ~= key then
-          match = false
-        end
-      end
-    end
-  end
-  if match then
+  if dlInOthers(KEYS[6], id, others) then
     taken = taken + 1
     table.insert(out, id)
     table.insert(out, at)

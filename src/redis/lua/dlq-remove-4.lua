@@ -6,7 +6,7 @@
 
   Returns  1 when it was there, 0 when it was gone already
 ]]
---@include server-time
---@include dead-letters
+--#include "includes/server-time.lua"
+--#include "includes/dead-letters.lua"
 
 return dlRemove(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1])

@@ -12,8 +12,8 @@
 
   Returns  { granted (0 | 1), waitMs (text), tatMs (text) }
 ]]
---@include server-time
---@include flow
+--#include "includes/server-time.lua"
+--#include "includes/flow.lua"
 
 local now = serverNowMs(ARGV[6])
 local key = KEYS[1]

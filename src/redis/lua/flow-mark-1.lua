@@ -9,8 +9,8 @@
 
   Returns  { down (0 | 1), recovered at ms ("" when never), now ms }
 ]]
---@include server-time
---@include flow
+--#include "includes/server-time.lua"
+--#include "includes/flow.lua"
 
 local now = serverNowMs(ARGV[3])
 local key = KEYS[1]

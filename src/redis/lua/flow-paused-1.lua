@@ -14,7 +14,7 @@
   Returns  note, clear: 1
            list: { field, since ms, until ms, expires at ms, ... } for each live entry, in no order
 ]]
---@include server-time
+--#include "includes/server-time.lua"
 
 local now = serverNowMs(ARGV[5])
 local key = KEYS[1]

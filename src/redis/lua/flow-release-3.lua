@@ -15,8 +15,8 @@
 
   Returns  the job ids taken, in order
 ]]
---@include server-time
---@include flow
+--#include "includes/server-time.lua"
+--#include "includes/flow.lua"
 
 local now = serverNowMs(ARGV[7])
 local flowKey, parkKey, releasedKey = KEYS[1], KEYS[2], KEYS[3]

@@ -14,7 +14,7 @@
   Returns  the number of names removed.
 ]]
 
---@include server-time
+--#include "includes/server-time.lua"
 
 local cutoff = serverNowMs(ARGV[1]) - tonumber(ARGV[2])
 local removed = 0

@@ -15,7 +15,7 @@
   it through registry-forget-1.lua once their state is gone.
 ]]
 
---@include server-time
+--#include "includes/server-time.lua"
 
 local now = serverNowMs(ARGV[1])
 local added = 0
