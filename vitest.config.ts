@@ -5,7 +5,7 @@ export default defineConfig({
     include: ['src/**/*.test.ts', 'tests/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
-    globalSetup: ['./tests/helpers/postgres-global-setup.ts'],
+    globalSetup: ['./tests/helpers/postgres-global-setup.ts', './tests/helpers/rabbitmq-global-setup.ts'],
     reporters: ['default', './tests/helpers/summary-reporter.ts'],
   },
 });

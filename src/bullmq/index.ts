@@ -87,4 +87,4 @@ export type {
   WorkerBudget,
   WorkerConnection,
 } from './worker-options.js';
-export { resolveWorkerPolicy } from './worker-policy.js';
+export { resolveWorkerPolicy } from '../runtime/resolve-policy.js';

@@ -30,7 +30,7 @@ import {
   type WorkerBreaker,
   type WorkerBudget,
 } from './worker-options.js';
-import { resolveWorkerPolicy } from './worker-policy.js';
+import { resolveWorkerPolicy } from '../runtime/resolve-policy.js';
 
 /**
  * A stormguard processor: BullMQ's job plus a {@link CallContext}. Return the job's result; throw to fail

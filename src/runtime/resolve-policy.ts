@@ -10,11 +10,11 @@ import type { RetryPolicy } from '../policy/types.js';
  * resolveWorkerPolicy('email').maxAttempts; // 8
  * resolveWorkerPolicy(presets.payment).name; // "payment"
  */
-export function resolveWorkerPolicy(policy: RetryPolicy | string): RetryPolicy {
+export function resolveWorkerPolicy(policy: RetryPolicy | string, who = 'createWorker'): RetryPolicy {
   if (typeof policy === 'string') return getPreset(policy);
   if (typeof policy === 'object' && policy !== null && Number.isInteger(policy.maxAttempts) && policy.backoff)
     return policy;
   throw new InvalidInputError(
-    `createWorker: policy must be a policy built with definePolicy, a preset or a preset name, got ${JSON.stringify(policy)}`,
+    `${who}: policy must be a policy built with definePolicy, a preset or a preset name, got ${JSON.stringify(policy)}`,
   );
 }
