@@ -18,7 +18,7 @@ import { FIXTURE_CACHE, packedTarball } from './packed-tarball.js';
 const run = promisify(execFile);
 
 /** The packages whose installed versions a fixture reports (the peers stormguard supports). */
-export const PEERS = ['bullmq', 'ioredis', 'pg', 'prom-client'] as const;
+export const PEERS = ['amqplib', 'bullmq', 'ioredis', 'pg', 'prom-client'] as const;
 
 /** What a fixture project installs next to stormguard. */
 export interface FixtureSpec {

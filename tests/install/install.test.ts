@@ -74,6 +74,7 @@ describe('the pure core', () => {
   }, async () => {
     const fixture = await fixtureProject(FIXTURES.core);
     expect(fixture.versions).toEqual({
+      amqplib: undefined,
       bullmq: undefined,
       ioredis: undefined,
       pg: undefined,
@@ -157,6 +158,7 @@ describe('from a CommonJS project', () => {
         'stormguard/config': 'loaded',
         'stormguard/store-kit': 'loaded',
         'stormguard/bullmq': 'loaded',
+        'stormguard/amqp': 'needs amqplib',
         'stormguard/prometheus': 'needs prom-client',
         'stormguard/opentelemetry': 'needs @opentelemetry/api',
         'stormguard/redis': 'loaded',
