@@ -53,6 +53,8 @@ interface Session {
   publish: ConfirmChannel;
   consumerTag: string | undefined;
   failedQueueDeclared: boolean;
+  /** Set once the session is given up: the close events its channels and connection still send are ignored. */
+  lost: boolean;
 }
 
 /**
@@ -181,6 +183,7 @@ export class AmqpConsumer<Data = unknown, Result = unknown> {
     this.#open()
       .then((session) => {
         if (this.#closing) {
+          session.lost = true;
           void this.#closeSession(session);
           return;
         }
@@ -212,6 +215,7 @@ export class AmqpConsumer<Data = unknown, Result = unknown> {
         publish,
         consumerTag: undefined,
         failedQueueDeclared: false,
+        lost: false,
       };
       const lost = (error?: unknown) => this.#lost(session, error);
       model.on('close', lost);
@@ -438,14 +442,15 @@ export class AmqpConsumer<Data = unknown, Result = unknown> {
 
   /** A channel or the connection went: drop the session and connect again (its deliveries come back as redeliveries). */
   #lost(session: Session, error?: unknown): void {
-    if (this.#session !== session && this.#session !== undefined) return;
+    if (session.lost) return;
     if (error) this.#report(error);
     void this.#restart(session, error);
   }
 
   async #restart(session: Session, _cause?: unknown): Promise<void> {
+    if (session.lost) return;
+    session.lost = true;
     if (this.#session === session) this.#session = undefined;
-    else if (this.#session !== undefined) return;
     await this.#closeSession(session);
     if (this.#closing || this.#reconnectTimer !== undefined) return;
     if (!this.#ownsConnection) {
@@ -504,7 +509,10 @@ export class AmqpConsumer<Data = unknown, Result = unknown> {
         await this.#deadLettersRegistered;
       } finally {
         this.#session = undefined;
-        if (session) await this.#closeSession(session);
+        if (session) {
+          session.lost = true;
+          await this.#closeSession(session);
+        }
       }
     })();
     return this.#closed;

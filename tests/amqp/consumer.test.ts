@@ -1,7 +1,9 @@
 import type { ChannelModel, ConfirmChannel } from 'amqplib';
+import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AmqpJob, createConsumer, failedQueueOf } from '../../src/amqp/index.js';
 import { definePolicy, MemoryDeadLetterStore, PermanentError } from '../../src/index.js';
+import { createMetrics } from '../../src/prometheus/index.js';
 import { connectRabbit, ensureRabbitVhost, uniqueQueue } from '../helpers/rabbitmq.js';
 import { waitFor } from '../helpers/redis-server.js';
 
@@ -152,7 +154,8 @@ describe('createConsumer on RabbitMQ', () => {
     await consumer.close();
     await waitFor(async () => (await depth(failedQueueOf(queue))) === 1, 5_000, 'one failed message');
     const failed = await channel.get(failedQueueOf(queue), { noAck: true });
-    expect(failed?.properties.headers?.['x-stormguard-failed-reason']).toMatch(/bad input/);
+    if (failed === false) throw new Error('the failed queue is empty');
+    expect(failed.properties.headers?.['x-stormguard-failed-reason']).toMatch(/bad input/);
   });
 
   it('dead-letters a message that keeps killing its consumer after maxRedeliveries', async () => {
@@ -190,5 +193,31 @@ describe('createConsumer on RabbitMQ', () => {
     const [record] = (await store.list(queue, { limit: 10 })).records;
     expect(record?.reason).toBe('max-attempts');
     expect(await depth(queue)).toBe(0);
+  });
+
+  it('feeds the same metrics as a BullMQ worker', async () => {
+    const queue = uniqueQueue('metrics');
+    await publish(queue, { ok: true }, { type: 'charge' });
+    await publish(queue, { ok: false }, { type: 'charge' });
+    const registry = new Registry();
+    const metrics = createMetrics({ registry });
+    const consumer = createConsumer<{ ok: boolean }>(
+      queue,
+      async (job) => {
+        if (!job.json().ok) throw new PermanentError('bad');
+      },
+      {
+        connection: url,
+        policy: fast,
+        deadLetters: new MemoryDeadLetterStore(),
+        dependencies: { charge: 'payments' },
+      },
+    );
+    metrics.observeWorker(consumer);
+    await waitFor(async () => (await depth(queue)) === 0, 10_000, 'both messages handled');
+    await consumer.close();
+    const text = await registry.metrics();
+    expect(text).toMatch(/stormguard_dead_letters_total\{[^}]*reason="permanent"[^}]*\} 1/);
+    expect(text).toMatch(/stormguard_jobs_completed_total\{[^}]*\} 1/);
   });
 });
