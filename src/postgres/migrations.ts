@@ -1,6 +1,14 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import type pg from 'pg';
 import { assertSchema, quotedSchema } from './schema.js';
+import {
+  type FunctionFile,
+  type MigrationFile,
+  readFunctions,
+  readMigrations,
+  SQL_DIR,
+  sqlFor,
+} from './sql-files.js';
 
 /**
  * One numbered SQL file of `src/postgres/sql/` (shipped beside the compiled code in `dist/postgres/sql/`).
@@ -18,7 +26,8 @@ export interface Migration {
  * The outcome of {@link migrate}.
  *
  * @example
- * const { applied, current } = await migrate(pool, 'stormguard'); // applied: [3], current: 3
+ * const { applied, current, functions } = await migrate(pool, 'stormguard');
+ * // applied: [3], current: 3, functions: ['flow_admit']
  */
 export interface MigrationReport {
   schema: string;
@@ -26,40 +35,29 @@ export interface MigrationReport {
   applied: number[];
   /** The highest version the schema holds now. */
   current: number;
+  /**
+   * The functions this call created or replaced from `sql/functions/` (their files' names without
+   * `.sql`), in the order applied; empty when every one was as its file says.
+   */
+  functions: string[];
 }
 
-const SQL_DIR = new URL('./sql/', import.meta.url);
-const FILE = /^(\d{3})-([a-z0-9-]+)\.sql$/;
 // Every stormguard migration of any schema takes this advisory lock class, with the schema's hash as key.
 const LOCK_CLASS = 0x5347; // "SG"
 
 /**
  * Every migration, in version order. A migration is a file `NNN-name.sql` in `src/postgres/sql/`: to add
- * one, drop the next number there (never edit a file that has shipped). Statements refer to the schema
- * as `{{schema}}` (replaced by the quoted name); the runner applies the file in the migration's
- * transaction and records its version, so a file needs no `IF NOT EXISTS`.
+ * one, drop the next number there. A file that has shipped never changes: each schema records the sha256
+ * of every migration it applied, and {@link migrate} refuses a file that no longer matches. Statements
+ * refer to the schema as `{{schema}}` (replaced by the quoted name); the runner applies the file in the
+ * migration's transaction and records its version, so a file needs no `IF NOT EXISTS`. Functions are not
+ * defined in migrations but in `sql/functions/<name>.sql` (see {@link migrate}).
  *
  * @example
  * migrations().map((m) => m.file); // ['001-breaker.sql', '002-idempotency.sql', ...]
  */
 export function migrations(): Migration[] {
-  const found: Migration[] = [];
-  for (const file of readdirSync(SQL_DIR)) {
-    const match = FILE.exec(file);
-    if (match) found.push({ version: Number(match[1]), name: match[2]!, file });
-  }
-  found.sort((a, b) => a.version - b.version);
-  // Two branches that each added "the next number" meet here: the one not released yet takes another.
-  found.forEach((m, i) => {
-    if (m.version === found[i - 1]?.version)
-      throw new Error(
-        `stormguard migrations: ${found[i - 1]!.file} and ${m.file} share version ${m.version}; ` +
-          'renumber the one not released yet to the next free number',
-      );
-    if (m.version !== i + 1)
-      throw new Error(`stormguard migrations: expected version ${i + 1} (no gaps), found ${m.file}`);
-  });
-  return found;
+  return readMigrations(SQL_DIR).map(({ version, name, file }) => ({ version, name, file }));
 }
 
 /** The SQL of `migration` for `schema`. */
@@ -71,50 +69,160 @@ export function migrationSql(migration: Migration, schema: string): string {
 }
 
 /**
- * Brings `schema` up to the latest version: creates it if needed, then applies every migration it lacks,
- * all in one transaction (a failure leaves the schema as it was). Workers that start together migrate
- * once: each takes a transaction-scoped advisory lock on the schema first, and finds the work done when
- * its turn comes. Safe to run at every start; `stormguard migrate` runs it by hand.
+ * Brings `schema` up to date: creates it if needed, checks that every migration it applied before is
+ * still the file it applied (by the sha256 recorded then; a schema migrated before checksums were
+ * recorded gets them now), applies every migration it lacks, then (re)creates each function whose file
+ * in `sql/functions/` differs from the one it last applied, all in one transaction (a failure leaves the
+ * schema as it was). A function file holds `CREATE OR REPLACE FUNCTION` statements: editing it is how a
+ * function changes, and the next migration of every schema applies it once. The old migrations still
+ * create the functions' first versions on a new schema; the function files then replace them.
+ *
+ * Workers that start together migrate once: each takes a transaction-scoped advisory lock on the schema
+ * first, and finds the work done when its turn comes. Safe to run at every start; `stormguard migrate`
+ * runs it by hand.
  *
  * @example
  * import pg from 'pg';
  * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL });
- * const { applied } = await migrate(pool, 'stormguard');
+ * const { applied, functions } = await migrate(pool, 'stormguard');
  */
 export async function migrate(pool: pg.Pool, schema: string): Promise<MigrationReport> {
+  // Read and hashed once per process (some ms): every store's first use migrates.
+  shipped ??= { migrations: readMigrations(SQL_DIR), functions: readFunctions(SQL_DIR) };
+  return run(pool, schema, shipped);
+}
+
+let shipped: SqlFolder | undefined;
+
+interface SqlFolder {
+  migrations: MigrationFile[];
+  functions: FunctionFile[];
+}
+
+/**
+ * {@link migrate} with the SQL of `dir` (a folder laid out as `src/postgres/sql/`) instead of the
+ * shipped one: how the tests change a migration or a function file without touching the shipped ones.
+ *
+ * @example
+ * await migrateFrom(pool, 'stormguard', pathToFileURL(`${copy}/`));
+ */
+export async function migrateFrom(pool: pg.Pool, schema: string, dir: URL): Promise<MigrationReport> {
+  return run(pool, schema, { migrations: readMigrations(dir), functions: readFunctions(dir) });
+}
+
+async function run(pool: pg.Pool, schema: string, sql: SqlFolder): Promise<MigrationReport> {
   assertSchema(schema);
-  const all = migrations();
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
     await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LOCK_CLASS, schema]);
+    await createTables(client, schema);
     const q = quotedSchema(schema);
-    await client.query(`CREATE SCHEMA IF NOT EXISTS ${q}`);
-    await client.query(
-      `CREATE TABLE IF NOT EXISTS ${q}.migrations (
-         version integer PRIMARY KEY,
-         name text NOT NULL,
-         applied_at timestamptz NOT NULL DEFAULT clock_timestamp()
-       )`,
+    const { rows } = await client.query<{ version: number; checksum: string | null }>(
+      `SELECT version, checksum FROM ${q}.migrations`,
     );
-    const { rows } = await client.query<{ version: number }>(`SELECT version FROM ${q}.migrations`);
-    const done = new Set(rows.map((row) => row.version));
+    const recorded = new Map(rows.map((row) => [row.version, row.checksum]));
     const applied: number[] = [];
-    for (const migration of all) {
-      if (done.has(migration.version)) continue;
-      await client.query(migrationSql(migration, schema));
-      await client.query(`INSERT INTO ${q}.migrations (version, name) VALUES ($1, $2)`, [
-        migration.version,
-        migration.name,
-      ]);
-      applied.push(migration.version);
+    for (const migration of sql.migrations) {
+      const checksum = recorded.get(migration.version);
+      if (checksum === undefined) {
+        await client.query(sqlFor(migration, schema));
+        await client.query(`INSERT INTO ${q}.migrations (version, name, checksum) VALUES ($1, $2, $3)`, [
+          migration.version,
+          migration.name,
+          migration.checksum,
+        ]);
+        applied.push(migration.version);
+        continue;
+      }
+      if (checksum === null)
+        // Applied by a version that recorded no checksums: the file now is all there is to go by.
+        await client.query(`UPDATE ${q}.migrations SET checksum = $2 WHERE version = $1`, [
+          migration.version,
+          migration.checksum,
+        ]);
+      else if (checksum !== migration.checksum) throw changedMigration(schema, migration, checksum);
     }
+    const replaced = await applyFunctions(client, schema, sql.functions);
     await client.query('COMMIT');
-    return { schema, applied, current: Math.max(0, ...done, ...applied) };
+    return {
+      schema,
+      applied,
+      current: Math.max(0, ...recorded.keys(), ...applied),
+      functions: replaced,
+    };
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw error;
   } finally {
     client.release();
   }
+}
+
+// The schema and the runner's two tables; the checksum column is added to a table made before it was.
+async function createTables(client: pg.PoolClient, schema: string): Promise<void> {
+  const q = quotedSchema(schema);
+  await client.query(`CREATE SCHEMA IF NOT EXISTS ${q}`);
+  await client.query(
+    `CREATE TABLE IF NOT EXISTS ${q}.migrations (
+       version integer PRIMARY KEY,
+       name text NOT NULL,
+       applied_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+       checksum text
+     )`,
+  );
+  // Looked up in the catalog first, in one round trip: ALTER TABLE locks the table even when the column
+  // is there, and CREATE TABLE IF NOT EXISTS costs a statement of its own at every start.
+  const { rows } = await client.query<{ checksum: boolean; functions: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'checksum'
+                      AND NOT attisdropped) AS checksum,
+            to_regclass($2) IS NOT NULL AS functions`,
+    [`${q}.migrations`, `${q}.functions`],
+  );
+  if (!rows[0]?.checksum) await client.query(`ALTER TABLE ${q}.migrations ADD COLUMN checksum text`);
+  if (!rows[0]?.functions)
+    await client.query(
+      `CREATE TABLE ${q}.functions (
+         name text PRIMARY KEY,
+         checksum text NOT NULL,
+         applied_at timestamptz NOT NULL DEFAULT clock_timestamp()
+       )`,
+    );
+}
+
+// Applies each function file whose checksum differs from the one recorded; returns their names.
+async function applyFunctions(
+  client: pg.PoolClient,
+  schema: string,
+  files: FunctionFile[],
+): Promise<string[]> {
+  const q = quotedSchema(schema);
+  const { rows } = await client.query<{ name: string; checksum: string }>(
+    `SELECT name, checksum FROM ${q}.functions`,
+  );
+  const recorded = new Map(rows.map((row) => [row.name, row.checksum]));
+  const applied: string[] = [];
+  for (const file of files) {
+    if (recorded.get(file.name) === file.checksum) continue;
+    await client.query(sqlFor(file, schema));
+    await client.query(
+      `INSERT INTO ${q}.functions (name, checksum) VALUES ($1, $2)
+       ON CONFLICT (name) DO UPDATE SET checksum = EXCLUDED.checksum, applied_at = clock_timestamp()`,
+      [file.name, file.checksum],
+    );
+    applied.push(file.name);
+  }
+  return applied;
+}
+
+function changedMigration(schema: string, migration: MigrationFile, recorded: string): Error {
+  return new Error(
+    `stormguard migrations: ${migration.path} is not the migration schema "${schema}" applied as version ` +
+      `${migration.version} (recorded sha256 ${recorded}, the file now ${migration.checksum}). ` +
+      'A migration that has shipped must not change: restore the file as released (reinstall stormguard, ' +
+      `or git checkout ${migration.file} in a checkout) and put the change in a new numbered migration, ` +
+      'or in sql/functions/ for a function. If the edit changes nothing the schema holds (a comment), ' +
+      `record the file as it is now with UPDATE "${schema}".migrations SET checksum = NULL WHERE ` +
+      `version = ${migration.version}; and migrate again.`,
+  );
 }

@@ -1,3 +1,4 @@
+import { readdirSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveBreakerOptions } from '../../src/breaker/options.js';
@@ -25,14 +26,24 @@ describe('stormguard migrate', () => {
     const schema = uniqueSchema();
     const first = await cli('migrate', '--postgres', bed.url, '--schema', schema);
     expect(first).toMatchObject({ code: 0, stderr: '' });
+    const functions = readdirSync(new URL('../../src/postgres/sql/functions/', import.meta.url))
+      .map((file) => file.replace(/\.sql$/, ''))
+      .sort();
     expect(first.stdout).toBe(
       `schema "${schema}": applied ${migrations()
         .map((m) => m.file)
-        .join(', ')}; now at version ${migrations().length}\n`,
+        .join(', ')}; now at version ${migrations().length}; applied functions ${functions.join(', ')}\n`,
     );
     const again = await cli('migrate', '--postgres', bed.url, '--schema', schema, '--json');
     expect(again.code).toBe(0);
-    expect(JSON.parse(again.stdout)).toEqual({ schema, applied: [], current: migrations().length });
+    expect(JSON.parse(again.stdout)).toEqual({
+      schema,
+      applied: [],
+      current: migrations().length,
+      functions: [],
+    });
+    const text = await cli('migrate', '--postgres', bed.url, '--schema', schema);
+    expect(text.stdout).toBe(`schema "${schema}" is up to date at version ${migrations().length}\n`);
   });
 
   it('refuses a missing or malformed --postgres and a bad schema with exit code 2, before connecting', async () => {

@@ -1,20 +1,106 @@
+import { createHash } from 'node:crypto';
+import {
+  appendFileSync,
+  cpSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveBreakerOptions } from '../../src/breaker/options.js';
 import { PostgresBreakerStore } from '../../src/postgres/breaker-store.js';
-import { migrate, migrations } from '../../src/postgres/migrations.js';
+import { migrate, migrateFrom, migrations } from '../../src/postgres/migrations.js';
+import { ROOT } from '../helpers/cli.js';
 import { postgresBed } from '../helpers/postgres-bed.js';
 import { uniqueSchema } from '../helpers/postgres-server.js';
 import { waitFor } from '../helpers/redis-server.js';
 
 const bed = postgresBed();
 let pool: pg.Pool;
+let work: string;
 beforeAll(() => {
   pool = new pg.Pool({ connectionString: bed.url, max: 4 });
+  work = mkdtempSync(join(tmpdir(), 'stormguard-sql-'));
 });
 afterAll(async () => {
   await pool.end();
+  rmSync(work, { recursive: true, force: true });
 });
+
+const SQL = join(ROOT, 'src/postgres/sql');
+const sha256 = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
+const FUNCTION_FILES = readdirSync(join(SQL, 'functions'))
+  .filter((f) => f.endsWith('.sql'))
+  .sort();
+const FUNCTION_NAMES = FUNCTION_FILES.map((f) => f.replace(/\.sql$/, ''));
+
+/** A copy of the shipped SQL folder to edit, as a folder URL for migrateFrom. */
+function sqlCopy(name: string): { dir: string; url: URL } {
+  const dir = join(work, name);
+  cpSync(SQL, dir, { recursive: true });
+  return { dir, url: pathToFileURL(`${dir}/`) };
+}
+
+async function recorded(schema: string, table: 'migrations' | 'functions'): Promise<Record<string, string>> {
+  const key = table === 'migrations' ? 'version' : 'name';
+  const { rows } = await pool.query<{ key: string; checksum: string }>(
+    `SELECT ${key}::text AS key, checksum FROM ${schema}.${table} ORDER BY 1`,
+  );
+  return Object.fromEntries(rows.map((r) => [r.key, r.checksum]));
+}
+
+/** Every function of `schema` as PostgreSQL prints it back, by signature. */
+async function functionDefinitions(schema: string): Promise<Record<string, string>> {
+  const { rows } = await pool.query<{ signature: string; definition: string }>(
+    `SELECT p.oid::regprocedure::text AS signature, pg_get_functiondef(p.oid) AS definition
+       FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1`,
+    [schema],
+  );
+  return Object.fromEntries(rows.map((r) => [r.signature, r.definition]));
+}
+
+/** What the version before checksums left: each migration applied and its version recorded, nothing else. */
+async function migrateTheOldWay(schema: string): Promise<void> {
+  await pool.query(`CREATE SCHEMA ${schema}`);
+  await pool.query(
+    `CREATE TABLE ${schema}.migrations (
+       version integer PRIMARY KEY,
+       name text NOT NULL,
+       applied_at timestamptz NOT NULL DEFAULT clock_timestamp()
+     )`,
+  );
+  for (const file of readdirSync(SQL)
+    .filter((f) => /^\d{3}-.*\.sql$/.test(f))
+    .sort()) {
+    await pool.query(readFileSync(join(SQL, file), 'utf8').replaceAll('{{schema}}', `"${schema}"`));
+    await pool.query(`INSERT INTO ${schema}.migrations (version, name) VALUES ($1, $2)`, [
+      Number(file.slice(0, 3)),
+      file.slice(4, -4),
+    ]);
+  }
+}
+
+// The sha256 of every migration as released. A released file never changes (schemas record these and
+// refuse a file that differs); a new migration adds its line here once it ships.
+const SHIPPED: Record<string, string> = {
+  '001-breaker.sql': 'fdb668b61a1a6293786e7857f55a119cb4a1a809f71ee3e3ba283c550f66153f',
+  '002-idempotency.sql': '2c861363a87b6fa3bfa9645c4c5a29a8e983ae57dcae62a0d88eb31572d0f789',
+  '003-budget.sql': '7580a6dbd3a31e4626c7e3c1047d1196ecfd68c4c1988b0f22fb173ee8401f8c',
+  '004-dead-letters.sql': '2174aa1e76b5621b4abc25b707b0f9fa0fc15a1959fa63364fe3e33f4959d1bf',
+  '005-breaker-overrides.sql': 'df538b53ae1d6e40653a17c80ce9f40d085b1e5dd41a3c172ce5ac9ccb8a48b1',
+  '006-audit-log.sql': 'ed19d26ffea3d125c99467306ae25a5654bf019c4b7d0db58d0190c65bac58e5',
+  '007-idempotency-finish-again.sql': '135a11759258799a31d8386e19dce37ef046be436a0164e1f83200dacd5c53e1',
+  '008-flow-control.sql': '39c2bb75f6bbca3defaeeba5edf7bf953bb2f8ec9978bfae14daa985b3f1ec57',
+  '009-replay-runs.sql': 'b895c4efd9b9bbecbf44f066ab10ccab71c0ab49d66cc1b125ae7eb28ad4982b',
+  '010-flow-paused.sql': 'ddcee864d282d36a180212049d9121ee01afc646ec46ff20007471cd9ab98593',
+  '011-dead-letter-eviction.sql': '40d9065823e2e5063374cb0cfeb1a70be8836cfbb26cd0600c9d05f18fba0f19',
+};
 
 async function versions(schema: string): Promise<number[]> {
   const { rows } = await pool.query<{ version: number }>(
@@ -36,11 +122,12 @@ describe('PostgreSQL migrations', () => {
     try {
       const reports = await Promise.all(pools.map((p) => migrate(p, schema)));
       const latest = migrations().length;
-      // Exactly one worker applied every version; the others found them applied.
+      // Exactly one worker applied every version and function; the others found them applied.
       expect(reports.map((r) => r.applied.length).sort()).toEqual([0, 0, 0, 0, 0, latest]);
+      expect(reports.map((r) => r.functions.length).sort()).toEqual([0, 0, 0, 0, 0, FUNCTION_FILES.length]);
       expect(reports.every((r) => r.current === latest)).toBe(true);
       expect(await versions(schema)).toEqual(migrations().map((m) => m.version));
-      expect((await migrate(pool, schema)).applied).toEqual([]);
+      expect(await migrate(pool, schema)).toEqual({ schema, applied: [], current: latest, functions: [] });
     } finally {
       await Promise.all(pools.map((p) => p.end()));
     }
@@ -77,5 +164,100 @@ describe('PostgreSQL migrations', () => {
     expect(await connected()).toBe(1);
     await owned.close();
     await waitFor(async () => (await connected()) === 0, 5_000, "the store's own connection to close");
+  });
+
+  it('ship each migration byte for byte as released', () => {
+    const files = readdirSync(SQL).filter((f) => /^\d{3}-.*\.sql$/.test(f));
+    for (const file of Object.keys(SHIPPED)) expect(sha256(join(SQL, file)), file).toBe(SHIPPED[file]);
+    expect(files.filter((f) => SHIPPED[f] === undefined).length).toBeLessThanOrEqual(1);
+  });
+
+  it('record the sha256 of every migration and function file they apply', async () => {
+    const schema = uniqueSchema();
+    const report = await migrate(pool, schema);
+    expect(report.functions).toEqual(FUNCTION_NAMES);
+    expect(await recorded(schema, 'migrations')).toEqual(
+      Object.fromEntries(migrations().map((m) => [String(m.version), sha256(join(SQL, m.file))])),
+    );
+    expect(await recorded(schema, 'functions')).toEqual(
+      Object.fromEntries(
+        FUNCTION_FILES.map((f) => [f.replace(/\.sql$/, ''), sha256(join(SQL, 'functions', f))]),
+      ),
+    );
+  });
+
+  it('record the checksums of a schema migrated before checksums, leaving its functions as they were', async () => {
+    const schema = uniqueSchema();
+    await migrateTheOldWay(schema);
+    const before = await functionDefinitions(schema);
+    expect(Object.keys(before).length).toBeGreaterThan(FUNCTION_FILES.length); // breaker_step has two
+
+    const report = await migrate(pool, schema);
+    expect(report).toEqual({ schema, applied: [], current: migrations().length, functions: FUNCTION_NAMES });
+    expect(await recorded(schema, 'migrations')).toEqual(
+      Object.fromEntries(migrations().map((m) => [String(m.version), sha256(join(SQL, m.file))])),
+    );
+    // The function files hold the definitions the migrations left: replacing them changed nothing.
+    expect(await functionDefinitions(schema)).toEqual(before);
+    expect((await migrate(pool, schema)).functions).toEqual([]);
+  });
+
+  it('refuse a migration that changed since the schema applied it, naming the file and the way out', async () => {
+    const schema = uniqueSchema();
+    const copy = sqlCopy('edited-migration');
+    await migrateFrom(pool, schema, copy.url);
+    const edited = join(copy.dir, '004-dead-letters.sql');
+    appendFileSync(edited, '-- an edit\n');
+    writeFileSync(join(copy.dir, 'functions', 'now_ms.sql'), '-- never applied: the migration fails first\n');
+
+    const refused = migrateFrom(pool, schema, copy.url);
+    await expect(refused).rejects.toThrow(
+      `${edited} is not the migration schema "${schema}" applied as version 4`,
+    );
+    await expect(refused).rejects.toThrow(
+      `UPDATE "${schema}".migrations SET checksum = NULL WHERE version = 4`,
+    );
+    expect((await recorded(schema, 'functions')).now_ms).toBe(sha256(join(SQL, 'functions', 'now_ms.sql')));
+
+    // The way out the message gives, for an edit that changes nothing the schema holds.
+    await pool.query(`UPDATE "${schema}".migrations SET checksum = NULL WHERE version = 4`);
+    writeFileSync(
+      join(copy.dir, 'functions', 'now_ms.sql'),
+      readFileSync(join(SQL, 'functions', 'now_ms.sql')),
+    );
+    expect((await migrateFrom(pool, schema, copy.url)).functions).toEqual([]);
+    expect((await recorded(schema, 'migrations'))['4']).toBe(sha256(edited));
+  });
+
+  it('apply a changed function file once, however many migrate at once', async () => {
+    const schema = uniqueSchema();
+    const copy = sqlCopy('edited-function');
+    await migrateFrom(pool, schema, copy.url);
+    const file = join(copy.dir, 'functions', 'now_ms.sql');
+    writeFileSync(
+      file,
+      readFileSync(file, 'utf8').replace('coalesce(override_ms,', 'coalesce(override_ms + 1,'),
+    );
+    expect(readFileSync(file, 'utf8')).toContain('override_ms + 1');
+    const added = join(copy.dir, 'functions', 'zz_answer.sql');
+    writeFileSync(
+      added,
+      `CREATE OR REPLACE FUNCTION {{schema}}.zz_answer() RETURNS integer LANGUAGE sql AS $$ SELECT 42 $$;\n`,
+    );
+
+    const pools = Array.from({ length: 4 }, () => new pg.Pool({ connectionString: bed.url, max: 1 }));
+    try {
+      const reports = await Promise.all(pools.map((p) => migrateFrom(p, schema, copy.url)));
+      expect(reports.map((r) => r.functions.join(',')).sort()).toEqual(['', '', '', 'now_ms,zz_answer']);
+    } finally {
+      await Promise.all(pools.map((p) => p.end()));
+    }
+    const { rows } = await pool.query(
+      `SELECT "${schema}".now_ms(5) AS now, "${schema}".zz_answer() AS answer`,
+    );
+    expect(rows).toEqual([{ now: '6', answer: 42 }]);
+    const functions = await recorded(schema, 'functions');
+    expect([functions.now_ms, functions.zz_answer]).toEqual([sha256(file), sha256(added)]);
+    expect((await migrateFrom(pool, schema, copy.url)).functions).toEqual([]);
   });
 });

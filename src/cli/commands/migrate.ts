@@ -187,10 +187,14 @@ function describe(
   const lines: string[] = [];
   if (schema) {
     const names = new Map(migrations().map((m) => [m.version, m.file]));
+    const functions =
+      schema.functions.length === 0 ? '' : `; applied functions ${schema.functions.join(', ')}`;
     lines.push(
-      schema.applied.length === 0
-        ? `schema "${schema.schema}" is up to date at version ${schema.current}`
-        : `schema "${schema.schema}": applied ${schema.applied.map((v) => names.get(v) ?? v).join(', ')}; now at version ${schema.current}`,
+      schema.applied.length > 0
+        ? `schema "${schema.schema}": applied ${schema.applied.map((v) => names.get(v) ?? v).join(', ')}; now at version ${schema.current}${functions}`
+        : functions !== ''
+          ? `schema "${schema.schema}" is at version ${schema.current}${functions}`
+          : `schema "${schema.schema}" is up to date at version ${schema.current}`,
     );
   }
   for (const m of moved) {
