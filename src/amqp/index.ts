@@ -24,4 +24,10 @@ export {
   delayHops,
   nextBucket,
 } from './delay-buckets.js';
+export {
+  type ImportDeadLettersOptions,
+  type ImportProgress,
+  type ImportReport,
+  importDeadLetters,
+} from './import.js';
 export { amqpDataOf, amqpReplayQueue } from './replay-queue.js';

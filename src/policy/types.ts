@@ -86,6 +86,9 @@ export const DEAD_LETTER_REASONS = [
   'breaker-open',
   'retry-after-too-long',
   'no-idempotency-key',
+  // Dead-lettered by the broker itself (RabbitMQ: rejected, expired, over a length or delivery limit) and
+  // imported from its dead-letter queue: the record's detail says which.
+  'broker-dead-lettered',
 ] as const;
 
 /** Why a job left the retry path: one of `DEAD_LETTER_REASONS`. */
