@@ -13,10 +13,7 @@ import { createServer } from 'node:http';
 import { Redis } from 'ioredis';
 import { resolveBreakerOptions } from '../../src/breaker/options.js';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
-import type { ConsoleBackend } from '../../src/dashboard/backend.js';
 import { createDashboard } from '../../src/dashboard/handler.js';
-import { readOverview } from '../../src/dashboard/overview.js';
-import { redisConsoleBackend } from '../../src/dashboard/redis-backend.js';
 import { RedisBreakerStore } from '../../src/redis/breaker-store.js';
 import {
   budgetKeyPattern,
@@ -25,9 +22,12 @@ import {
 } from '../../src/redis/budget-keys.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
+import { redisFleet } from '../../src/redis/fleet.js';
 import { scanKeys } from '../../src/redis/scan.js';
 import type { DeadLetterRecord } from '../../src/runtime/contracts.js';
+import type { Fleet } from '../../src/status/fleet.js';
 import { readFleetStatus } from '../../src/status/read-fleet-status.js';
+import type { FleetStatusSources } from '../../src/status/types.js';
 import { TestRedis } from '../../tests/helpers/redis-server.js';
 import { benchArgs, formatTable, median } from '../common.js';
 
@@ -84,11 +84,11 @@ async function writeDependencyState(prefix: string): Promise<void> {
 }
 
 /** The status sources as they listed before the registry: every listing a SCAN of the whole keyspace. */
-function scanningStatus(backend: ConsoleBackend, prefix: string): ConsoleBackend['status'] {
+function scanningStatus(fleet: Fleet, prefix: string): FleetStatusSources {
   const budgets = new RedisBudgetStore({ redis, prefix });
   const breakers = new RedisBreakerStore({ redis, prefix });
   return {
-    ...backend.status,
+    ...fleet.status,
     budget: {
       read: (dependency) => budgets.read(dependency),
       async dependencies() {
@@ -109,9 +109,9 @@ function scanningStatus(backend: ConsoleBackend, prefix: string): ConsoleBackend
 async function measure(prefix: string, n: number) {
   await fill(prefix, 'index', n);
   await writeDependencyState(prefix);
-  const backend = redisConsoleBackend({ redis, prefix });
-  const baseline = scanningStatus(backend, prefix);
-  const handler = createDashboard({ backend });
+  const fleet = redisFleet({ redis, prefix });
+  const baseline = scanningStatus(fleet, prefix);
+  const handler = createDashboard({ fleet });
   const http = createServer(handler);
   await new Promise<void>((r) => http.listen(0, '127.0.0.1', () => r()));
   const address = http.address();
@@ -136,12 +136,12 @@ async function measure(prefix: string, n: number) {
     ...(await (async () => {
       const registry: number[] = [];
       const scanning: number[] = [];
-      const first = await readOverview(backend);
+      const first = await readFleetStatus(fleet.status);
       if (first.dependencies.length !== DEPENDENCIES.length || first.errors.length > 0)
         throw new Error(`overview read ${JSON.stringify(first.dependencies.map((d) => d.dependency))}`);
       for (let i = 0; i < rounds; i++) {
         let t0 = performance.now();
-        await readOverview(backend);
+        await readFleetStatus(fleet.status);
         registry.push(performance.now() - t0);
         t0 = performance.now();
         await readFleetStatus(baseline);

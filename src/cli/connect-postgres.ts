@@ -37,25 +37,6 @@ export async function withPostgres<T>(url: string, work: (pool: pg.Pool) => Prom
 }
 
 /**
- * Runs a read-only command's `read` against `backend`'s schema; when the schema lacks stormguard's tables
- * or functions (never migrated, or another schema named), fails with a message saying to run
- * `stormguard migrate` instead of PostgreSQL's "relation does not exist".
- *
- * @example
- * const breakers = await readSchema(backend, () => store.list());
- */
-export async function readSchema<T>(
-  backend: { url: string; schema: string },
-  read: () => Promise<T>,
-): Promise<T> {
-  try {
-    return await read();
-  } catch (error) {
-    throw explainSchemaError(backend, error);
-  }
-}
-
-/**
  * `error`, or, when it is PostgreSQL's undefined schema, table or function, an error that says to run
  * `stormguard migrate` (for commands that report errors without failing, such as `budget watch`).
  *

@@ -120,22 +120,3 @@ function noSuchDatabase(shown: string, database: number): InvalidInputError {
 function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
-
-/**
- * Connects like {@link connectRedis}, runs `work` with the connection, and disconnects whatever happens.
- *
- * @example
- * const rows = await withRedis(flags.redis, (redis) => budgetStatus(new RedisBudgetStore({ redis })));
- */
-export async function withRedis<T>(
-  url: string,
-  work: (redis: RedisClient) => Promise<T>,
-  options: ConnectRedisOptions = {},
-): Promise<T> {
-  const redis = await connectRedis(url, options);
-  try {
-    return await work(redis);
-  } finally {
-    redis.disconnect();
-  }
-}

@@ -3,33 +3,41 @@ import type { BreakerListing, BreakerStore } from '../breaker/types.js';
 import type { DeadLetterStore } from '../runtime/contracts.js';
 import type { ReplayQueue } from '../runtime/replay/replay-queue.js';
 import type { ReplayRunStore } from '../runtime/replay-runs.js';
+import type { Fleet } from '../status/fleet.js';
 import type { FleetStatusSources } from '../status/types.js';
 
 /**
- * What the console reads and acts on: the fleet's stores, behind one small interface so the handler is
- * the same on Redis and on PostgreSQL. `redisConsoleBackend` and `postgresConsoleBackend` build one; a
- * test or an embedding app may pass its own.
- *
- * @example
- * const backend = redisConsoleBackend({ redis, prefix: 'stormguard' });
- * const handler = createDashboard({ backend });
+ * What the console's routes read and act on: a fleet's stores, and the queues replayed jobs go back to.
+ * Internal: `createDashboard` builds it from the `Fleet` it is given ({@link consoleBackendOf}).
  */
 export interface ConsoleBackend {
   /** What the overview reads, through the fleet-status read model (`readFleetStatus`). */
-  status: FleetStatusSources & { deadLetters: DeadLetterStore };
-  /** Where dead letters are filed (the same store as `status.deadLetters`). */
+  status: FleetStatusSources;
+  /** Where dead letters are filed. */
   deadLetters: DeadLetterStore;
-  /** The breakers operators override (the same store as `status.breaker`). */
+  /** The breakers operators override. */
   breakers: BreakerStore & BreakerListing;
-  /**
-   * Where bulk replays and their snapshots are kept (`RedisReplayRunStore`, `PostgresReplayRunStore`, …;
-   * absent: bulk replay is not offered).
-   */
-  runs?: ReplayRunStore;
+  /** Where bulk replays and their snapshots are kept. */
+  runs: ReplayRunStore;
   /** Where actions are recorded. */
   audit: AuditLog;
-  /** The BullMQ queue replayed jobs go back to (opened on first use, closed by `close`). */
+  /** The queue replayed jobs go back to. */
   replayQueue(queue: string): ReplayQueue;
-  /** Closes what the backend opened (never a client the caller passed). */
-  close(): Promise<void>;
+}
+
+/**
+ * The console's view of `fleet`, replaying onto the queues `replayQueue` gives.
+ *
+ * @example
+ * const backend = consoleBackendOf(memoryFleet(), () => new MemoryReplayQueue());
+ */
+export function consoleBackendOf(fleet: Fleet, replayQueue: (queue: string) => ReplayQueue): ConsoleBackend {
+  return {
+    status: fleet.status,
+    deadLetters: fleet.deadLetters,
+    breakers: fleet.breaker,
+    runs: fleet.replayRuns,
+    audit: fleet.audit,
+    replayQueue,
+  };
 }

@@ -1,14 +1,16 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { checkOptionNames, type OptionNames } from '../common/option-names.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
+import type { ReplayQueue } from '../runtime/replay/replay-queue.js';
 import { ReplayRunner } from '../runtime/replay/replay-runner.js';
+import type { Fleet } from '../status/fleet.js';
 import { auditRoutes } from './api/audit-routes.js';
 import { breakerRoutes } from './api/breaker-routes.js';
 import type { ConsoleContext } from './api/context.js';
 import { deadLetterRoutes } from './api/dead-letter-routes.js';
 import { liveRoutes } from './api/live-routes.js';
 import { replayRoutes } from './api/replay-routes.js';
-import type { ConsoleBackend } from './backend.js';
+import { consoleBackendOf } from './backend.js';
 import { OverviewFeed } from './feed.js';
 import { ConsoleAccess, SESSION_COOKIE, SESSION_MS } from './http/access.js';
 import { Assets } from './http/assets.js';
@@ -17,16 +19,34 @@ import { readSignIn, sendError, sendJson } from './http/respond.js';
 import { Router } from './http/router.js';
 import { ActionGuard, fetchSiteRefusal, originRefusal, SECURITY_HEADERS } from './http/security.js';
 import { consoleHealthGate } from './replay-gate.js';
+import { bullmqReplayQueues } from './replay-queues.js';
 
 /**
  * Options of {@link createDashboard}.
  *
  * @example
- * const options: DashboardOptions = { backend, basePath: '/ops/stormguard', token: process.env.STORMGUARD_DASHBOARD_TOKEN };
+ * const options: DashboardOptions = { fleet, basePath: '/ops/stormguard', token: process.env.STORMGUARD_DASHBOARD_TOKEN };
  */
 export interface DashboardOptions {
-  /** The fleet's stores (`redisConsoleBackend`, `postgresConsoleBackend`, or your own). */
-  backend: ConsoleBackend;
+  /**
+   * The fleet's stores: `redisFleet` (`stormguard/redis`), `postgresFleet` (`stormguard/postgres`),
+   * `memoryFleet`, or your own. The console never closes it: it is yours.
+   */
+  fleet: Fleet;
+  /**
+   * The queue replayed jobs go back to, by name. Default: BullMQ queues on the fleet's own connection
+   * (on Redis its client, with `bullPrefix`; on PostgreSQL BullMQ 6's PostgreSQL backend on `queueUrl`,
+   * else the connection string the fleet was built from), opened on first use and closed by `close()`.
+   */
+  replayQueue?: (queue: string) => ReplayQueue;
+  /** BullMQ's key prefix of the queues replayed jobs go back to, on Redis. Default `bull`. */
+  bullPrefix?: string;
+  /**
+   * On PostgreSQL, the connection string of BullMQ 6's PostgreSQL backend replayed jobs go back through.
+   * Default: the fleet's connection string, when it was built from one. Without either (or on BullMQ 5)
+   * the console reads everything and refuses replays, saying so.
+   */
+  queueUrl?: string;
   /**
    * The path the console is mounted under, without a trailing slash (`/ops/stormguard`). Default `''`
    * (the root). Requests outside it go to `next` (or get a 404 without one).
@@ -61,12 +81,15 @@ export interface DashboardOptions {
  */
 export interface DashboardHandler {
   (req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void): void;
-  /** Stops the overview's polling and closes what the backend opened. */
+  /** Stops the overview's polling and replays, and closes the queues it opened (never the fleet). */
   close(): Promise<void>;
 }
 
 const OPTION_NAMES = {
-  backend: true,
+  fleet: true,
+  replayQueue: true,
+  bullPrefix: true,
+  queueUrl: true,
   basePath: true,
   token: true,
   allowedHosts: true,
@@ -79,8 +102,9 @@ const OPTION_NAMES = {
 const OPTION_ALIASES: Readonly<Record<string, string>> = {
   allowedHost: 'the names the console answers for are `allowedHosts` (a list)',
   tokenFile: 'read the file and give its content as `token`',
-  redis: 'give `backend: redisConsoleBackend({ redis })`',
-  store: 'give `backend` (redisConsoleBackend or postgresConsoleBackend)',
+  redis: 'give `fleet: redisFleet({ redis })` (stormguard/redis)',
+  store: 'give `fleet` (redisFleet from stormguard/redis, postgresFleet from stormguard/postgres)',
+  backend: 'give `fleet` (redisFleet from stormguard/redis, postgresFleet from stormguard/postgres)',
 };
 
 /**
@@ -91,9 +115,10 @@ const OPTION_ALIASES: Readonly<Record<string, string>> = {
  * @example
  * import { createServer } from 'node:http';
  * import { Redis } from 'ioredis';
- * import { createDashboard, redisConsoleBackend } from 'stormguard/dashboard';
+ * import { createDashboard } from 'stormguard/dashboard';
+ * import { redisFleet } from 'stormguard/redis';
  *
- * const console = createDashboard({ backend: redisConsoleBackend({ redis: new Redis() }), basePath: '/console' });
+ * const console = createDashboard({ fleet: redisFleet({ redis: new Redis() }), basePath: '/console' });
  * createServer(console).listen(3000, '127.0.0.1');
  */
 export function createDashboard(options: DashboardOptions): DashboardHandler {
@@ -106,30 +131,38 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
   const access = new ConsoleAccess(options.token, now);
   const guard = new ActionGuard(access.required);
   const cookiePath = basePath || '/';
-  const feed = new OverviewFeed(options.backend, options.updateIntervalMs ?? 2_000, now);
+  if (typeof options.fleet !== 'object' || options.fleet === null)
+    throw new InvalidInputError(
+      'dashboard: fleet is required: redisFleet({ redis }) from stormguard/redis, postgresFleet({ pool }) from stormguard/postgres',
+    );
+  const queues = options.replayQueue
+    ? undefined
+    : bullmqReplayQueues(options.fleet, {
+        ...(options.bullPrefix === undefined ? {} : { bullPrefix: options.bullPrefix }),
+        ...(options.queueUrl === undefined ? {} : { queueUrl: options.queueUrl }),
+      });
+  const backend = consoleBackendOf(options.fleet, options.replayQueue ?? ((queue) => queues!.open(queue)));
+  const feed = new OverviewFeed(backend, options.updateIntervalMs ?? 2_000, now);
   const ctx: ConsoleContext = {
-    backend: options.backend,
+    backend,
     feed,
     guard,
     now,
     actorOf: (req) => options.identify?.(req) || 'anonymous',
     audit: async (req, entry) => {
-      await options.backend.audit.append({ by: ctx.actorOf(req), ...entry });
+      await backend.audit.append({ by: ctx.actorOf(req), ...entry });
     },
   };
-  const { backend } = options;
   // Bulk replays run on the server, on the same runs any process can run: this console goes on with
   // every run started and not finished once nobody holds it (a console that stopped or crashed).
-  const runner = backend.runs
-    ? new ReplayRunner({
-        store: backend.deadLetters,
-        runs: backend.runs,
-        jobs: (queue) => backend.replayQueue(queue),
-        audit: backend.audit,
-        whenHealthy: consoleHealthGate(backend),
-      })
-    : undefined;
-  runner?.watch();
+  const runner = new ReplayRunner({
+    store: backend.deadLetters,
+    runs: backend.runs,
+    jobs: (queue) => backend.replayQueue(queue),
+    audit: backend.audit,
+    whenHealthy: consoleHealthGate(backend),
+  });
+  runner.watch();
   const router = new Router([
     ...liveRoutes(ctx, basePath),
     ...deadLetterRoutes(ctx),
@@ -276,8 +309,8 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
 
   handler.close = async () => {
     feed.close();
-    await runner?.close();
-    await options.backend.close();
+    await runner.close();
+    await queues?.close();
   };
   return handler;
 }

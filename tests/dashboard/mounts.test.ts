@@ -18,9 +18,9 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveBreakerOptions } from '../../src/breaker/options.js';
 import { createDashboard, type DashboardHandler } from '../../src/dashboard/handler.js';
-import { redisConsoleBackend } from '../../src/dashboard/redis-backend.js';
 import { RedisBreakerStore } from '../../src/redis/breaker-store.js';
 import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
+import { redisFleet } from '../../src/redis/fleet.js';
 import { sampleDeadLetter } from '../../src/runtime/dead-letter-store.case.js';
 import { TestRedis } from '../helpers/redis-server.js';
 import { ensureConsoleBuilt } from './harness.js';
@@ -134,7 +134,7 @@ describe.each(MOUNTS)('the console mounted under the base path in %s', (name, mo
     const store = new RedisDeadLetterStore({ redis: client, prefix });
     recordId = (await store.file(sampleDeadLetter('doc-1'), { attempts: 5, deferrals: 0 }, 60_000)).id;
     dashboard = createDashboard({
-      backend: redisConsoleBackend({ redis: client, prefix }),
+      fleet: redisFleet({ redis: client, prefix }),
       basePath: BASE,
       token: TOKEN,
       updateIntervalMs: 200,
@@ -267,7 +267,7 @@ describe('mounts that cannot work say how to fix them', () => {
       resolveBreakerOptions({}),
     );
     dashboard = createDashboard({
-      backend: redisConsoleBackend({ redis: client, prefix }),
+      fleet: redisFleet({ redis: client, prefix }),
       basePath: BASE,
       token: TOKEN,
     });

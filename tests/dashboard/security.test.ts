@@ -9,16 +9,13 @@ import { createServer, IncomingMessage, request, type Server, ServerResponse } f
 import type { AddressInfo } from 'node:net';
 import { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MemoryAuditLog } from '../../src/audit/memory-audit-log.js';
-import { MemoryBreakerStore } from '../../src/breaker/memory-store.js';
-import type { ConsoleBackend } from '../../src/dashboard/backend.js';
 import {
   createDashboard,
   type DashboardHandler,
   type DashboardOptions,
 } from '../../src/dashboard/handler.js';
 import { sampleDeadLetter } from '../../src/runtime/dead-letter-store.case.js';
-import { MemoryDeadLetterStore } from '../../src/runtime/memory-dead-letter-store.js';
+import { memoryFleet } from '../../src/status/memory-fleet.js';
 import { ensureConsoleBuilt } from './harness.js';
 
 const TOKEN = 'raw-http-test-token';
@@ -62,30 +59,27 @@ function send(
   });
 }
 
-function memoryBackend(): ConsoleBackend & { deadLetters: MemoryDeadLetterStore } {
-  const deadLetters = new MemoryDeadLetterStore();
-  const breakers = new MemoryBreakerStore();
-  return {
-    status: { breaker: breakers, deadLetters },
-    deadLetters,
-    breakers,
-    audit: new MemoryAuditLog(),
-    replayQueue: () => {
-      throw new Error('no replays in this test');
-    },
-    close: async () => {},
-  };
+/** A fleet in memory; no test here replays. */
+function memoryBackend() {
+  return memoryFleet();
 }
 
 /** A console on a free loopback port, with one dead letter whose data holds SECRET. */
-async function serveConsole(options: Omit<DashboardOptions, 'backend'> = {}) {
-  const backend = memoryBackend();
-  const { id } = await backend.deadLetters.file(
+async function serveConsole(options: Omit<DashboardOptions, 'fleet'> = {}) {
+  const fleet = memoryBackend();
+  const { id } = await fleet.deadLetters.file(
     sampleDeadLetter('doc-1', { data: { card: SECRET } }),
     { attempts: 5, deferrals: 0 },
     60_000,
   );
-  const dashboard = createDashboard({ backend, updateIntervalMs: 60_000, ...options });
+  const dashboard = createDashboard({
+    fleet,
+    replayQueue: () => {
+      throw new Error('no replays in this test');
+    },
+    updateIntervalMs: 60_000,
+    ...options,
+  });
   const server = createServer(dashboard);
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -230,8 +224,8 @@ describe('a read-only console answers only for its own names', () => {
 
 describe('a handler reached over the network', () => {
   /** The handler's answer to a request that arrived on `localAddress` (an in-process request: no port to bind). */
-  async function answerOn(localAddress: string, options: Omit<DashboardOptions, 'backend'>, host: string) {
-    const dashboard = createDashboard({ backend: memoryBackend(), updateIntervalMs: 60_000, ...options });
+  async function answerOn(localAddress: string, options: Omit<DashboardOptions, 'fleet'>, host: string) {
+    const dashboard = createDashboard({ fleet: memoryBackend(), updateIntervalMs: 60_000, ...options });
     try {
       const socket = new Socket();
       Object.defineProperty(socket, 'localAddress', { value: localAddress });
@@ -312,7 +306,7 @@ describe('allowedHosts', () => {
 
   it('refuses a list entry that is not a host name, naming it', () => {
     for (const entry of ['https://console.example.com', 'console.example.com/ops', '', 'a b', 'user@host'])
-      expect(() => createDashboard({ backend: memoryBackend(), allowedHosts: [entry] })).toThrow(
+      expect(() => createDashboard({ fleet: memoryBackend(), allowedHosts: [entry] })).toThrow(
         `allowedHosts: ${JSON.stringify(entry)} is not a host name`,
       );
   });

@@ -90,7 +90,7 @@ declare global {
   const dlq: Bull.DeadLetterQueue;
   const queue: BullQueue;
   const job: BullJob;
-  const backend: Console.ConsoleBackend;
+  const fleet: Core.Fleet;
   const dashboard: Console.DashboardHandler;
   const token: string;
   const policy: Core.RetryPolicy;

@@ -3,9 +3,9 @@ import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDashboard } from '../../src/dashboard/handler.js';
-import { postgresConsoleBackend } from '../../src/dashboard/postgres-backend.js';
 import { PostgresAuditLog } from '../../src/postgres/audit-log.js';
 import { PostgresDeadLetterStore } from '../../src/postgres/dead-letter-store.js';
+import { postgresFleet } from '../../src/postgres/fleet.js';
 import { sampleDeadLetter } from '../../src/runtime/dead-letter-store.case.js';
 import { postgresBed } from '../helpers/postgres-bed.js';
 import { uniqueSchema } from '../helpers/postgres-server.js';
@@ -47,7 +47,7 @@ describe('the console on PostgreSQL with a prefix', () => {
     await new PostgresDeadLetterStore({ connection: pool, schema }).registerQueue('other-app');
 
     const dashboard = createDashboard({
-      backend: await postgresConsoleBackend({ connection: pool, schema, prefix: 'shop' }),
+      fleet: postgresFleet({ pool, schema, prefix: 'shop' }),
     });
     const server: Server = createServer(dashboard);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

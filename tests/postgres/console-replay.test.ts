@@ -6,9 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CircuitBreaker } from '../../src/breaker/circuit-breaker.js';
 import { replayOrigin } from '../../src/bullmq/dead-letter-ids.js';
 import { createDashboard } from '../../src/dashboard/handler.js';
-import { postgresConsoleBackend } from '../../src/dashboard/postgres-backend.js';
 import { PostgresBreakerStore } from '../../src/postgres/breaker-store.js';
 import { PostgresDeadLetterStore } from '../../src/postgres/dead-letter-store.js';
+import { postgresFleet } from '../../src/postgres/fleet.js';
 import { PostgresFlowStore } from '../../src/postgres/flow-store.js';
 import { PostgresReplayRunStore } from '../../src/postgres/replay-run-store.js';
 import { sampleDeadLetter } from '../../src/runtime/dead-letter-store.case.js';
@@ -32,7 +32,8 @@ afterAll(async () => {
 /** A console on PostgreSQL served on a free port, as `stormguard dashboard --postgres` serves it. */
 async function openConsole(schema: string) {
   const dashboard = createDashboard({
-    backend: await postgresConsoleBackend({ connection: pool, schema, queueUrl: bed.url }),
+    fleet: postgresFleet({ pool, schema }),
+    queueUrl: bed.url,
     token: TOKEN,
   });
   const server: Server = createServer(dashboard);

@@ -1,20 +1,17 @@
 import type { Command } from 'commander';
-import type { AuditLog } from '../../audit/types.js';
 import { checkOverride } from '../../breaker/override.js';
 import { overrideBreaker } from '../../breaker/override-breaker.js';
 import type {
   BreakerListing,
   BreakerOverrideOp,
   BreakerSnapshot,
-  BreakerStore,
   ListedBreaker,
 } from '../../breaker/types.js';
 import { systemClock } from '../../common/clock.js';
 import { formatDuration } from '../../common/duration.js';
 import { assertPrefix } from '../../redis/budget-keys.js';
 import { breakersOf, readFleetStatus } from '../../status/read-fleet-status.js';
-import { readSchema, withPostgres } from '../connect-postgres.js';
-import { withRedis } from '../connect-redis.js';
+import { withFleet } from '../fleet.js';
 import { type CliIO, printJson } from '../io.js';
 import {
   type BackendFlags,
@@ -97,45 +94,15 @@ function registerOverrides(breaker: Command, io: CliIO): void {
           reason: flags.reason,
           by: flags.by ?? process.env.STORMGUARD_OPERATOR ?? 'anonymous',
         });
-        const result = await withOverrideStores(fleetBackend(flags, command), flags.prefix, (stores) =>
-          overrideBreaker(stores, dependency, op, request),
+        const result = await withFleet(
+          fleetBackend(flags, command),
+          flags.prefix,
+          (fleet) => overrideBreaker({ store: fleet.breaker, audit: fleet.audit }, dependency, op, request),
+          { breakerTimeoutMs: OVERRIDE_TIMEOUT_MS },
         );
         if (flags.json) printJson(io, { prefix: flags.prefix, ...result });
         else io.stdout.write(`${formatOverride(dependency, op, result.snapshot, result.audit?.id)}\n`);
       });
-}
-
-/** Runs `work` with the breaker store and audit log of the backend the flags name. */
-async function withOverrideStores<T>(
-  backend: FleetBackend,
-  prefix: string,
-  work: (stores: { store: BreakerStore; audit: AuditLog }) => Promise<T>,
-): Promise<T> {
-  if (backend.kind === 'redis') {
-    const [{ RedisBreakerStore }, { RedisAuditLog }] = await Promise.all([
-      import('../../redis/breaker-store.js'),
-      import('../../redis/audit-log.js'),
-    ]);
-    return withRedis(backend.url, (redis) =>
-      work({
-        store: new RedisBreakerStore({ redis, prefix, timeoutMs: OVERRIDE_TIMEOUT_MS }),
-        audit: new RedisAuditLog({ redis, prefix }),
-      }),
-    );
-  }
-  const [{ PostgresBreakerStore }, { PostgresAuditLog }] = await Promise.all([
-    import('../../postgres/breaker-store.js'),
-    import('../../postgres/audit-log.js'),
-  ]);
-  return withPostgres(backend.url, (pool) =>
-    readSchema(backend, () => {
-      const options = { connection: pool, schema: backend.schema, prefix, migrate: false };
-      return work({
-        store: new PostgresBreakerStore({ ...options, timeoutMs: OVERRIDE_TIMEOUT_MS }),
-        audit: new PostgresAuditLog(options),
-      });
-    }),
-  );
 }
 
 /** An operator waits longer than a worker would: the action must land or say clearly that it did not. */
@@ -156,21 +123,8 @@ export function formatOverride(
 }
 
 /** Every breaker under `prefix` in the backend the flags name. */
-async function listBreakers(backend: FleetBackend, prefix: string): Promise<ListedBreaker[]> {
-  if (backend.kind === 'redis') {
-    const { RedisBreakerStore } = await import('../../redis/breaker-store.js');
-    return withRedis(backend.url, (redis) =>
-      readBreakers(new RedisBreakerStore({ redis, prefix, readOnly: true })),
-    );
-  }
-  const { PostgresBreakerStore } = await import('../../postgres/breaker-store.js');
-  return withPostgres(backend.url, (pool) =>
-    readSchema(backend, () =>
-      readBreakers(
-        new PostgresBreakerStore({ connection: pool, schema: backend.schema, prefix, migrate: false }),
-      ),
-    ),
-  );
+function listBreakers(backend: FleetBackend, prefix: string): Promise<ListedBreaker[]> {
+  return withFleet(backend, prefix, (fleet) => readBreakers(fleet.breaker), { readOnly: true });
 }
 
 /** The breakers, as the fleet-status read model reads them; a store that cannot be read rejects. */

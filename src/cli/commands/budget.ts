@@ -1,22 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
-import type { BudgetStore } from '../../budget/store.js';
 import { formatDuration, parseDuration } from '../../common/duration.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
 import { assertPrefix } from '../../redis/budget-keys.js';
-import type { BudgetStatus } from '../../status/budget.js';
+import type { BudgetStatus, BudgetStatusSource } from '../../status/budget.js';
 import { budgetsOf, readFleetStatus } from '../../status/read-fleet-status.js';
-import { explainSchemaError, withPostgres } from '../connect-postgres.js';
-import { withRedis } from '../connect-redis.js';
+import { withFleet } from '../fleet.js';
 import { interruption } from '../interruption.js';
 import { type CliIO, printJson } from '../io.js';
-import {
-  type BackendFlags,
-  type FleetBackend,
-  fleetBackend,
-  withExamples,
-  withFleetStateOptions,
-} from '../options.js';
+import { type BackendFlags, fleetBackend, withExamples, withFleetStateOptions } from '../options.js';
 import { table } from './dlq-output.js';
 
 interface StatusFlags extends BackendFlags {
@@ -49,11 +41,9 @@ export function register(program: Command, io: CliIO): void {
     .action(async (flags: StatusFlags, command: Command) => {
       assertPrefix(flags.prefix);
       const backend = fleetBackend(flags, command);
-      const rows = await withBudgetStore(backend, flags.prefix, false, (store, explain) =>
-        readBudgets(store).catch((error: unknown) => {
-          throw explain(error);
-        }),
-      );
+      const rows = await withFleet(backend, flags.prefix, (fleet) => readBudgets(fleet.budget), {
+        readOnly: true,
+      });
       if (flags.json) printJson(io, { prefix: flags.prefix, dependencies: rows });
       else io.stdout.write(`${formatStatus(flags.prefix, rows)}\n`);
     });
@@ -72,75 +62,52 @@ export function register(program: Command, io: CliIO): void {
       if (intervalMs < 100) throw new InvalidInputError('--interval: must be at least 100ms');
       const count = flags.count === undefined ? Number.POSITIVE_INFINITY : parseCount(flags.count);
       // Survives a blip: a frame that cannot be read shows the error and the next one retries.
-      await withBudgetStore(backend, flags.prefix, true, async (store, explain) => {
-        const stop = interruption(io);
-        try {
-          for (let frame = 0; frame < count && !stop.signal.aborted; frame++) {
-            const read = await readBudgets(store).then(
-              (rows) => ({ rows }),
-              (error: unknown) => {
-                const shown = explain(error);
-                return { error: shown instanceof Error ? shown.message : String(shown) };
-              },
-            );
-            const at = new Date().toISOString();
-            if (flags.json)
-              io.stdout.write(
-                `${JSON.stringify('rows' in read ? { at, dependencies: read.rows } : { at, error: read.error })}\n`,
+      await withFleet(
+        backend,
+        flags.prefix,
+        async ({ budget: store, explain }) => {
+          const stop = interruption(io);
+          try {
+            for (let frame = 0; frame < count && !stop.signal.aborted; frame++) {
+              const read = await readBudgets(store).then(
+                (rows) => ({ rows }),
+                (error: unknown) => {
+                  const shown = explain(error);
+                  return { error: shown instanceof Error ? shown.message : String(shown) };
+                },
               );
-            else {
-              const clear = io.stdout.isTTY ? '\x1b[H\x1b[2J' : frame > 0 ? '\n' : '';
-              const body =
-                'rows' in read
-                  ? formatWatch(flags.prefix, read.rows, intervalMs)
-                  : formatWatchError(
-                      flags.prefix,
-                      read.error,
-                      intervalMs,
-                      backend.kind === 'redis' ? 'Redis' : 'PostgreSQL',
-                    );
-              io.stdout.write(`${clear}${body}\n`);
+              const at = new Date().toISOString();
+              if (flags.json)
+                io.stdout.write(
+                  `${JSON.stringify('rows' in read ? { at, dependencies: read.rows } : { at, error: read.error })}\n`,
+                );
+              else {
+                const clear = io.stdout.isTTY ? '\x1b[H\x1b[2J' : frame > 0 ? '\n' : '';
+                const body =
+                  'rows' in read
+                    ? formatWatch(flags.prefix, read.rows, intervalMs)
+                    : formatWatchError(
+                        flags.prefix,
+                        read.error,
+                        intervalMs,
+                        backend.kind === 'redis' ? 'Redis' : 'PostgreSQL',
+                      );
+                io.stdout.write(`${clear}${body}\n`);
+              }
+              if (frame + 1 < count)
+                await sleep(intervalMs, undefined, { signal: stop.signal }).catch(() => {});
             }
-            if (frame + 1 < count)
-              await sleep(intervalMs, undefined, { signal: stop.signal }).catch(() => {});
+          } finally {
+            stop.dispose();
           }
-        } finally {
-          stop.dispose();
-        }
-      });
+        },
+        { readOnly: true, longRunning: true },
+      );
     });
 }
 
-/**
- * Runs `work` with the budget store of the backend the flags name, connected for the command and closed
- * after it; `explain` turns a PostgreSQL "relation does not exist" into "run stormguard migrate".
- * `longRunning` keeps a Redis connection reconnecting (`budget watch`); a pg pool reconnects on its own.
- */
-async function withBudgetStore<T>(
-  backend: FleetBackend,
-  prefix: string,
-  longRunning: boolean,
-  work: (store: BudgetStore, explain: (error: unknown) => unknown) => Promise<T>,
-): Promise<T> {
-  if (backend.kind === 'redis') {
-    const { RedisBudgetStore } = await import('../../redis/budget-store.js');
-    return withRedis(
-      backend.url,
-      (redis) => work(new RedisBudgetStore({ redis, prefix, readOnly: true }), (error) => error),
-      { longRunning },
-    );
-  }
-  const { PostgresBudgetStore } = await import('../../postgres/budget-store.js');
-  return withPostgres(backend.url, (pool) =>
-    work(
-      new PostgresBudgetStore({ connection: pool, schema: backend.schema, prefix, migrate: false }),
-      (error) => explainSchemaError(backend, error),
-    ),
-  );
-}
-
 /** The budgets, as the fleet-status read model reads them; a store that cannot be read rejects. */
-async function readBudgets(store: BudgetStore): Promise<BudgetStatus[]> {
+async function readBudgets(store: BudgetStatusSource): Promise<BudgetStatus[]> {
   return budgetsOf(await readFleetStatus({ budget: store }, { throwOnError: true }));
 }
 

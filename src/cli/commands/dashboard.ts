@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { HostGate, isLoopbackListen } from '../../dashboard/http/hosts.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
 import { assertPrefix, DEFAULT_PREFIX } from '../../redis/budget-keys.js';
-import { connectRedis } from '../connect-redis.js';
+import { openFleet } from '../fleet.js';
 import { interruption } from '../interruption.js';
 import type { CliIO } from '../io.js';
 import {
@@ -76,29 +76,22 @@ export function register(program: Command, io: CliIO): void {
         );
       const target = fleetBackend(flags, command);
       const { createDashboard } = await import('../../dashboard/handler.js');
-      let closeClient: () => Promise<void> | void;
-      let backend: import('../../dashboard/backend.js').ConsoleBackend;
-      if (target.kind === 'redis') {
-        const redis = await connectRedis(target.url, { longRunning: true });
-        const { redisConsoleBackend } = await import('../../dashboard/redis-backend.js');
-        backend = redisConsoleBackend({ redis, prefix: flags.prefix, bullPrefix: flags.bullPrefix });
-        closeClient = () => redis.disconnect();
-      } else {
-        const { postgresConsoleBackend } = await import('../../dashboard/postgres-backend.js');
-        backend = await postgresConsoleBackend({
-          connection: target.url,
-          schema: target.schema,
-          prefix: flags.prefix,
-          queueUrl: target.url,
+      // The console runs until stopped: Redis reconnects after a drop, and PostgreSQL is not asked
+      // first (an unreachable one shows as errors on the page).
+      const fleet = await openFleet(target, flags.prefix, { longRunning: true, lazy: true });
+      let handler: import('../../dashboard/handler.js').DashboardHandler;
+      try {
+        handler = createDashboard({
+          fleet,
+          bullPrefix: flags.bullPrefix,
+          basePath: flags.basePath,
+          allowedHosts: flags.allowedHost,
+          ...(token !== undefined ? { token } : {}),
         });
-        closeClient = () => undefined;
+      } catch (error) {
+        await fleet.close();
+        throw error;
       }
-      const handler = createDashboard({
-        backend,
-        basePath: flags.basePath,
-        allowedHosts: flags.allowedHost,
-        ...(token !== undefined ? { token } : {}),
-      });
       const { createServer } = await import('node:http');
       const server = createServer(handler);
       try {
@@ -125,7 +118,7 @@ export function register(program: Command, io: CliIO): void {
         server.closeAllConnections();
         await new Promise<void>((resolve) => server.close(() => resolve()));
         await handler.close();
-        await closeClient();
+        await fleet.close();
       }
     });
 }

@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import type { AuditLog } from '../../audit/types.js';
 import type { RetryBudget } from '../../budget/retry-budget.js';
 import type { BudgetStore } from '../../budget/store.js';
 import type { DeadLetterQueue, DeadLetterQueueOptions } from '../../bullmq/dead-letter-queue.js';
@@ -12,9 +11,7 @@ import type { DeadLetterReason } from '../../policy/types.js';
 import type { DeadLetterStore } from '../../runtime/contracts.js';
 import type { ReplayOptions, ReplayProgress, ReplayReport } from '../../runtime/replay/replay.js';
 import { realSleep } from '../../runtime/replay/replay-pacing.js';
-import type { ReplayRunStore } from '../../runtime/replay-runs.js';
-import { readSchema, withPostgres } from '../connect-postgres.js';
-import { connectRedis } from '../connect-redis.js';
+import { type CliFleet, withFleet } from '../fleet.js';
 import { type CliIO, printJson } from '../io.js';
 import { fleetBackend, withExamples } from '../options.js';
 import { terminalProgress } from '../progress.js';
@@ -139,11 +136,9 @@ export function register(program: Command, io: CliIO): void {
       if (flags.limit !== undefined) options.limit = parseWholeNumber(flags.limit, '--limit', 1);
       const budgetSettings = flags.whenHealthy || flags.follow ? parseBudgetFlags(flags) : undefined;
       return withDlq(queue, flags, command, async (dlq, backend) => {
-        const budget = budgetSettings
-          ? await budgetReader(await backend.budgetStore(), budgetSettings)
-          : undefined;
+        const budget = budgetSettings ? await budgetReader(backend.fleet.budget, budgetSettings) : undefined;
         if (budget && budgetSettings) options.whenHealthy = { budget, pollMs: budgetSettings.pollMs };
-        options.audit = await backend.auditLog();
+        options.audit = backend.fleet.audit;
         if (flags.follow && budgetSettings) {
           try {
             await follow(io, queue, flags, budgetSettings.pollMs, (reason) =>
@@ -181,7 +176,7 @@ export function register(program: Command, io: CliIO): void {
     .action((queue: string | undefined, flags: CommonDlqOptions, command: Command) =>
       withStore(flags, command, async (backend) => {
         const { listReplayRuns } = await import('../../runtime/replay/replay-runs.js');
-        const runs = (await listReplayRuns(await backend.replayRuns())).filter(
+        const runs = (await listReplayRuns(backend.fleet.replayRuns)).filter(
           (r) => queue === undefined || r.queue === queue,
         );
         if (flags.json) printJson(io, { runs });
@@ -212,20 +207,17 @@ export function register(program: Command, io: CliIO): void {
 
 /** What a `dlq` command works with on the backend its flags name. */
 interface DlqBackend {
+  /** The fleet's stores: dead letters, the workers' budgets (`--when-healthy`), the audit log, replay runs. */
+  fleet: CliFleet;
+  /** The dead-letter store (the fleet's). */
   store: DeadLetterStore;
   /** How the facade opens the BullMQ queue replay puts jobs back on. */
   queueOptions: Pick<DeadLetterQueueOptions, 'connection' | 'backend' | 'prefix'>;
-  /** The workers' retry budgets, for `--when-healthy`. */
-  budgetStore(): Promise<BudgetStore>;
-  /** The audit log replays are recorded in. */
-  auditLog(): Promise<AuditLog>;
-  /** Where bulk replay runs are kept (the console's, automatic replay's). */
-  replayRuns(): Promise<ReplayRunStore>;
 }
 
 /**
- * Opens the dead-letter store on the backend the flags name (Redis by default, PostgreSQL with
- * `--postgres`), runs `work`, and closes every connection whatever happens.
+ * Opens the fleet on the backend the flags name (Redis by default, PostgreSQL with `--postgres`), runs
+ * `work`, and closes every connection whatever happens.
  */
 async function withStore(
   flags: CommonDlqOptions,
@@ -233,73 +225,18 @@ async function withStore(
   work: (backend: DlqBackend) => Promise<void>,
 ): Promise<void> {
   assertPrefix(flags.prefix);
-  const backend = fleetBackend(flags, command);
-  if (backend.kind === 'redis') {
-    const redis = await connectRedis(backend.url);
-    try {
-      const { RedisDeadLetterStore } = await import('../../redis/dead-letter-store.js');
-      await work({
-        store: new RedisDeadLetterStore({ redis, prefix: flags.prefix }),
-        queueOptions: { connection: redis, prefix: flags.bullPrefix },
-        budgetStore: async () => {
-          const { RedisBudgetStore } = await import('../../redis/budget-store.js');
-          return new RedisBudgetStore({ redis, prefix: flags.prefix });
-        },
-        auditLog: async () => {
-          const { RedisAuditLog } = await import('../../redis/audit-log.js');
-          return new RedisAuditLog({ redis, prefix: flags.prefix });
-        },
-        replayRuns: async () => {
-          const { RedisReplayRunStore } = await import('../../redis/replay-run-store.js');
-          return new RedisReplayRunStore({ redis, prefix: flags.prefix });
-        },
-      });
-    } finally {
-      redis.disconnect();
-    }
-    return;
-  }
-  const { PostgresDeadLetterStore } = await import('../../postgres/dead-letter-store.js');
-  const queueOptions = await postgresQueueOptions(backend.url);
-  await withPostgres(backend.url, (pool) =>
-    readSchema(backend, () =>
-      work({
-        store: new PostgresDeadLetterStore({
-          connection: pool,
-          schema: backend.schema,
-          prefix: flags.prefix,
-          migrate: false,
-        }),
-        queueOptions,
-        budgetStore: async () => {
-          const { PostgresBudgetStore } = await import('../../postgres/budget-store.js');
-          return new PostgresBudgetStore({
-            connection: pool,
-            schema: backend.schema,
-            prefix: flags.prefix,
-            migrate: false,
-          });
-        },
-        auditLog: async () => {
-          const { PostgresAuditLog } = await import('../../postgres/audit-log.js');
-          return new PostgresAuditLog({
-            connection: pool,
-            schema: backend.schema,
-            prefix: flags.prefix,
-            migrate: false,
-          });
-        },
-        replayRuns: async () => {
-          const { PostgresReplayRunStore } = await import('../../postgres/replay-run-store.js');
-          return new PostgresReplayRunStore({
-            connection: pool,
-            schema: backend.schema,
-            prefix: flags.prefix,
-            migrate: false,
-          });
-        },
-      }),
-    ),
+  const target = fleetBackend(flags, command);
+  // BullMQ is asked first: a missing queue client is named before any connection is made.
+  const postgresQueues = target.kind === 'postgres' ? await postgresQueueOptions(target.url) : undefined;
+  await withFleet(target, flags.prefix, (fleet) =>
+    work({
+      fleet,
+      store: fleet.deadLetters,
+      queueOptions:
+        fleet.backend === 'redis'
+          ? { connection: fleet.redis, prefix: flags.bullPrefix }
+          : (postgresQueues ?? {}),
+    }),
   );
 }
 
@@ -488,20 +425,18 @@ function replayStoredRun(io: CliIO, queue: string, flags: ReplayFlags, command: 
     throw new InvalidInputError(`--run: "${id}" is not a run id; \`stormguard dlq runs\` lists them`);
   const budgetSettings = parseBudgetFlags(flags);
   return withDlq(queue, flags, command, async (dlq, backend) => {
-    const runs = await backend.replayRuns();
+    const runs = backend.fleet.replayRuns;
     const stored = await runs.getRun(id);
     if (!stored || stored.queue !== queue)
       throw new InvalidInputError(
         `--run: no replay run ${id} for queue "${queue}"; \`stormguard dlq runs ${queue}\` lists its runs`,
       );
-    const budget = stored.whenHealthy
-      ? await budgetReader(await backend.budgetStore(), budgetSettings)
-      : undefined;
+    const budget = stored.whenHealthy ? await budgetReader(backend.fleet.budget, budgetSettings) : undefined;
     const progress = await progressBar(io);
     const { runReplay } = await import('../../runtime/replay/replay-runs.js');
     try {
       const run = await runReplay(
-        { store: backend.store, runs, queue, jobs: dlq.replayQueue(), audit: await backend.auditLog() },
+        { store: backend.store, runs, queue, jobs: dlq.replayQueue(), audit: backend.fleet.audit },
         id,
         {
           ...(io.signal ? { signal: io.signal } : {}),

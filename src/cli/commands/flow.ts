@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
 import { formatDuration } from '../../common/duration.js';
 import { assertPrefix } from '../../common/names.js';
-import type { FlowStore } from '../../runtime/flow-control/store.js';
-import { readSchema, withPostgres } from '../connect-postgres.js';
-import { withRedis } from '../connect-redis.js';
+import type { Fleet } from '../../status/fleet.js';
+import { readFleetStatus } from '../../status/read-fleet-status.js';
+import { withFleet } from '../fleet.js';
 import { type CliIO, printJson } from '../io.js';
 import { type BackendFlags, fleetBackend, withExamples, withFleetStateOptions } from '../options.js';
 
@@ -39,36 +39,31 @@ export function register(program: Command, io: CliIO): void {
     .argument('[dependencies...]', 'dependencies to show')
     .option('--queue <queue>', 'the queue whose parked jobs to count')
     .action(async (dependencies: string[], flags: StatusFlags, command: Command) => {
-      const report = await withFlowStore(flags, command, async (store) => {
-        const off = await store.switchedOff();
-        const rows = await Promise.all(
-          dependencies.map(async (dependency) => {
-            const [snapshot, paused] = await Promise.all([
-              store.read(dependency),
-              store.pausedWorkers(dependency),
-            ]);
-            return {
-              dependency,
-              down: snapshot.down,
-              ...(snapshot.recoveredAtMs === undefined
-                ? {}
-                : {
-                    recoveredAtMs: snapshot.recoveredAtMs,
-                    recoveredForMs: snapshot.nowMs - snapshot.recoveredAtMs,
-                  }),
-              ...(flags.queue === undefined ? {} : { parked: await store.parked(dependency, flags.queue) }),
-              pausedWorkers: paused.map(({ queue, worker, sinceMs, untilMs }) => ({
-                queue,
-                worker,
-                sinceMs,
-                untilMs,
-              })),
-            };
-          }),
+      const report = await withFlowFleet(flags, command, async (fleet) => {
+        // The fleet-status read model, as the console and the metrics read it: the kill switch, each
+        // named dependency's mark and paused workers, and its jobs parked in the named queue.
+        const status = await readFleetStatus(
+          { flow: fleet.status.flow },
+          { dependencies, queues: flags.queue === undefined ? [] : [flags.queue], throwOnError: true },
         );
+        const rows = dependencies.map((dependency) => {
+          const row = status.dependencies.find((d) => d.dependency === dependency);
+          const mark = row?.flow;
+          return {
+            dependency,
+            down: mark?.down ?? false,
+            ...(mark?.recoveredAtMs === undefined
+              ? {}
+              : { recoveredAtMs: mark.recoveredAtMs, recoveredForMs: mark.recoveredForMs }),
+            ...(flags.queue === undefined ? {} : { parked: row?.parkedJobs ?? 0 }),
+            pausedWorkers: (status.pausedWorkers ?? [])
+              .filter((p) => p.dependency === dependency)
+              .map(({ queue, worker, sinceMs, untilMs }) => ({ queue, worker, sinceMs, untilMs })),
+          };
+        });
         return {
           prefix: flags.prefix,
-          on: !off,
+          on: status.flowControl?.on ?? true,
           ...(flags.queue === undefined ? {} : { queue: flags.queue }),
           dependencies: rows,
         };
@@ -104,7 +99,7 @@ export function register(program: Command, io: CliIO): void {
           : 'turn flow control back on fleet-wide',
       )
       .action(async (flags: FlowFlags, command: Command) => {
-        await withFlowStore(flags, command, (store) => Promise.resolve(store.setOff(off)));
+        await withFlowFleet(flags, command, async (fleet) => fleet.flow.setOff(off));
         if (flags.json) printJson(io, { prefix: flags.prefix, on: !off });
         else
           io.stdout.write(
@@ -116,35 +111,18 @@ export function register(program: Command, io: CliIO): void {
 }
 
 /** `, 2 workers paused (index: host-a:41:1, crawl: host-b:7:1)`, or nothing when none is. */
-function pausedText(paused: readonly { queue: string; worker: string }[]): string {
+function pausedText(paused: readonly { queue: string; worker?: string }[]): string {
   if (paused.length === 0) return '';
-  const who = paused.map((p) => `${p.queue}: ${p.worker}`).join(', ');
+  const who = paused.map((p) => `${p.queue}: ${p.worker ?? 'unnamed'}`).join(', ');
   return `, ${paused.length} ${paused.length === 1 ? 'worker' : 'workers'} paused (${who})`;
 }
 
-/** Runs `work` with the fleet's flow store on the backend the flags name (Redis, or PostgreSQL). */
-async function withFlowStore<T>(
+/** Runs `work` with the fleet on the backend the flags name (Redis, or PostgreSQL). */
+function withFlowFleet<T>(
   flags: FlowFlags,
   command: Command,
-  work: (store: FlowStore) => Promise<T>,
+  work: (fleet: Fleet) => Promise<T>,
 ): Promise<T> {
   assertPrefix(flags.prefix);
-  const backend = fleetBackend(flags, command);
-  if (backend.kind === 'redis') {
-    const { RedisFlowStore } = await import('../../redis/flow-store.js');
-    return withRedis(backend.url, (redis) => work(new RedisFlowStore({ redis, prefix: flags.prefix })));
-  }
-  const { PostgresFlowStore } = await import('../../postgres/flow-store.js');
-  return withPostgres(backend.url, (pool) =>
-    readSchema(backend, () =>
-      work(
-        new PostgresFlowStore({
-          connection: pool,
-          schema: backend.schema,
-          prefix: flags.prefix,
-          migrate: false,
-        }),
-      ),
-    ),
-  );
+  return withFleet(fleetBackend(flags, command), flags.prefix, work);
 }

@@ -3,7 +3,7 @@ import type { DeadLetterQueue } from '../../bullmq/dead-letter-queue.js';
 import { parseDuration } from '../../common/duration.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
 import { assertPrefix, DEFAULT_PREFIX } from '../../redis/budget-keys.js';
-import { connectRedis } from '../connect-redis.js';
+import { openFleet } from '../fleet.js';
 import { interruption } from '../interruption.js';
 import { type CliIO, printJson } from '../io.js';
 import { withExamples, withRedisOption } from '../options.js';
@@ -53,7 +53,11 @@ export function register(program: Command, io: CliIO): void {
       const listIntervalMs = parseDuration(flags.listInterval, '--list-interval');
       // A Redis restart shows as degraded readings on the next scrapes, not as a dead exporter; no Redis
       // command outlives the scrape that needed it.
-      const redis = await connectRedis(flags.redis, { longRunning: true, commandTimeoutMs: readTimeoutMs });
+      const fleet = await openFleet({ kind: 'redis', url: flags.redis }, flags.prefix, {
+        longRunning: true,
+        commandTimeoutMs: readTimeoutMs,
+        readOnly: true,
+      });
       const queues: DeadLetterQueue[] = [];
       try {
         const [
@@ -62,37 +66,22 @@ export function register(program: Command, io: CliIO): void {
           { createMetrics },
           { serveMetrics },
           { readOnlyBreaker, readOnlyBudget },
-          { RedisBreakerStore },
-          { RedisBudgetStore },
-          { RedisDeadLetterStore },
         ] = await Promise.all([
           import('prom-client'),
           import('../../bullmq/dead-letter-queue.js'),
           import('../../prometheus/create-metrics.js'),
           import('../../prometheus/http.js'),
           import('../../metrics/store-views.js'),
-          import('../../redis/breaker-store.js'),
-          import('../../redis/budget-store.js'),
-          import('../../redis/dead-letter-store.js'),
         ]);
         const registry = new Registry();
         const exporter = createMetrics({ registry, readTimeoutMs });
-        exporter.observeBudget(
-          readOnlyBudget(new RedisBudgetStore({ redis, prefix: flags.prefix, readOnly: true })),
-          {
-            listIntervalMs,
-          },
-        );
-        exporter.observeBreaker(
-          readOnlyBreaker(new RedisBreakerStore({ redis, prefix: flags.prefix, readOnly: true }), {
-            listIntervalMs,
-          }),
-        );
-        const deadLetters = new RedisDeadLetterStore({ redis, prefix: flags.prefix });
+        exporter.observeBudget(readOnlyBudget(fleet.budget), { listIntervalMs });
+        exporter.observeBreaker(readOnlyBreaker(fleet.breaker, { listIntervalMs }));
         for (const queue of queueNames) {
           const dlq = deadLetterQueue(queue, {
-            store: deadLetters,
-            connection: redis,
+            store: fleet.deadLetters,
+            // The queues' own BullMQ keys, on the fleet's Redis.
+            connection: fleet.backend === 'redis' ? fleet.redis : undefined,
             prefix: flags.bullPrefix,
           });
           queues.push(dlq);
@@ -114,7 +103,7 @@ export function register(program: Command, io: CliIO): void {
         exporter.dispose();
       } finally {
         await Promise.allSettled(queues.map((q) => q.close()));
-        redis.disconnect();
+        await fleet.close();
       }
     });
 }
