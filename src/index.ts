@@ -3,19 +3,93 @@
  * workers from turning one dependency's outage into a retry storm. This entry point is the pure core:
  * it imports no Redis, BullMQ or prom-client. See `stormguard/redis`, `stormguard/bullmq`,
  * `stormguard/prometheus`, `stormguard/sim` and `stormguard/testing`.
+ *
+ * A hand-written list: every value here is documented on a page of docs/ (docs/api.md says where). What
+ * only a store or an adapter needs is in `stormguard/store-kit`; what nothing outside needs stays internal.
  */
 
+// The audit log (docs/console.md).
 export { MemoryAuditLog, type MemoryAuditLogOptions } from './audit/memory-audit-log.js';
 export type { AuditEntry, AuditLog, AuditPage, AuditPageRequest, AuditWrite } from './audit/types.js';
-export { DEFAULT_AUDIT_ENTRIES } from './audit/validate.js';
-export * from './breaker/index.js';
-export * from './budget/index.js';
-export type * from './budget/types.js';
+// The circuit breaker (docs/breaker.md).
+export {
+  type BreakerOptions,
+  type BreakerOverrideResult,
+  CircuitBreaker,
+  type CircuitBreakerOptions,
+  type ExecuteOptions,
+  MemoryBreakerStore,
+  type MemoryBreakerStoreOptions,
+  overrideBreaker,
+} from './breaker/index.js';
+export type {
+  BreakerAdmission,
+  BreakerBatch,
+  BreakerEvents,
+  BreakerListing,
+  BreakerOverride,
+  BreakerOverrideOp,
+  BreakerOverrideRequest,
+  BreakerRecordResult,
+  BreakerSnapshot,
+  BreakerStateName,
+  BreakerStore,
+  BreakerTransition,
+  BreakerTransitionReason,
+  ListedBreaker,
+} from './breaker/types.js';
+// The retry budget (docs/budget.md).
+export {
+  type BudgetFallback,
+  type BudgetMode,
+  type BudgetStore,
+  chargeAll,
+  type DependencyMap,
+  defineDependencyMap,
+  dependenciesFor,
+  dependencyFor,
+  type ListOptions,
+  type MaybePromise,
+  MemoryBudgetStore,
+  type MultiSpendResult,
+  RetryBudget,
+  type RetryBudgetOptions,
+  type StoreRead,
+  type StoreSettings,
+  type StoreSpend,
+  StoreTimeoutError,
+  type StoreWrite,
+} from './budget/index.js';
+export type { BudgetEvents, BudgetSnapshot, SpendResult } from './budget/types.js';
+// Time, randomness, events, durations.
 export { type Clock, FakeClock, systemClock } from './common/clock.js';
 export { formatDuration, parseDuration } from './common/duration.js';
 export { type Disposable, EventBus, type Listener } from './common/events.js';
 export { type RandomSource, seededRandom, systemRandom } from './common/random.js';
-export * from './errors/index.js';
+// Errors, one class and one guard each (docs/api.md, "Errors").
+export {
+  BrokenCircuitError,
+  ClaimLostError,
+  CorruptBudgetStateError,
+  InvalidInputError,
+  isBrokenCircuitError,
+  isClaimLostError,
+  isCorruptBudgetStateError,
+  isInvalidInputError,
+  isPermanentError,
+  isRedactionFailedError,
+  isTransientError,
+  isUnstorableValueError,
+  isValidationError,
+  PermanentError,
+  RedactionFailedError,
+  TransientError,
+  UnstorableValueError,
+  ValidationError,
+  type ValidationIssue,
+} from './errors/index.js';
+
+// The idempotency guard (docs/idempotency.md).
 export {
   type GuardedWork,
   IdempotencyGuard,
@@ -26,10 +100,81 @@ export {
 } from './idempotency/guard.js';
 export { MemoryIdempotencyStore } from './idempotency/memory-store.js';
 export type { IdempotencyClaim, IdempotencyStore } from './idempotency/store.js';
-export * from './policy/index.js';
-export type * from './policy/types.js';
-export { DEAD_LETTER_REASONS } from './policy/types.js';
-export { ATTEMPT_HISTORY_LIMIT } from './runtime/attempt-history.js';
+// Policies, delays, classification, decisions (docs/api.md).
+export {
+  type AdmissionRefusal,
+  type AttemptContext,
+  applyJitter,
+  type BackoffInput,
+  backoffDelay,
+  builtInClassifier,
+  causeChain,
+  classify,
+  classifyHttp,
+  classifyMarked,
+  classifyMysql,
+  classifyNetwork,
+  classifyPostgres,
+  classifyRedis,
+  composeClassifiers,
+  type DurationInput,
+  decide,
+  decideRefusedAdmission,
+  decideSync,
+  definePolicy,
+  getPreset,
+  httpStatusOf,
+  type JitterInput,
+  jitterBounds,
+  PERMANENT_MYSQL_ERRNOS,
+  PERMANENT_SQLSTATE_CLASSES,
+  type PlanOptions,
+  type PolicyInput,
+  type PresetName,
+  parseRetryAfter,
+  planForWindow,
+  presets,
+  type RetryDelayOptions,
+  type RetryEvent,
+  type RetryOptions,
+  readRetryAfter,
+  retry,
+  retryDelay,
+  retryDelayBounds,
+  type SampledRetry,
+  type SampledSchedule,
+  type Spread,
+  type SyncDecideContext,
+  sampleSchedule,
+  TRANSIENT_MYSQL_ERRNOS,
+  TRANSIENT_NETWORK_CODES,
+  TRANSIENT_REDIS_REPLIES,
+  TRANSIENT_SQLSTATES,
+  TRANSIENT_UNDICI_CODES,
+  throughCauses,
+  type WindowPlan,
+  worstCaseSpanMs,
+} from './policy/index.js';
+export {
+  type Backoff,
+  type BreakerGate,
+  type BreakerVerdict,
+  type BudgetGate,
+  type BudgetVerdict,
+  type Classification,
+  type Classifier,
+  type ClassifyContext,
+  DEAD_LETTER_REASONS,
+  type DeadLetterReason,
+  type DecideContext,
+  type Decision,
+  type Idempotency,
+  type JitterKind,
+  type RetryAfterRule,
+  type RetryFamily,
+  type RetryPolicy,
+} from './policy/types.js';
+// Jobs, dead letters and replay (docs/workers.md, docs/dead-letters.md).
 export type {
   AttemptEntry,
   AttemptState,
@@ -42,6 +187,7 @@ export type {
   DeadLetterPageRequest,
   DeadLetterQueueSummary,
   DeadLetterRecord,
+  DeadLetterRedaction,
   DeadLetterStore,
   JobRef,
   MalformedDeadLetter,
@@ -56,37 +202,28 @@ export {
   searchDeadLetters,
 } from './runtime/dead-letter-search.js';
 export type { JobEvents, JobLabels } from './runtime/events.js';
-export * from './runtime/flow-control/index.js';
+// Flow control (docs/flow-control.md).
 export {
-  type AttemptOutcome,
-  type AttemptStart,
-  type AttemptTrace,
-  type JobInstrumentation,
-  keepTraceLinks,
-  MAX_TRACE_LINKS,
+  type FlowControlOptions,
+  type FlowSnapshot,
+  type FlowStore,
+  MemoryFlowStore,
+  type PausedWorkerEntry,
+} from './runtime/flow-control/index.js';
+// Jobs again: instrumentation, the job handle, worker options, settling an attempt (docs/workers.md).
+export type {
+  AttemptOutcome,
+  AttemptStart,
+  AttemptTrace,
+  JobInstrumentation,
 } from './runtime/instrumentation.js';
-export { type JobHandle, mayHaveAttemptState } from './runtime/job-handle.js';
-export {
-  JobRuntime,
-  type JobRuntimeSettings,
-  type RuntimeBreaker,
-  type RuntimeBudget,
-  type RuntimeGuard,
-} from './runtime/job-runtime.js';
+export type { JobHandle } from './runtime/job-handle.js';
+export type { RuntimeBreaker, RuntimeBudget, RuntimeGuard } from './runtime/job-runtime.js';
 export {
   MemoryDeadLetterStore,
   type MemoryDeadLetterStoreOptions,
 } from './runtime/memory-dead-letter-store.js';
-export {
-  type BookkeepingBackoff,
-  DEFAULT_BOOKKEEPING_BACKOFF,
-  decodeStoredName,
-  encodeStoredName,
-  type JobNote,
-  type PendingOutcome,
-  type PendingWrite,
-} from './runtime/pending-outcome.js';
-export { type DeadLetterRedaction, redactRecord } from './runtime/redaction.js';
+export { type BookkeepingBackoff, decodeStoredName, type JobNote } from './runtime/pending-outcome.js';
 export {
   MemoryReplayRunStore,
   REPLAY_RUNS_KEPT,
@@ -97,4 +234,37 @@ export {
 export type { JobEventSink, RunOutcome } from './runtime/run-outcome.js';
 export { type SettleAction, type SettleJob, type Settlement, settle } from './runtime/settle.js';
 export type { WorkerEvents } from './runtime/worker-events.js';
-export * from './status/index.js';
+
+// The fleet-status read model (docs/console.md).
+export {
+  type AttentionReason,
+  type BudgetStatus,
+  type BudgetStatusSource,
+  breakersOf,
+  budgetStatus,
+  budgetStatusOf,
+  budgetsOf,
+  type DeadLetterStatusSource,
+  type DependencyDeadLetters,
+  type DependencyFlowStatus,
+  type DependencyStatus,
+  type Fleet,
+  type FleetStatus,
+  type FleetStatusOptions,
+  type FleetStatusSources,
+  type FleetStores,
+  type FlowControlStatus,
+  type FlowMarkStatus,
+  type FlowStatusScope,
+  type FlowStatusSource,
+  fleetStatusSources,
+  flowStatusOf,
+  type MemoryFleetOptions,
+  memoryFleet,
+  needsAttention,
+  type ParkedJobsStatus,
+  type PausedWorkerStatus,
+  type QueueStatus,
+  readFleetStatus,
+  type StatusSourceError,
+} from './status/index.js';

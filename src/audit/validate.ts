@@ -3,7 +3,12 @@ import { parseWith } from '../common/validation.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
 import type { AuditPageRequest, AuditWrite } from './types.js';
 
-/** The default bound of every audit log: the newest 10 000 entries are kept. */
+/**
+ * The default bound of every audit log: the newest 10 000 entries are kept.
+ *
+ * @example
+ * const audit = new MemoryAuditLog({ maxEntries: DEFAULT_AUDIT_ENTRIES }); // the same as the default
+ */
 export const DEFAULT_AUDIT_ENTRIES = 10_000;
 
 const text = (max: number) =>

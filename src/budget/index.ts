@@ -1,6 +1,5 @@
 /** The retry budget's public surface (re-exported by the package root). */
 
-export { assertDependencyName, dependencyNameProblem } from '../common/names.js';
 export { StoreTimeoutError } from '../common/timeout.js';
 export {
   chargeAll,

@@ -10,7 +10,12 @@ export interface Clock {
   now(): number;
 }
 
-/** The wall clock (`Date.now()`). The only place in stormguard that reads it. */
+/**
+ * The wall clock (`Date.now()`). The only place in stormguard that reads it.
+ *
+ * @example
+ * const budget = new RetryBudget({ store, clock: systemClock }); // the default when no clock is given
+ */
 export const systemClock: Clock = Object.freeze({ now: () => Date.now() });
 
 /**

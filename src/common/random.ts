@@ -8,7 +8,12 @@
  */
 export type RandomSource = () => number;
 
-/** `Math.random`, for production use. */
+/**
+ * `Math.random`, for production use.
+ *
+ * @example
+ * retryDelay(presets.email, 1, { random: systemRandom }); // 0..5000, different on every call
+ */
 export const systemRandom: RandomSource = () => Math.random();
 
 /**

@@ -46,7 +46,12 @@ export class BrokenCircuitError extends TransientError {
   }
 }
 
-/** True for a {@link BrokenCircuitError}, across package copies. */
+/**
+ * True for a {@link BrokenCircuitError}, across package copies.
+ *
+ * @example
+ * if (isBrokenCircuitError(error)) log.info(`${error.dependency} refused the call; nothing was sent`);
+ */
 export function isBrokenCircuitError(error: unknown): error is BrokenCircuitError {
   return typeof error === 'object' && error !== null && brand in error;
 }

@@ -33,7 +33,12 @@ export class ClaimLostError extends TransientError {
   }
 }
 
-/** True for a {@link ClaimLostError}, across package copies. */
+/**
+ * True for a {@link ClaimLostError}, across package copies.
+ *
+ * @example
+ * if (isClaimLostError(error)) log.warn(`the work under ${error.key} may have run twice`);
+ */
 export function isClaimLostError(error: unknown): error is ClaimLostError {
   return typeof error === 'object' && error !== null && brand in error;
 }

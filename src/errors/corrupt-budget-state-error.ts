@@ -22,7 +22,12 @@ export class CorruptBudgetStateError extends Error {
   }
 }
 
-/** True for a {@link CorruptBudgetStateError}, across package copies. */
+/**
+ * True for a {@link CorruptBudgetStateError}, across package copies.
+ *
+ * @example
+ * if (isCorruptBudgetStateError(error)) log.warn(`budget of ${error.dependency} unreadable: ${error.reason}`);
+ */
 export function isCorruptBudgetStateError(error: unknown): error is CorruptBudgetStateError {
   return typeof error === 'object' && error !== null && brand in error;
 }

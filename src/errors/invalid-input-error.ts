@@ -12,7 +12,13 @@ export class InvalidInputError extends Error {
   override name = 'InvalidInputError';
 }
 
-/** True for an {@link InvalidInputError} (and its subclasses), across package copies. */
+/**
+ * True for an {@link InvalidInputError} (and its subclasses, {@link ValidationError} among them), across
+ * package copies.
+ *
+ * @example
+ * try { parseDuration('15x') } catch (e) { if (isInvalidInputError(e)) console.error(e.message) }
+ */
 export function isInvalidInputError(error: unknown): error is InvalidInputError {
   return typeof error === 'object' && error !== null && brand in error;
 }

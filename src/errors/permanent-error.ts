@@ -16,7 +16,12 @@ export class PermanentError extends Error {
   }
 }
 
-/** True for a {@link PermanentError}. */
+/**
+ * True for a {@link PermanentError}, across package copies.
+ *
+ * @example
+ * if (isPermanentError(error)) log.error(`will not retry: ${error.message}`);
+ */
 export function isPermanentError(error: unknown): error is PermanentError {
   return typeof error === 'object' && error !== null && brand in error;
 }

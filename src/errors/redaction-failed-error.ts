@@ -23,7 +23,12 @@ export class RedactionFailedError extends Error {
   }
 }
 
-/** True for a {@link RedactionFailedError}. */
+/**
+ * True for a {@link RedactionFailedError}, across package copies.
+ *
+ * @example
+ * if (isRedactionFailedError(error)) log.error(`the redact hook threw ${error.hookErrorClass}`);
+ */
 export function isRedactionFailedError(error: unknown): error is RedactionFailedError {
   return typeof error === 'object' && error !== null && brand in error;
 }

@@ -18,7 +18,13 @@ export class TransientError extends Error {
   }
 }
 
-/** True for a {@link TransientError}. */
+/**
+ * True for a {@link TransientError} (and its subclasses, such as {@link BrokenCircuitError}), across
+ * package copies.
+ *
+ * @example
+ * if (isTransientError(error)) log.warn(`will retry; asked to wait ${error.retryAfterMs ?? 0} ms`);
+ */
 export function isTransientError(error: unknown): error is TransientError {
   return typeof error === 'object' && error !== null && brand in error;
 }

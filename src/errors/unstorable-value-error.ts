@@ -23,7 +23,12 @@ export class UnstorableValueError extends Error {
   }
 }
 
-/** True for an {@link UnstorableValueError}. */
+/**
+ * True for an {@link UnstorableValueError}, across package copies.
+ *
+ * @example
+ * if (isUnstorableValueError(error)) log.error(`${error.store} refused the value: ${error.message}`);
+ */
 export function isUnstorableValueError(error: unknown): error is UnstorableValueError {
   return typeof error === 'object' && error !== null && brand in error;
 }

@@ -32,7 +32,12 @@ export class ValidationError extends InvalidInputError {
   }
 }
 
-/** True for a {@link ValidationError}. */
+/**
+ * True for a {@link ValidationError}, across package copies.
+ *
+ * @example
+ * try { definePolicy({ maxAttempts: 0 }) } catch (e) { if (isValidationError(e)) console.log(e.issues[0]?.path) }
+ */
 export function isValidationError(error: unknown): error is ValidationError {
   return typeof error === 'object' && error !== null && brand in error;
 }

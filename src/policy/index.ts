@@ -1,4 +1,4 @@
-export { backoffBase, backoffCap, backoffDelay } from './backoff.js';
+export { backoffDelay } from './backoff.js';
 export * from './classify/index.js';
 export {
   type AdmissionRefusal,
@@ -9,13 +9,7 @@ export {
 } from './decide.js';
 export { type BackoffInput, type DurationInput, definePolicy, type PolicyInput } from './define-policy.js';
 export { applyJitter, type JitterInput, jitterBounds } from './jitter.js';
-export {
-  DEFAULT_PLAN_BACKOFF,
-  LONG_WINDOW_MS,
-  type PlanOptions,
-  planForWindow,
-  type WindowPlan,
-} from './plan-window.js';
+export { type PlanOptions, planForWindow, type WindowPlan } from './plan-window.js';
 export { getPreset, type PresetName, presets } from './presets.js';
 export { type AttemptContext, type RetryEvent, type RetryOptions, retry } from './retry.js';
 export { type RetryDelayOptions, retryDelay, retryDelayBounds } from './retry-delay.js';

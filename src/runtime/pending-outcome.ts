@@ -92,7 +92,13 @@ export function assertBookkeepingBackoff(backoff: BookkeepingBackoff): void {
     );
 }
 
-/** 5 s doubling to 5 minutes. */
+/**
+ * The default backoff of a write the job runtime could not make (its `bookkeepingBackoff`): 5 s doubling
+ * to 5 minutes.
+ *
+ * @example
+ * bookkeepingDelayMs(3, DEFAULT_BOOKKEEPING_BACKOFF); // 20_000
+ */
 export const DEFAULT_BOOKKEEPING_BACKOFF: Readonly<BookkeepingBackoff> = Object.freeze({
   firstDelayMs: 5_000,
   maxDelayMs: 300_000,

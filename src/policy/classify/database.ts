@@ -5,6 +5,9 @@ import { numberField, stringField } from './fields.js';
  * Postgres SQLSTATEs worth another attempt: serialization failure (40001), deadlock (40P01), lock not
  * available (55P03), admin shutdown (57P01), crash shutdown (57P02), cannot connect now (57P03, a server
  * starting up), too many connections (53300), and every connection exception (class 08).
+ *
+ * @example
+ * TRANSIENT_SQLSTATES.has('40001'); // true: a serialization failure succeeds when run again
  */
 export const TRANSIENT_SQLSTATES: ReadonlySet<string> = new Set([
   '40001',
@@ -19,16 +22,27 @@ export const TRANSIENT_SQLSTATES: ReadonlySet<string> = new Set([
 /**
  * SQLSTATE classes that no retry fixes: data exceptions (22), integrity constraint violations (23), and
  * syntax errors or access rule violations (42).
+ *
+ * @example
+ * PERMANENT_SQLSTATE_CLASSES.has('23505'.slice(0, 2)); // true: a unique violation stays one
  */
 export const PERMANENT_SQLSTATE_CLASSES: ReadonlySet<string> = new Set(['22', '23', '42']);
 
 /**
  * MySQL/MariaDB errno worth another attempt: deadlock (1213), lock wait timeout (1205), too many
  * connections (1040), and the client's "server has gone away" (2006) and "lost connection" (2013).
+ *
+ * @example
+ * TRANSIENT_MYSQL_ERRNOS.has(1213); // true: ER_LOCK_DEADLOCK
  */
 export const TRANSIENT_MYSQL_ERRNOS: ReadonlySet<number> = new Set([1213, 1205, 1040, 2006, 2013]);
 
-/** MySQL errno that no retry fixes: duplicate key (1062), foreign key failures (1451, 1452), bad SQL (1064). */
+/**
+ * MySQL errno that no retry fixes: duplicate key (1062), foreign key failures (1451, 1452), bad SQL (1064).
+ *
+ * @example
+ * PERMANENT_MYSQL_ERRNOS.has(1062); // true: ER_DUP_ENTRY
+ */
 export const PERMANENT_MYSQL_ERRNOS: ReadonlySet<number> = new Set([1062, 1451, 1452, 1064]);
 
 const SQLSTATE = /^[0-9][0-9A-Z]{4}$/;

@@ -6,6 +6,9 @@ import { stringField } from './fields.js';
  * not be routed, or name resolution failed. `ENOTFOUND` is included on purpose: in service discovery
  * (Kubernetes DNS, Consul) a name briefly vanishes during churn; a genuinely wrong host still stops at
  * `maxAttempts` and lands in the dead-letter queue.
+ *
+ * @example
+ * TRANSIENT_NETWORK_CODES.has('ECONNRESET'); // true
  */
 export const TRANSIENT_NETWORK_CODES: ReadonlySet<string> = new Set([
   'ECONNRESET',
@@ -28,6 +31,10 @@ export const TRANSIENT_NETWORK_CODES: ReadonlySet<string> = new Set([
  * connecting or waiting for headers or body, a socket closed under the request, and a response cut short.
  * Every other `UND_ERR_*` code (invalid arguments, aborts, unsupported features, oversized responses) is
  * a programming or configuration error and is not retried.
+ *
+ * @example
+ * TRANSIENT_UNDICI_CODES.has('UND_ERR_SOCKET'); // true
+ * TRANSIENT_UNDICI_CODES.has('UND_ERR_INVALID_ARG'); // false: classified UND_ERR_OTHER, not retried
  */
 export const TRANSIENT_UNDICI_CODES: ReadonlySet<string> = new Set([
   'UND_ERR_CONNECT_TIMEOUT',

@@ -7,6 +7,9 @@ import { stringField } from './fields.js';
  * write reached a master that a failover just demoted (`READONLY`), a script holds the server (`BUSY`), or
  * too few replicas are connected for a write (`NOREPLICAS`). Each shows up for a second or two during a
  * failover; none says anything about the job.
+ *
+ * @example
+ * TRANSIENT_REDIS_REPLIES.has('READONLY'); // true: the write reached a demoted master
  */
 export const TRANSIENT_REDIS_REPLIES: ReadonlySet<string> = new Set([
   'CLUSTERDOWN',
