@@ -21,6 +21,7 @@ import type {
 import { appendAttempt, attemptEntry } from './attempt-history.js';
 import { type CallContext, JobCallContext } from './call-context.js';
 import type { AttemptState, AttemptStateStore, DeadLetterRecord, DeadLetterStore } from './contracts.js';
+import { decideContext } from './decide-context.js';
 import type { JobLabels } from './events.js';
 import { admit, needsAdmission } from './flow-control/admission.js';
 import { budgetUnderFlow } from './flow-control/budget-hold.js';
@@ -590,18 +591,22 @@ export class JobRuntime {
     const { settings } = this;
     let decision: Decision | undefined;
     try {
-      decision = await admit({
-        policy: settings.policy,
-        attemptsMade: state.attempts + 1,
-        createdAtMs: job.ref.createdAt,
-        nowMs: settings.clock.now(),
-        random: settings.random,
-        dependency,
-        ...(state.previousDelayMs === undefined ? {} : { previousDelayMs: state.previousDelayMs }),
-        hasDeadLetterTarget: settings.deadLetters !== undefined,
-        breaker: settings.breaker && trace ? this.#tracedBreaker(settings.breaker, trace) : settings.breaker,
-        budget: this.#budgetGate(trace),
-      });
+      decision = await admit(
+        decideContext({
+          policy: settings.policy,
+          error: undefined,
+          attemptsBefore: state.attempts,
+          previousDelayMs: state.previousDelayMs,
+          createdAtMs: job.ref.createdAt,
+          nowMs: settings.clock.now(),
+          random: settings.random,
+          dependency,
+          hasDeadLetterTarget: settings.deadLetters !== undefined,
+          breaker:
+            settings.breaker && trace ? this.#tracedBreaker(settings.breaker, trace) : settings.breaker,
+          budget: this.#budgetGate(trace),
+        }),
+      );
     } catch (error) {
       if (trace) this.#refusedBookkeeping.set(trace, { error });
       await this.#retryBookkeeping(job, error);
@@ -629,23 +634,25 @@ export class JobRuntime {
     const budget = this.#budgetGate(trace);
     const breaker =
       settings.breaker && trace ? this.#tracedBreaker(settings.breaker, trace) : settings.breaker;
-    return decide({
-      policy: settings.policy,
-      // A processor's own UnrecoverableError means "never retry this": stormguard reads it as permanent.
-      error: isUnrecoverable(error)
-        ? new PermanentError(describeError(error).message, { cause: error })
-        : error,
-      attemptsMade: state.attempts + 1,
-      createdAtMs: job.ref.createdAt,
-      nowMs,
-      random: settings.random,
-      dependency,
-      ...(state.previousDelayMs === undefined ? {} : { previousDelayMs: state.previousDelayMs }),
-      hasIdempotencyKey: ctx.idempotencyKey !== undefined,
-      hasDeadLetterTarget: settings.deadLetters !== undefined,
-      ...(budget ? { budget } : {}),
-      ...(breaker ? { breaker } : {}),
-    });
+    return decide(
+      decideContext({
+        policy: settings.policy,
+        // A processor's own UnrecoverableError means "never retry this": stormguard reads it as permanent.
+        error: isUnrecoverable(error)
+          ? new PermanentError(describeError(error).message, { cause: error })
+          : error,
+        attemptsBefore: state.attempts,
+        previousDelayMs: state.previousDelayMs,
+        createdAtMs: job.ref.createdAt,
+        nowMs,
+        random: settings.random,
+        dependency,
+        hasIdempotencyKey: ctx.idempotencyKey !== undefined,
+        hasDeadLetterTarget: settings.deadLetters !== undefined,
+        budget,
+        breaker,
+      }),
+    );
   }
 
   /**
