@@ -201,18 +201,36 @@ async function applyFunctions(
     `SELECT name, checksum FROM ${q}.functions`,
   );
   const recorded = new Map(rows.map((row) => [row.name, row.checksum]));
-  const applied: string[] = [];
-  for (const file of files) {
-    if (recorded.get(file.name) === file.checksum) continue;
-    await client.query(sqlFor(file, schema));
-    await client.query(
-      `INSERT INTO ${q}.functions (name, checksum) VALUES ($1, $2)
-       ON CONFLICT (name) DO UPDATE SET checksum = EXCLUDED.checksum, applied_at = clock_timestamp()`,
-      [file.name, file.checksum],
-    );
-    applied.push(file.name);
+  const changed = files.filter((file) => recorded.get(file.name) !== file.checksum);
+  if (changed.length === 0) return [];
+  // One round trip for the statements and one for their record: a new schema applies every file.
+  const texts = changed.map((file) => sqlFor(file, schema));
+  try {
+    await client.query(texts.join('\n'));
+  } catch (error) {
+    throw functionFailed(error, changed, texts);
   }
-  return applied;
+  await client.query(
+    `INSERT INTO ${q}.functions (name, checksum)
+     SELECT * FROM unnest($1::text[], $2::text[])
+     ON CONFLICT (name) DO UPDATE SET checksum = EXCLUDED.checksum, applied_at = clock_timestamp()`,
+    [changed.map((file) => file.name), changed.map((file) => file.checksum)],
+  );
+  return changed.map((file) => file.name);
+}
+
+// The error of the function files applied together, naming the file PostgreSQL's position points into.
+function functionFailed(error: unknown, files: FunctionFile[], texts: string[]): Error {
+  const position = Number((error as { position?: string }).position);
+  let start = 0;
+  let at: FunctionFile | undefined;
+  texts.forEach((text, i) => {
+    if (position > start && position <= start + text.length + 1) at = files[i];
+    start += text.length + 1;
+  });
+  const which = at ? at.path : `one of ${files.map((file) => file.file).join(', ')}`;
+  const message = error instanceof Error ? error.message : String(error);
+  return new Error(`stormguard migrations: ${which} does not apply: ${message}`, { cause: error });
 }
 
 function changedMigration(schema: string, migration: MigrationFile, recorded: string): Error {

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveBreakerOptions } from '../../src/breaker/options.js';
 import { PostgresBreakerStore } from '../../src/postgres/breaker-store.js';
 import { migrate, migrateFrom, migrations } from '../../src/postgres/migrations.js';
-import { ROOT } from '../helpers/cli.js';
+import { cli, ensureCliBuilt, ROOT } from '../helpers/cli.js';
 import { postgresBed } from '../helpers/postgres-bed.js';
 import { uniqueSchema } from '../helpers/postgres-server.js';
 import { waitFor } from '../helpers/redis-server.js';
@@ -260,4 +260,34 @@ describe('PostgreSQL migrations', () => {
     expect([functions.now_ms, functions.zz_answer]).toEqual([sha256(file), sha256(added)]);
     expect((await migrateFrom(pool, schema, copy.url)).functions).toEqual([]);
   });
+
+  it('name the function file that does not apply, and leave the schema as it was', async () => {
+    const schema = uniqueSchema();
+    const copy = sqlCopy('broken-function');
+    await migrateFrom(pool, schema, copy.url);
+    const before = await recorded(schema, 'functions');
+    const broken = join(copy.dir, 'functions', 'flow_park.sql');
+    writeFileSync(broken, readFileSync(broken, 'utf8').replace('BEGIN', 'BEGIN\n  NOT SQL AT ALL;'));
+    const file = join(copy.dir, 'functions', 'now_ms.sql');
+    writeFileSync(file, `${readFileSync(file, 'utf8')}-- changed too\n`);
+    await expect(migrateFrom(pool, schema, copy.url)).rejects.toThrow(
+      `stormguard migrations: ${broken} does not apply: syntax error`,
+    );
+    expect(await recorded(schema, 'functions')).toEqual(before);
+  });
+
+  it('stormguard migrate refuses a schema whose recorded migration differs, with exit code 1 and the fix', async () => {
+    await ensureCliBuilt('migrate');
+    const schema = uniqueSchema();
+    await migrate(pool, schema);
+    // As if the schema had applied another 004-dead-letters.sql than the one shipped now.
+    await pool.query(`UPDATE "${schema}".migrations SET checksum = repeat('0', 64) WHERE version = 4`);
+    const refused = await cli('migrate', '--postgres', bed.url, '--schema', schema);
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr).toContain(
+      `stormguard: stormguard migrations: ${join(ROOT, 'dist/postgres/sql/004-dead-letters.sql')} is not the migration`,
+    );
+    expect(refused.stderr).toContain(`UPDATE "${schema}".migrations SET checksum = NULL WHERE version = 4`);
+  }, 120_000);
 });
