@@ -1,5 +1,5 @@
 import type { UnhealthyPeriod } from './engine/dependency-model.js';
-import type { DependencySeries, EngineOutput, PendingJobs } from './engine/engine.js';
+import type { DependencySeries, EngineOutput, PendingJobs } from './engine/recorder.js';
 import type { StrategyKind } from './scenario/schema.js';
 
 /** Requests one strategy sent to one dependency. */

@@ -1,6 +1,8 @@
 import { FakeClock } from '../common/clock.js';
 import { DependencyModel } from './engine/dependency-model.js';
-import { deriveSeeds, type EngineOutput, runEngine } from './engine/engine.js';
+import { runEngine } from './engine/engine.js';
+import type { EngineOutput } from './engine/recorder.js';
+import { deriveSeeds } from './engine/seeds.js';
 import { type SimulationResult, strategyResult } from './results.js';
 import { compileJobClasses, dependencyNames } from './scenario/load.js';
 import type { DependencySpec, Scenario } from './scenario/schema.js';

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/common/clock.js';
 import { isValidationError } from '../../src/errors/validation-error.js';
-import { deriveSeeds, runEngine } from '../../src/sim/engine/engine.js';
+import { runEngine } from '../../src/sim/engine/engine.js';
+import { deriveSeeds } from '../../src/sim/engine/seeds.js';
 import { compileJobClasses, dependencyNames, parseScenario } from '../../src/sim/scenario/load.js';
 import type { Scenario } from '../../src/sim/scenario/schema.js';
 import { simulate } from '../../src/sim/simulate.js';

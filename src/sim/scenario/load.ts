@@ -5,7 +5,7 @@ import { firstLineOf } from '../../common/error-text.js';
 import { parseWith } from '../../common/validation.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
 import { definePolicy } from '../../policy/define-policy.js';
-import type { EngineJobClass } from '../engine/engine.js';
+import type { EngineJobClass } from '../engine/context.js';
 import { createRuntime, resolveStrategies } from '../strategies.js';
 import { type Scenario, type ScenarioInput, ScenarioSchema } from './schema.js';
 
