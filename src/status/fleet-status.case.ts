@@ -1,8 +1,8 @@
 /**
  * The fleet-status read model over real stores, written once and run against each backend (memory,
- * Redis, PostgreSQL): the same writes give the same status, field for field. Every case runs on a
- * FakeClock that the stores take as their time (the Redis and PostgreSQL stores through their
- * test-only clock options).
+ * Redis, PostgreSQL): the same writes give the same status, field for field, flow control's kill switch
+ * and down marks included. Every case runs on a FakeClock that the stores take as their time (the Redis
+ * and PostgreSQL stores through their test-only clock options).
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { resolveBreakerOptions } from '../breaker/options.js';
@@ -12,6 +12,8 @@ import type { BudgetStore } from '../budget/store.js';
 import { FakeClock } from '../common/clock.js';
 import type { DeadLetterStore } from '../runtime/contracts.js';
 import { sampleDeadLetter } from '../runtime/dead-letter-store.case.js';
+import type { FlowStore } from '../runtime/flow-control/store.js';
+import { flowStatusOf } from './flow.js';
 import { readFleetStatus } from './read-fleet-status.js';
 
 /** Fresh, empty stores of one backend on the given clock. */
@@ -19,6 +21,8 @@ export interface FleetStatusHarness {
   budget: BudgetStore;
   breaker: BreakerStore & BreakerListing;
   deadLetters: DeadLetterStore;
+  /** A flow store on the same clock. */
+  flow: FlowStore;
   close(): Promise<void>;
 }
 
@@ -26,6 +30,7 @@ export type OpenFleetStores = (clock: FakeClock) => Promise<FleetStatusHarness>;
 
 const T0 = 1_700_000_000_000;
 const STATE = { attempts: 5, deferrals: 0 };
+const NO_DEAD_LETTERS = { total: 0, byReason: {}, byQueue: {} };
 
 /** Registers the fleet-status cases under `describe(name)`. */
 export function describeFleetStatus(name: string, open: OpenFleetStores): void {
@@ -148,6 +153,44 @@ export function describeFleetStatus(name: string, open: OpenFleetStores): void {
         { total: 2, byQueue: { index: 2 } },
         { total: 2, byQueue: { index: 2 } },
       ]);
+    });
+
+    it('shows flow control switched off fleet-wide, a dependency marked down and one recovered', async () => {
+      const { budget, breaker, deadLetters, flow, clock } = await setup();
+      const sources = { budget, breaker, deadLetters, flow: flowStatusOf(flow) };
+      expect((await readFleetStatus(sources, { clock })).flowControl).toEqual({ on: true });
+      await flow.markDown('search');
+      await flow.markDown('mail');
+      clock.advance(5_000);
+      await flow.markUp('mail');
+      clock.advance(4_000);
+      await flow.setOff(true);
+
+      const status = await readFleetStatus(sources, { clock, dependencies: ['mail', 'search'] });
+      expect(status.errors).toEqual([]);
+      expect(status.flowControl).toEqual({ on: false });
+      expect(status.dependencies).toEqual([
+        {
+          dependency: 'mail',
+          deadLetters: NO_DEAD_LETTERS,
+          flow: { down: false, recoveredAtMs: T0 + 5_000, recoveredForMs: 4_000 },
+          pausedWorkers: 0,
+          parkedJobs: 0,
+          attention: [],
+        },
+        {
+          dependency: 'search',
+          deadLetters: NO_DEAD_LETTERS,
+          flow: { down: true },
+          pausedWorkers: 0,
+          parkedJobs: 0,
+          attention: ['marked-down'],
+        },
+      ]);
+      expect(status.needsAttention).toEqual(['search']);
+
+      await flow.setOff(false);
+      expect((await readFleetStatus(sources, { clock })).flowControl).toEqual({ on: true });
     });
   });
 }

@@ -41,6 +41,7 @@ describeFleetStatus('memory', async (clock) => ({
   budget: new MemoryBudgetStore({ clock }),
   breaker: new MemoryBreakerStore({ clock }),
   deadLetters: new MemoryDeadLetterStore({ clock }),
+  flow: new MemoryFlowStore({ clock }),
   close: async () => {},
 }));
 
@@ -50,6 +51,7 @@ describeFleetStatus('Redis', async (clock) => {
     budget: new RedisBudgetStore({ redis, prefix, clock }),
     breaker: new RedisBreakerStore({ redis, prefix, timeOverride: clock }),
     deadLetters: new RedisDeadLetterStore({ redis, prefix, clock }),
+    flow: new RedisFlowStore({ redis, prefix, clock }),
     close: async () => {},
   };
 });
@@ -68,6 +70,7 @@ describeFleetStatus('PostgreSQL', async (clock) => {
     budget,
     breaker,
     deadLetters,
+    flow: new PostgresFlowStore({ connection: pool, schema, clock }),
     close: async () => {},
   };
 });

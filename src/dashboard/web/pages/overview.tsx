@@ -8,7 +8,10 @@ import type { AttentionReason, DependencyStatus } from '../types.js';
 export function OverviewPage() {
   const { snapshot, history, connected, error } = useOverview();
   if (!snapshot) return <p role="status">{error ? `Cannot read the fleet: ${error}` : 'Loading…'}</p>;
-  const hasFlow = snapshot.pausedWorkers !== undefined || snapshot.parkedJobs !== undefined;
+  const hasFlow =
+    snapshot.pausedWorkers !== undefined ||
+    snapshot.parkedJobs !== undefined ||
+    snapshot.flowControl !== undefined;
   const attention = snapshot.needsAttention.flatMap((name) =>
     snapshot.dependencies.filter((d) => d.dependency === name),
   );
@@ -20,6 +23,12 @@ export function OverviewPage() {
         {error ? ` · last read failed: ${error}` : ''}
         {snapshot.errors.map((e) => ` · ${e.source} unreadable: ${e.message}`).join('')}
       </p>
+      {snapshot.flowControl?.on === false && (
+        <p class="flow-off" role="alert" data-field="flow-control">
+          <strong>Flow control is off</strong> fleet-wide: workers pause, park and pace nothing, and release
+          what they parked. <code>stormguard flow on</code> turns it back on.
+        </p>
+      )}
       <h2>Needs attention</h2>
       {attention.length === 0 ? (
         <p class="ok">Nothing needs attention.</p>
@@ -125,6 +134,8 @@ function describe(reason: AttentionReason, d: DependencyStatus): string {
       return `budget unreadable: ${d.budget?.unreadable ?? ''}`;
     case 'degraded':
       return 'store unreachable, local fallback answering';
+    case 'marked-down':
+      return 'marked down by flow control';
     case 'workers-paused':
       return `${count(d.pausedWorkers)} ${d.pausedWorkers === 1 ? 'worker' : 'workers'} paused`;
     case 'jobs-parked':
@@ -165,6 +176,7 @@ function DependencyRow({ view, hasFlow }: { view: DependencyStatus; hasFlow: boo
       {hasFlow && (
         <td data-field="flow">
           {count(view.pausedWorkers)} paused / {count(view.parkedJobs)} parked
+          {view.flow?.down ? ' · marked down' : ''}
         </td>
       )}
     </tr>
