@@ -235,6 +235,31 @@ describe('CircuitBreaker', () => {
     ]);
   });
 
+  it('says which store went down and since when, and how long it was down, in the one store-outage shape', async () => {
+    const clock = new FakeClock(T0);
+    const shared = new MemoryBreakerStore({ clock });
+    const local = new MemoryBreakerStore({ clock, degraded: true });
+    let down = false;
+    const store: BreakerStore = {
+      acquire: (d, o) => (down ? local : shared).acquire(d, o),
+      record: (d, outcome, o) => (down ? local : shared).record(d, outcome, o),
+      read: (d, o) => (down ? local : shared).read(d, o),
+    };
+    const breaker = new CircuitBreaker({ store, clock });
+    const seen: unknown[] = [];
+    breaker.events.on('degraded', (e) => seen.push(e));
+    breaker.events.on('recovered', (e) => seen.push(e));
+    down = true;
+    await breaker.acquire('search');
+    clock.advance(4_000);
+    down = false;
+    await breaker.acquire('search');
+    expect(seen).toStrictEqual([
+      { store: 'breaker', dependency: 'search', since: T0 },
+      { store: 'breaker', dependency: 'search', since: T0, downForMs: 4_000 },
+    ]);
+  });
+
   it('a half-open refusal with every probe slot taken throws a half-open BrokenCircuitError', async () => {
     const { clock, breaker } = setup({ halfOpenProbes: 1 });
     await breaker.recordFailure('search');

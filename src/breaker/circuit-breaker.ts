@@ -101,7 +101,8 @@ export class CircuitBreaker implements BreakerGate {
   readonly #defaults: ResolvedBreakerOptions;
   readonly #overrides: Map<string, ResolvedBreakerOptions>;
   /** Dependencies whose last answer came from a fallback (recovered ones are dropped). */
-  readonly #degraded = new Set<string>();
+  /** Dependencies whose shared store is unreachable, and since when (this breaker's clock). */
+  readonly #degraded = new Map<string, number>();
   /** Dependencies this process asked about, with when it last did (local clock), for `dependencies()`. */
   readonly #seen = new Map<string, number>();
   #sweepSeenAtSize = SEEN_SWEEP_MIN_SIZE;
@@ -402,11 +403,21 @@ export class CircuitBreaker implements BreakerGate {
     const { dependency } = snapshot;
     if (!this.#seen.has(dependency) && this.#seen.size >= this.#sweepSeenAtSize) this.#sweepSeen();
     this.#seen.set(dependency, this.#clock.now());
-    const was = this.#degraded.has(dependency);
-    if (was === snapshot.degraded) return;
-    if (snapshot.degraded) this.#degraded.add(dependency);
-    else this.#degraded.delete(dependency);
-    this.events.emit(snapshot.degraded ? 'degraded' : 'recovered', { dependency });
+    const since = this.#degraded.get(dependency);
+    if ((since !== undefined) === snapshot.degraded) return;
+    const now = this.#clock.now();
+    if (since === undefined) {
+      this.#degraded.set(dependency, now);
+      this.events.emit('degraded', { store: 'breaker', dependency, since: now });
+      return;
+    }
+    this.#degraded.delete(dependency);
+    this.events.emit('recovered', {
+      store: 'breaker',
+      dependency,
+      since,
+      downForMs: Math.max(0, now - since),
+    });
   }
 
   /**

@@ -262,9 +262,9 @@ export interface BreakerEvents {
   /** A call was refused: the breaker is open, or half-open with every probe slot taken. */
   rejected: { dependency: string; state: 'open' | 'half-open'; halfOpenAtMs?: number };
   /** The shared store could not be reached; a local fallback answers for `dependency`. */
-  degraded: { dependency: string };
+  degraded: StoreDownEvent & { store: 'breaker'; dependency: string };
   /** The shared store answers again for `dependency`. */
-  recovered: { dependency: string };
+  recovered: StoreUpEvent & { store: 'breaker'; dependency: string };
 }
 
 /**

@@ -107,6 +107,36 @@ describe('RetryBudget settings', () => {
 });
 
 describe('RetryBudget with an unreachable store', () => {
+  it('says which store went down, since when and why, and how long it was down, in the one store-outage shape', async () => {
+    const remote = new ControlledStore();
+    const clock = new FakeClock(50_000);
+    const budget = new RetryBudget({ store: remote, clock, timeoutMs: 20, probeIntervalMs: 10 });
+    const seen: unknown[] = [];
+    budget.events.on('degraded', (e) => seen.push(e));
+    budget.events.on('recovered', (e) => seen.push(e));
+    remote.behaviour = 'hang';
+    await budget.trySpend('search');
+    clock.advance(3_000);
+    remote.behaviour = 'ok';
+    await new Promise<void>((resolve) => {
+      const poke = setInterval(() => void budget.trySpend('search'), 5);
+      budget.events.once('recovered', () => {
+        clearInterval(poke);
+        resolve();
+      });
+    });
+    expect(seen).toStrictEqual([
+      {
+        store: 'budget',
+        dependency: 'search',
+        error: expect.any(StoreTimeoutError),
+        since: 50_000,
+        mode: 'local',
+      },
+      { store: 'budget', since: 50_000, downForMs: 3_000 },
+    ]);
+    await budget.close();
+  });
   it('answers from the local floor within the timeout, emits degraded once, and recovers', async () => {
     const remote = new ControlledStore();
     const budget = new RetryBudget({ store: remote, minAllowance: 2, timeoutMs: 20, probeIntervalMs: 10 });

@@ -447,7 +447,13 @@ export class RetryBudget implements BudgetGate {
     this.#degradedSince = this.#clock.now();
     this.#lastProbeAt = performance.now();
     this.#pending.clear();
-    this.events.emit('degraded', { dependency, error, mode: this.fallback });
+    this.events.emit('degraded', {
+      store: 'budget',
+      dependency,
+      error,
+      since: this.#degradedSince,
+      mode: this.fallback,
+    });
     this.#log?.(
       `retry budget store unreachable (${firstLineOf(error)}); the ${this.fallback} fallback answers until it is back`,
     );
@@ -471,9 +477,10 @@ export class RetryBudget implements BudgetGate {
 
   #recover(): void {
     if (this.#degradedSince === undefined) return;
-    const downForMs = Math.max(0, this.#clock.now() - this.#degradedSince);
+    const since = this.#degradedSince;
+    const downForMs = Math.max(0, this.#clock.now() - since);
     this.#degradedSince = undefined;
-    this.events.emit('recovered', { downForMs });
+    this.events.emit('recovered', { store: 'budget', since, downForMs });
     this.#log?.(`retry budget store reachable again after ${formatDuration(downForMs)}`);
   }
 

@@ -1,3 +1,4 @@
+import type { StoreDownEvent, StoreUpEvent } from '../common/store-outage.js';
 import type { BudgetWindow } from './window.js';
 
 /** A dependency's budget as the whole fleet sees it. Plain JSON: shown by the CLI and exported as metrics. */
@@ -25,8 +26,10 @@ export interface SpendResult extends BudgetSnapshot {
 export interface BudgetEvents {
   granted: SpendResult;
   denied: SpendResult & { mode: 'enforce' | 'shadow' };
-  degraded: { dependency?: string; error: unknown; mode: string };
-  recovered: { downForMs: number };
+  /** The store is unreachable; the fallback (`mode`) answers. `error` is always set here. */
+  degraded: StoreDownEvent & { store: 'budget'; error: unknown; mode: string };
+  /** The store answers again. */
+  recovered: StoreUpEvent & { store: 'budget' };
   flushed: { dependency: string; successes: number };
   /** The settings stored with a dependency overrule this budget's (said once per dependency and settings). */
   overruled: { dependency: string; stored: BudgetWindow; own: BudgetWindow };
