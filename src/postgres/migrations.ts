@@ -75,7 +75,9 @@ export function migrationSql(migration: Migration, schema: string): string {
  * in `sql/functions/` differs from the one it last applied, all in one transaction (a failure leaves the
  * schema as it was). A function file holds `CREATE OR REPLACE FUNCTION` statements: editing it is how a
  * function changes, and the next migration of every schema applies it once. The old migrations still
- * create the functions' first versions on a new schema; the function files then replace them.
+ * create the functions' first versions on a new schema; the function files then replace them. `CREATE OR
+ * REPLACE` cannot change a function's return type or argument names, and a new argument list is another
+ * function: such a change also needs a migration that drops the old one.
  *
  * Workers that start together migrate once: each takes a transaction-scoped advisory lock on the schema
  * first, and finds the work done when its turn comes. Safe to run at every start; `stormguard migrate`
