@@ -5,7 +5,7 @@
  * one `tsc --noEmit` checks them all.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { fencedBlocks } from './markdown.js';
@@ -151,19 +151,16 @@ declare global {
 }
 `;
 
-/** The subpaths `stormguard/<name>` a user imports, each the index of its source folder. */
-const SUBPATHS = [
-  'config',
-  'store-kit',
-  'bullmq',
-  'redis',
-  'postgres',
-  'prometheus',
-  'opentelemetry',
-  'dashboard',
-  'sim',
-  'testing',
-];
+/**
+ * The subpaths `stormguard/<name>` a user imports, each the index of its source folder: read from the
+ * package's `exports`, so a new subpath is checked without being listed here too.
+ */
+const SUBPATHS = Object.keys(
+  (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { exports: object })
+    .exports,
+)
+  .filter((key) => key.startsWith('./') && key !== './package.json')
+  .map((key) => key.slice(2));
 
 /**
  * Type-checks every sample in one `tsc` run and returns the compiler's messages per sample
