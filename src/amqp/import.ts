@@ -77,7 +77,11 @@ export interface ImportReport extends ImportProgress {
    * `aborted` (the signal). A failure (the store, the connection) rejects instead.
    */
   stoppedBecause: 'drained' | 'limit' | 'aborted';
-  /** Messages ready in the dead-letter queue at the end, as the broker counted them once the import let go of them. */
+  /**
+   * Messages left in the dead-letter queue at the end, at least: those ready, and those the import was sent
+   * and did not take. A quorum queue takes back what it had out to the import a moment after the import's
+   * channel closes, and may count one more then. 0 when `stoppedBecause` is `drained`.
+   */
   left: number;
 }
 
@@ -124,27 +128,14 @@ export async function importDeadLetters(options: ImportDeadLettersOptions): Prom
     await checkSource(model, options.from);
     await options.store.registerQueue(options.queue);
     const channel = await model.createChannel();
-    let progress: Omit<ImportReport, 'left'>;
     try {
-      progress = await new Import(channel, options).run();
+      return await new Import(channel, options).run();
     } finally {
       await channel.close().catch(() => {});
     }
-    // Counted once the import's channel is closed: the deliveries it held and did not take are back.
-    return { ...progress, left: await readyCount(model, options.from) };
   } finally {
     if (!isChannelModel(options.connection)) await model.close().catch(() => {});
     model.off('error', ignore);
-  }
-}
-
-/** Messages ready in `queue`, as the broker counts them. */
-async function readyCount(model: ChannelModel, queue: string): Promise<number> {
-  const channel = await model.createChannel();
-  try {
-    return (await channel.checkQueue(queue)).messageCount;
-  } finally {
-    await channel.close().catch(() => {});
   }
 }
 
@@ -176,6 +167,8 @@ class Import {
   #duplicates = 0;
   /** Deliveries taken in hand (filed or being filed). */
   #taken = 0;
+  /** Deliveries that arrived once the import took no more. */
+  #untaken = 0;
   /** `consuming`; `draining` (the queue looked empty: what still arrives is filed); `stopping` (nothing more is taken). */
   #state: 'consuming' | 'draining' | 'stopping' = 'consuming';
   #stoppedBecause: ImportReport['stoppedBecause'] = 'drained';
@@ -192,7 +185,7 @@ class Import {
     this.#startedAt = this.#clock.now();
   }
 
-  async run(): Promise<Omit<ImportReport, 'left'>> {
+  async run(): Promise<ImportReport> {
     const { from, limit, signal } = this.#options;
     const channel = this.#channel;
     channel.on('error', (error: Error) => this.#fail(error));
@@ -203,7 +196,7 @@ class Import {
     this.#total = limit === undefined ? ready : Math.min(ready, limit);
     if (limit === 0 || signal?.aborted) {
       this.#stoppedBecause = limit === 0 ? 'limit' : 'aborted';
-      return this.#report();
+      return this.#report(ready);
     }
     await channel.prefetch(
       Math.min(this.#options.prefetch ?? DEFAULT_PREFETCH, limit ?? Number.MAX_SAFE_INTEGER),
@@ -226,7 +219,10 @@ class Import {
     await this.#cancel();
     await this.#settled();
     if (this.#failure !== undefined) throw this.#failureError();
-    return this.#report();
+    // Ready ones, and those delivered to this import and not taken: they go back when its channel closes
+    // (counted here: a quorum queue takes them back a moment after the close, so counting then misses some).
+    const { messageCount } = await channel.checkQueue(from);
+    return this.#report(messageCount + this.#untaken);
   }
 
   /** A delivery: filed, then acked; ignored (so it goes back to the queue) once the import stops taking any. */
@@ -238,7 +234,11 @@ class Import {
       return;
     }
     const { limit } = this.#options;
-    if (this.#state === 'stopping' || (limit !== undefined && this.#taken >= limit)) return;
+    if (this.#state === 'stopping' || (limit !== undefined && this.#taken >= limit)) {
+      // Left unacked: the broker puts it back when the channel closes.
+      this.#untaken++;
+      return;
+    }
     this.#taken++;
     clearTimeout(this.#idleTimer);
     const work = this.#file(message)
@@ -340,12 +340,13 @@ class Import {
     };
   }
 
-  #report(): Omit<ImportReport, 'left'> {
+  #report(left: number): ImportReport {
     return {
       queue: this.#options.queue,
       from: this.#options.from,
       ...this.#progress(),
       stoppedBecause: this.#stoppedBecause,
+      left,
     };
   }
 

@@ -8,6 +8,7 @@ const PEERS: Readonly<Record<string, string | undefined>> = {
   ioredis: '--redis',
   pg: '--postgres',
   bullmq: undefined,
+  amqplib: '--amqp',
   'prom-client': undefined,
   '@opentelemetry/api': undefined,
 };

@@ -131,7 +131,12 @@ describe('a native dead-letter queue, imported and replayed', () => {
     });
     expect(aborted.stoppedBecause).toBe('aborted');
     expect(aborted.imported).toBeGreaterThanOrEqual(150);
-    expect(aborted.imported + aborted.left).toBe(COUNT + 2);
+    expect(aborted.imported + aborted.left).toBeLessThanOrEqual(COUNT + 2);
+    await waitFor(
+      async () => (await channel.checkQueue(dlq)).messageCount === COUNT + 2 - aborted.imported,
+      5_000,
+      'the messages the import did not file back in the DLQ',
+    );
     expect(await store.count(work)).toBe(aborted.imported);
 
     // 2. Killed: the connection dies right after the 300th record of this run is filed, before its ack.

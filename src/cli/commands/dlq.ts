@@ -15,6 +15,8 @@ import { type CliFleet, withFleet } from '../fleet.js';
 import { type CliIO, printJson } from '../io.js';
 import { fleetBackend, withExamples } from '../options.js';
 import { terminalProgress } from '../progress.js';
+import { AMQP_REPLAY_OPTION, replayingThrough } from './dlq-amqp.js';
+import { registerImport } from './dlq-import.js';
 import {
   type CommonDlqOptions,
   type FilterFlags,
@@ -118,6 +120,7 @@ export function register(program: Command, io: CliIO): void {
       'keep running until interrupted: replay records as they are filed (budget-exhausted and breaker-open unless --reason names one), each once its dependency is healthy (implies --when-healthy)',
     )
     .option('--dry-run', 'show what would be replayed and replay nothing')
+    .option(...AMQP_REPLAY_OPTION)
     .option('--limit <n>', 'replay at most this many jobs')
     .option('--budget-ratio <ratio>', "the workers' budget ratio (with --when-healthy)", '0.2')
     .option('--budget-window <duration>', "the workers' budget window (with --when-healthy)", '60s')
@@ -203,6 +206,8 @@ export function register(program: Command, io: CliIO): void {
         else io.stdout.write(`purged ${purged} record(s) of queue "${queue}"\n`);
       });
     });
+
+  registerImport(dlq, io);
 }
 
 /** What a `dlq` command works with on the backend its flags name. */
@@ -255,7 +260,7 @@ async function postgresQueueOptions(url: string): Promise<DlqBackend['queueOptio
  */
 function withDlq(
   queue: string,
-  flags: CommonDlqOptions,
+  flags: CommonDlqOptions & { amqp?: string },
   command: Command,
   work: (dlq: DeadLetterQueue, backend: DlqBackend) => Promise<void>,
 ): Promise<void> {
@@ -272,7 +277,11 @@ function withDlq(
       );
     }
     const { deadLetterQueue } = await import('../../bullmq/dead-letter-queue.js');
-    const dlq = deadLetterQueue(queue, { store, ...backend.queueOptions });
+    // Replays go through the engine that filed the records: RabbitMQ with --amqp, BullMQ otherwise.
+    const dlq = await replayingThrough(
+      deadLetterQueue(queue, { store, ...backend.queueOptions }),
+      flags.amqp,
+    );
     try {
       await work(dlq, backend);
     } finally {
