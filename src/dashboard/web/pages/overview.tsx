@@ -176,7 +176,6 @@ function DependencyRow({ view, hasFlow }: { view: DependencyStatus; hasFlow: boo
       {hasFlow && (
         <td data-field="flow">
           {count(view.pausedWorkers)} paused / {count(view.parkedJobs)} parked
-          {view.flow?.down ? ' · marked down' : ''}
         </td>
       )}
     </tr>
