@@ -5,6 +5,21 @@
  * @example
  * import { createConsumer } from 'stormguard/amqp';
  */
+
+// The replay engine, so a RabbitMQ project replays with amqpReplayQueue without loading BullMQ.
+export {
+  type ReplayOptions,
+  type ReplayProgress,
+  type ReplayReport,
+  replayDeadLetters,
+} from '../runtime/replay/replay.js';
+export type { PutBackOptions, ReplayQueue } from '../runtime/replay/replay-queue.js';
+export {
+  type CreateReplayRunOptions,
+  createReplayRun,
+  type RunReplayOptions,
+  runReplay,
+} from '../runtime/replay/replay-runs.js';
 export type { AmqpJob, AmqpMessageData, AmqpProperties } from './amqp-job.js';
 export type { AmqpConnection, ReconnectOptions } from './connection.js';
 export {
