@@ -146,7 +146,7 @@ export interface ImportContext {
   from: string;
   /** Job name → dependency, as the consumer maps them; a name with no entry is its own dependency. */
   dependencies: Readonly<Record<string, string>>;
-  /** When it is imported (epoch ms): its dead-letter time when the message carries none. */
+  /** When it is imported (epoch ms): the record's dead-letter time. */
   nowMs: number;
 }
 
@@ -159,7 +159,9 @@ export interface ImportContext {
  *
  * - `createdAt`: stormguard's own creation header, else the `timestamp` property, else the first
  *   `x-death` time, else 0 (nothing in the message says);
- * - `deadLetteredAt`: the newest `x-death` time, else the import's time;
+ * - `deadLetteredAt`: the import's time, not the broker's: retention counts from it, so a queue with a
+ *   `maxAgeMs` never evicts what an import of old messages just filed (the broker's first time is in
+ *   `firstFailedAt`, and every entry's in the kept `x-death`);
  * - `attemptsMade`: how many times RabbitMQ dead-lettered it, over every `x-death` entry.
  */
 export function importedRecord(message: ConsumeMessage, context: ImportContext): DeadLetterRecord {
@@ -202,7 +204,7 @@ export function importedRecord(message: ConsumeMessage, context: ImportContext):
     },
     attemptsMade: deaths.reduce((sum, death) => sum + death.count, 0),
     dependency: context.dependencies[name] ?? name,
-    deadLetteredAt: last?.timeMs ?? context.nowMs,
+    deadLetteredAt: context.nowMs,
     replays: numberHeader(headers, HEADER.replays) ?? 0,
   };
   if (firstDeathMs !== undefined) record.firstFailedAt = firstDeathMs;

@@ -49,7 +49,8 @@ async function deadLettered(count: number): Promise<{ work: string; dlq: string 
   const dlq = `${work}.dlq`;
   await channel.assertQueue(work, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
   await channel.assertQueue(dlq, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
-  const seconds = Math.floor(Date.now() / 1000);
+  // Dead-lettered long ago: the import files them all the same (retention counts from the import).
+  const seconds = DEAD_AT / 1000;
   for (let n = 0; n < count; n++)
     channel.sendToQueue(dlq, Buffer.from(JSON.stringify({ n })), {
       persistent: true,
@@ -80,6 +81,8 @@ async function drain(queue: string): Promise<number[]> {
     seen.push((JSON.parse(message.content.toString('utf8')) as { n: number }).n);
   }
 }
+
+const DEAD_AT = 1_600_000_000_000;
 
 const range = (count: number) => [...Array(count).keys()];
 
@@ -128,7 +131,10 @@ describe('stormguard dlq import', () => {
       reason: 'broker-dead-lettered',
       detail: expect.stringContaining(`expired in "${work}"`),
       data: { exchange: 'billing', routingKey: 'invoice.due' },
+      firstFailedAt: DEAD_AT,
+      deadLetteredAt: expect.any(Number),
     });
+    expect(listing.records[0]?.deadLetteredAt).toBeGreaterThan(Date.now() - 60_000);
 
     // Run again: the queue is empty, nothing is filed.
     const again = await stormguard(
