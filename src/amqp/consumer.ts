@@ -52,6 +52,8 @@ interface Session {
   consume: Channel;
   publish: ConfirmChannel;
   consumerTag: string | undefined;
+  /** A `basic.consume` is on its way: its tag is not known yet. */
+  consumePending: boolean;
   failedQueueDeclared: boolean;
   /** Set once the session is given up: the close events its channels and connection still send are ignored. */
   lost: boolean;
@@ -214,6 +216,7 @@ export class AmqpConsumer<Data = unknown, Result = unknown> {
         consume,
         publish,
         consumerTag: undefined,
+        consumePending: false,
         failedQueueDeclared: false,
         lost: false,
       };
@@ -266,7 +269,25 @@ export class AmqpConsumer<Data = unknown, Result = unknown> {
   }
 
   async #consume(session: Session): Promise<void> {
-    const { consumerTag } = await session.consume.consume(
+    session.consumePending = true;
+    let consumerTag: string;
+    try {
+      ({ consumerTag } = await this.#subscribe(session));
+    } finally {
+      session.consumePending = false;
+    }
+    // A pause (or a close) that came while the broker was answering had no tag to cancel: cancel now, or
+    // the consumer would go on taking messages for the whole pause.
+    if (this.#closing || Date.now() < this.#pausedUntil) {
+      await session.consume.cancel(consumerTag).catch((error: unknown) => this.#report(error));
+      if (!this.#closing) this.#scheduleResume(session);
+      return;
+    }
+    session.consumerTag = consumerTag;
+  }
+
+  #subscribe(session: Session): Promise<{ consumerTag: string }> {
+    return session.consume.consume(
       this.#queue,
       (message) => {
         if (message === null) {
@@ -278,7 +299,6 @@ export class AmqpConsumer<Data = unknown, Result = unknown> {
       },
       { noAck: false },
     );
-    session.consumerTag = consumerTag;
   }
 
   #track(work: Promise<void>): void {
@@ -429,7 +449,13 @@ export class AmqpConsumer<Data = unknown, Result = unknown> {
     clearTimeout(this.#resumeTimer);
     this.#resumeTimer = setTimeout(
       () => {
-        if (this.#closing || this.#session !== session || session.consumerTag !== undefined) return;
+        if (
+          this.#closing ||
+          this.#session !== session ||
+          session.consumerTag !== undefined ||
+          session.consumePending
+        )
+          return;
         if (Date.now() < this.#pausedUntil) {
           this.#scheduleResume(session);
           return;
