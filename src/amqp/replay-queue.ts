@@ -1,4 +1,4 @@
-import type { ConfirmChannel } from 'amqplib';
+import type { ConfirmChannel, Message } from 'amqplib';
 import type { ReplayClaim, StoredDeadLetter } from '../runtime/contracts.js';
 import type { PutBackOptions, ReplayQueue } from '../runtime/replay/replay-queue.js';
 import { type AmqpMessageData, restoredHeaders } from './amqp-job.js';
@@ -12,6 +12,9 @@ import { HEADER } from './headers.js';
  *
  * It goes to the queue, not to the exchange the producer used: an exchange may route the message to other
  * queues too (a fanout, a topic with several bindings), whose consumers already handled it.
+ *
+ * The message is published `mandatory`: when the queue does not exist, RabbitMQ returns it and the
+ * promise rejects, so the record stays for a later replay.
  *
  * RabbitMQ cannot refuse a duplicate: "never twice" rests on the dead-letter store's claim. The one gap
  * left (a replay stopped after the confirm and before the record was removed, then run again) publishes
@@ -38,12 +41,28 @@ export function amqpReplayQueue(channel: ConfirmChannel, queue: string): ReplayQ
       if (record.traceLinks && record.traceLinks.length > 0)
         headers[HEADER.traceLinks] = JSON.stringify(record.traceLinks);
       const { expiration: _expiration, ...properties } = kept.properties;
-      await confirm(channel, '', queue, Buffer.from(kept.body, 'base64'), {
-        ...properties,
-        messageId: kept.properties.messageId ?? claim.jobId,
-        headers,
-        persistent: true,
-      });
+      // Mandatory: a queue that is gone makes RabbitMQ return the message (before its confirm) instead of
+      // confirming it into nothing, and the record must then stay.
+      let returned = false;
+      const onReturn = (message: Message) => {
+        if (message.properties.headers?.[HEADER.jobId] === claim.jobId) returned = true;
+      };
+      channel.on('return', onReturn);
+      try {
+        await confirm(channel, '', queue, Buffer.from(kept.body, 'base64'), {
+          ...properties,
+          messageId: kept.properties.messageId ?? claim.jobId,
+          headers,
+          persistent: true,
+          mandatory: true,
+        });
+      } finally {
+        channel.off('return', onReturn);
+      }
+      if (returned)
+        throw new Error(
+          `queue "${queue}" does not exist on the broker: RabbitMQ returned dead letter ${record.id}'s message; declare the queue (start its consumer) and replay again`,
+        );
       return claim.jobId;
     },
   };

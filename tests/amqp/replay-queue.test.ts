@@ -1,5 +1,5 @@
 import type { ChannelModel, ConfirmChannel } from 'amqplib';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { amqpReplayQueue } from '../../src/amqp/index.js';
 import type { StoredDeadLetter } from '../../src/runtime/contracts.js';
 import { describeReplayQueue, type HeldReplayJob } from '../../src/runtime/replay/replay-queue.case.js';
@@ -92,3 +92,40 @@ describeReplayQueue(
   },
   { deduplicates: false },
 );
+
+describe('amqpReplayQueue on a queue that does not exist', () => {
+  it('rejects (RabbitMQ returns the mandatory message) instead of confirming it into nothing', async () => {
+    const channel = await admin.createConfirmChannel();
+    const queue = uniqueQueue('gone');
+    const record: StoredDeadLetter = {
+      id: '1',
+      queue,
+      jobId: 'j-1',
+      createdAt: 1,
+      name: 'charge',
+      data: {
+        body: Buffer.from('{}').toString('base64'),
+        properties: {},
+        headers: {},
+        exchange: '',
+        routingKey: queue,
+      },
+      opts: { engine: 'amqp' },
+      reason: 'permanent',
+      detail: 'declined',
+      lastError: { name: 'Error', message: 'declined', classification: { retryable: false, reason: 'test' } },
+      attemptsMade: 1,
+      dependency: 'payments',
+      deadLetteredAt: 2,
+      replays: 0,
+    };
+    await expect(
+      amqpReplayQueue(channel, queue).putBack(
+        record,
+        { jobId: 'j-1-r1.1', claimedAt: 3 },
+        { dedupTtlMs: 1_000 },
+      ),
+    ).rejects.toThrow(/does not exist/);
+    await channel.close();
+  });
+});
