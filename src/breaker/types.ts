@@ -1,3 +1,4 @@
+import type { StoreDownEvent, StoreUpEvent } from '../common/store-outage.js';
 import type { ResolvedBreakerOptions } from './options.js';
 
 /**

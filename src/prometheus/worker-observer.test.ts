@@ -164,8 +164,14 @@ describe('budget events', () => {
   it('counts grants and store outages', async () => {
     const { budget, scrape } = setup();
     budget.emit('granted', { ...spend, granted: true });
-    budget.emit('degraded', { dependency: 'search', error: new Error('ECONNREFUSED'), mode: 'local' });
-    budget.emit('recovered', { downForMs: 1_000 });
+    budget.emit('degraded', {
+      store: 'budget',
+      dependency: 'search',
+      error: new Error('ECONNREFUSED'),
+      mode: 'local',
+      since: 1_000,
+    });
+    budget.emit('recovered', { store: 'budget', since: 1_000, downForMs: 1_000 });
     const s = await scrape();
     expect(sampleValue(s, 'stormguard_budget_grants_total', { dependency: 'search' })).toBe(1);
     expect(sampleValue(s, 'stormguard_budget_store_outages_total')).toBe(1);
