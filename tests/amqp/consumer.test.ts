@@ -38,7 +38,7 @@ async function depth(queue: string): Promise<number> {
   return (await channel.checkQueue(queue)).messageCount;
 }
 
-describe('createConsumer on RabbitMQ', () => {
+describe('createConsumer on RabbitMQ', { timeout: 60_000 }, () => {
   it('runs each message once and acks it', async () => {
     const queue = uniqueQueue('orders');
     for (let i = 0; i < 20; i++) await publish(queue, { i });
@@ -103,7 +103,7 @@ describe('createConsumer on RabbitMQ', () => {
     );
     await waitFor(
       async () => (await store.list(queue, { limit: 10 })).records.length === 1,
-      10_000,
+      30_000,
       'one dead letter',
     );
     await consumer.close();
@@ -175,7 +175,7 @@ describe('createConsumer on RabbitMQ', () => {
       { connection: own, policy: fast, deadLetters: store, maxRedeliveries: 0 },
     );
     dying.events.on('error', () => {});
-    await waitFor(() => runs === 1, 10_000, 'the first run');
+    await waitFor(() => runs === 1, 30_000, 'the first run');
     const next = createConsumer(
       queue,
       async () => {
@@ -185,7 +185,7 @@ describe('createConsumer on RabbitMQ', () => {
     );
     await waitFor(
       async () => (await store.list(queue, { limit: 10 })).records.length === 1,
-      10_000,
+      30_000,
       'the dead letter',
     );
     await next.close();

@@ -34,12 +34,18 @@ export async function replayingThrough(
 ): Promise<DeadLetterQueue> {
   const queue = facade.sourceQueue;
   if (amqpUrl === undefined) {
-    const guarded = refusingAmqpRecords(() => facade.replayQueue());
+    // Opened when first needed, and before any record moves: a queue BullMQ cannot reach (a Cluster on
+    // BullMQ's default prefix) is bad input for the whole replay, not a failure of each record.
+    let guarded: ReplayQueue | undefined;
+    const open = () => {
+      guarded ??= refusingAmqpRecords(facade.replayQueue());
+      return guarded;
+    };
     return overriding(facade, {
-      replayQueue: () => guarded,
+      replayQueue: open,
       replay: async (options) => {
         await checkEngine(facade, 'bullmq');
-        return replayWith(facade, guarded, options);
+        return replayWith(facade, open(), options);
       },
     });
   }
@@ -115,18 +121,13 @@ async function checkEngine(facade: DeadLetterQueue, engine: 'amqp' | 'bullmq'): 
 }
 
 /** BullMQ's replay port, refusing a record of a RabbitMQ consumer (it fails alone, and stays filed). */
-function refusingAmqpRecords(port: () => ReplayQueue): ReplayQueue {
-  let opened: ReplayQueue | undefined;
-  const jobs = () => {
-    opened ??= port();
-    return opened;
-  };
+function refusingAmqpRecords(jobs: ReplayQueue): ReplayQueue {
   return {
-    replayKey: (record) => jobs().replayKey(record),
+    replayKey: (record) => jobs.replayKey(record),
     putBack: async (record, claim, options) => {
       if (filedByAmqp(record))
         throw new Error(`record ${record.id} was filed by a RabbitMQ consumer: replay it with --amqp <url>`);
-      return jobs().putBack(record, claim, options);
+      return jobs.putBack(record, claim, options);
     },
   };
 }
