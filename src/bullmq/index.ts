@@ -52,6 +52,7 @@ export {
   type StartReplayRunOptions,
   startReplayRun,
 } from '../runtime/replay/replay-runs.js';
+export { resolveWorkerPolicy } from '../runtime/resolve-policy.js';
 export type { WorkerEvents } from '../runtime/worker-events.js';
 export { type BullMQReplayJobs, bullmqReplayQueue } from './bullmq-replay-queue.js';
 export {
@@ -87,4 +88,3 @@ export type {
   WorkerBudget,
   WorkerConnection,
 } from './worker-options.js';
-export { resolveWorkerPolicy } from '../runtime/resolve-policy.js';

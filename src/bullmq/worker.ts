@@ -17,6 +17,7 @@ import {
 import type { JobHandle } from '../runtime/job-handle.js';
 import { JobRuntime } from '../runtime/job-runtime.js';
 import { AutoReplay, checkAutoReplayOptions } from '../runtime/replay/auto-replay.js';
+import { resolveWorkerPolicy } from '../runtime/resolve-policy.js';
 import type { RunOutcome } from '../runtime/run-outcome.js';
 import type { WorkerEvents } from '../runtime/worker-events.js';
 import { bullmqJobHandle } from './bullmq-job-handle.js';
@@ -30,7 +31,6 @@ import {
   type WorkerBreaker,
   type WorkerBudget,
 } from './worker-options.js';
-import { resolveWorkerPolicy } from '../runtime/resolve-policy.js';
 
 /**
  * A stormguard processor: BullMQ's job plus a {@link CallContext}. Return the job's result; throw to fail
