@@ -310,6 +310,22 @@ export const METRICS = {
     labels: ['queue', 'dependency'],
     source: 'scrape',
   },
+  flowControlEnabled: {
+    name: 'flow_control_enabled',
+    otel: { name: 'stormguard.flow.control_enabled', unit: '1' },
+    type: 'gauge',
+    help: '1 while flow control is on fleet-wide, 0 while its kill switch is set (`stormguard flow off`; `stormguard flow on` clears it).',
+    labels: [],
+    source: 'scrape',
+  },
+  flowDependencyDown: {
+    name: 'flow_dependency_down',
+    otel: { name: 'stormguard.flow.dependency_down', unit: '1' },
+    type: 'gauge',
+    help: '1 while flow control marks the dependency down (a worker saw it unhealthy and none has seen it recover), 0 otherwise; fleet-wide.',
+    labels: ['dependency'],
+    source: 'scrape',
+  },
   flowHolds: {
     name: 'flow_holds_total',
     otel: { name: 'stormguard.flow.holds', unit: '{job}' },

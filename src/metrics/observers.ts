@@ -5,12 +5,14 @@ import { observeBreakerState } from './breaker-observer.js';
 import { type ObserveBudgetOptions, observeBudgetState } from './budget-observer.js';
 import type { MetricInstruments, ObserverContext } from './context.js';
 import { observeDeadLetterDepth } from './dead-letter-observer.js';
+import { type ObserveFlowOptions, observeFlowStore } from './flow-store-observer.js';
 import { LabelBounds } from './labels.js';
 import type { ScrapeCoordinator } from './scrape.js';
 import type {
   ObservableBreaker,
   ObservableBudget,
   ObservableDeadLetterQueue,
+  ObservableFlowStore,
   ObservableWorker,
 } from './sources.js';
 import { observeWorkerEvents } from './worker-observer.js';
@@ -58,6 +60,12 @@ export interface Observers extends Disposable {
    * `options.queue`), and counts the jobs its replays put back.
    */
   observeDeadLetters(dlq: ObservableDeadLetterQueue, options?: { queue?: string }): Disposable;
+  /**
+   * Exports flow control's fleet-wide state at scrape time, read from its store (a fleet's `flow`):
+   * `flow_control_enabled` (0 while `stormguard flow off` holds) and `flow_dependency_down{dependency}` for
+   * every dependency the metrics know, plus `dependencies`.
+   */
+  observeFlow(store: ObservableFlowStore, options?: ObserveFlowOptions): Disposable;
 }
 
 /** {@link ObserverOptions} with their defaults, checked. */
@@ -138,6 +146,7 @@ export function createObservers(
         );
       return track(observeDeadLetterDepth(dlq, queue, ctx));
     },
+    observeFlow: (store, opts) => track(observeFlowStore(store, ctx, opts)),
     dispose: () => {
       for (const d of [...live]) {
         live.delete(d);

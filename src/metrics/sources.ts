@@ -114,3 +114,17 @@ export interface ObservableFlow {
   dependencies(): readonly string[];
   parked(dependency: string): Promise<number>;
 }
+
+/**
+ * What `observeFlow` reads of a flow store (`MemoryFlowStore`, `RedisFlowStore`, `PostgresFlowStore`, or a
+ * fleet's `flow`): the fleet-wide kill switch and each dependency's down mark. Both reads never write.
+ *
+ * @example
+ * metrics.observeFlow(new RedisFlowStore({ redis }), { dependencies: ['search'] });
+ */
+export interface ObservableFlowStore {
+  /** True while the kill switch (`stormguard flow off`) turns flow control off everywhere. */
+  switchedOff(): boolean | Promise<boolean>;
+  /** The dependency's flow snapshot; only `down` is read. */
+  read(dependency: string): { down: boolean } | Promise<{ down: boolean }>;
+}

@@ -19,6 +19,7 @@ export {
   type MetricType,
   prometheusNameOf,
 } from '../metrics/catalog.js';
+export type { ObserveFlowOptions } from '../metrics/flow-store-observer.js';
 export type { ObserverOptions, Observers } from '../metrics/observers.js';
 export type {
   BreakerStateEvents,
@@ -26,6 +27,7 @@ export type {
   ObservableBreaker,
   ObservableBudget,
   ObservableDeadLetterQueue,
+  ObservableFlowStore,
   ObservableWorker,
   ObservedBudgetState,
   Subscribable,

@@ -65,11 +65,11 @@ export function createMetrics(options: MetricsOptions = {}): StormguardMetrics {
   const resolved = resolveObserverOptions(options, 'metrics');
 
   let instruments: Instruments | undefined;
-  const scrapeGauges = (): Gauge<string>[] =>
+  const scrapeGauges = (): { reset(): void }[] =>
     instruments
       ? (Object.keys(METRICS) as (keyof typeof METRICS)[])
           .filter((key) => METRICS[key].source === 'scrape' && METRICS[key].type === 'gauge')
-          .map((key) => instruments?.[key] as Gauge<string>)
+          .map((key) => forgetting(instruments?.[key] as Gauge<string>, METRICS[key].labels.length))
       : [];
   const scrape = new ScrapeCoordinator(scrapeGauges);
   instruments = createInstruments({
@@ -86,6 +86,20 @@ export function createMetrics(options: MetricsOptions = {}): StormguardMetrics {
     dispose: () => {
       observers.dispose();
       removeInstruments(registry, prefix);
+    },
+  };
+}
+
+/**
+ * A scrape-time gauge whose reset forgets every series. prom-client's own reset puts a label-less gauge
+ * back at 0, which would report a read that timed out as a reading (0 for `flow_control_enabled` says
+ * flow control is off); removing that series leaves the gauge out of the scrape, as a labelled one is.
+ */
+function forgetting(gauge: Gauge<string>, labels: number): { reset(): void } {
+  return {
+    reset: () => {
+      gauge.reset();
+      if (labels === 0) gauge.remove({});
     },
   };
 }

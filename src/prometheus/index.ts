@@ -21,6 +21,7 @@ export {
   prometheusNameOf,
   RETRY_DELAY_BUCKETS_SECONDS,
 } from '../metrics/catalog.js';
+export type { ObserveFlowOptions } from '../metrics/flow-store-observer.js';
 export { MISSING_LABEL_VALUE, OVERFLOW_LABEL_VALUE } from '../metrics/labels.js';
 export type { ObserverOptions, Observers } from '../metrics/observers.js';
 export type {
@@ -29,6 +30,7 @@ export type {
   ObservableBreaker,
   ObservableBudget,
   ObservableDeadLetterQueue,
+  ObservableFlowStore,
   ObservableWorker,
   ObservedBudgetState,
   Subscribable,

@@ -131,6 +131,7 @@ describe('alerts', () => {
       'StormguardDependencyPaused',
       'StormguardReplayableDeadLettersEvicted',
       'StormguardJobsUnfiled',
+      'StormguardFlowControlOff',
     ]);
     expect(alerts.find((a) => a.alert === 'StormguardRetryBudgetExhausted')).toMatchObject({
       for: '10m',

@@ -22,9 +22,9 @@ interface ServeFlags {
 
 /**
  * `stormguard metrics serve`: a Prometheus exporter for the fleet's shared state: every dependency's
- * retry budget (allowance, spent, denied, successes, ratio, floor) and breaker as Redis holds them, and
- * the depth of the named queues' dead-letter queues. Runs where no worker does; stops on SIGINT or
- * SIGTERM.
+ * retry budget (allowance, spent, denied, successes, ratio, floor), breaker and flow-control down mark as
+ * Redis holds them, whether flow control is on, and the depth of the named queues' dead-letter queues.
+ * Runs where no worker does; stops on SIGINT or SIGTERM.
  *
  * @example
  * stormguard metrics serve --redis redis://10.0.0.5:6379 --queue search-index --port 9464
@@ -77,6 +77,8 @@ export function register(program: Command, io: CliIO): void {
         const exporter = createMetrics({ registry, readTimeoutMs });
         exporter.observeBudget(readOnlyBudget(fleet.budget), { listIntervalMs });
         exporter.observeBreaker(readOnlyBreaker(fleet.breaker, { listIntervalMs }));
+        // The kill switch, and the down mark of every dependency the budget and breaker listings find.
+        exporter.observeFlow(fleet.flow);
         for (const queue of queueNames) {
           const dlq = deadLetterQueue(queue, {
             store: fleet.deadLetters,
