@@ -15,12 +15,14 @@ import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CircuitBreaker } from '../../src/breaker/circuit-breaker.js';
 import { MemoryBreakerStore } from '../../src/breaker/memory-store.js';
+import { run } from '../../src/cli/program.js';
 import { openTelemetryMetrics } from '../../src/opentelemetry/index.js';
 import { createMetrics } from '../../src/prometheus/index.js';
+import { RedisBreakerStore } from '../../src/redis/breaker-store.js';
 import { RedisFlowStore } from '../../src/redis/flow-store.js';
 import { MemoryFlowStore } from '../../src/runtime/flow-control/memory-store.js';
 import type { FlowStore } from '../../src/runtime/flow-control/store.js';
-import { TestRedis } from '../helpers/redis-server.js';
+import { TestRedis, waitFor } from '../helpers/redis-server.js';
 import { parseExposition, sampleValue } from './exposition.js';
 
 /** Scrapes `registry` and reads the two flow gauges. */
@@ -128,6 +130,63 @@ describe('flow gauges on a Redis flow store', () => {
     } finally {
       metrics.dispose();
       reading.disconnect();
+    }
+  });
+
+  it('reach /metrics of stormguard metrics serve, read from its fleet', async () => {
+    const prefix = 'serve';
+    const breaker = new CircuitBreaker({
+      store: new RedisBreakerStore({ redis, prefix }),
+      consecutiveFailures: 1,
+      coolDownMs: 600_000,
+    });
+    await breaker.recordFailure('search'); // the breaker's registry is how the exporter learns of search
+    await breaker.close();
+    const flow = new RedisFlowStore({ redis, prefix });
+    await flow.markDown('search');
+    await flow.setOff(true);
+
+    const stop = new AbortController();
+    let stdout = '';
+    let stderr = '';
+    const serving = run(
+      [
+        'metrics',
+        'serve',
+        '--redis',
+        server.url,
+        '--prefix',
+        prefix,
+        '--port',
+        '0',
+        '--host',
+        '127.0.0.1',
+        '--json',
+      ],
+      {
+        stdout: { write: (text: string) => (stdout += text) },
+        stderr: { write: (text: string) => (stderr += text) },
+        signal: stop.signal,
+      },
+    );
+    try {
+      await waitFor(() => stdout.includes('}'), 10_000, 'metrics serve to print its URL');
+      const { url } = JSON.parse(stdout) as { url: string };
+      const scrape = async () => parseExposition(await (await fetch(url)).text());
+      // The first scrape lists the breakers beside the flow reads; from the next one search is known.
+      expect(sampleValue(await scrape(), 'stormguard_flow_control_enabled')).toBe(0);
+      let s = await scrape();
+      expect(sampleValue(s, 'stormguard_flow_control_enabled')).toBe(0);
+      expect(sampleValue(s, 'stormguard_flow_dependency_down', { dependency: 'search' })).toBe(1);
+      await flow.setOff(false);
+      await flow.markUp('search');
+      s = await scrape();
+      expect(sampleValue(s, 'stormguard_flow_control_enabled')).toBe(1);
+      expect(sampleValue(s, 'stormguard_flow_dependency_down', { dependency: 'search' })).toBe(0);
+    } finally {
+      stop.abort();
+      expect(await serving).toBe(0);
+      expect(stderr).toBe('');
     }
   });
 
