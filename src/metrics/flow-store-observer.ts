@@ -3,7 +3,12 @@ import { withTimeout } from '../common/timeout.js';
 import { noteDependency, type ObserverContext } from './context.js';
 import type { ObservableFlowStore } from './sources.js';
 
-/** Options of `observeFlow`. */
+/**
+ * Options of `observeFlow`.
+ *
+ * @example
+ * const options: ObserveFlowOptions = { dependencies: ['search', 'mail'] };
+ */
 export interface ObserveFlowOptions {
   /** Dependencies to report from the first scrape on, beyond those the other observers have seen. Default none. */
   dependencies?: readonly string[];
