@@ -45,4 +45,5 @@ export {
   type ImportReport,
   importDeadLetters,
 } from './import.js';
+export { amqpReplayKey } from './replay-key.js';
 export { amqpDataOf, amqpReplayQueue } from './replay-queue.js';

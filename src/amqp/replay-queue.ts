@@ -4,6 +4,7 @@ import type { PutBackOptions, ReplayQueue } from '../runtime/replay/replay-queue
 import { type AmqpMessageData, restoredHeaders } from './amqp-job.js';
 import { confirm } from './consumer.js';
 import { HEADER } from './headers.js';
+import { amqpReplayKey } from './replay-key.js';
 
 /**
  * The replay port on RabbitMQ: a record's message goes back to its queue (the default exchange, routed by
@@ -27,7 +28,7 @@ import { HEADER } from './headers.js';
  */
 export function amqpReplayQueue(channel: ConfirmChannel, queue: string): ReplayQueue {
   return {
-    replayKey: (record) => `${record.jobId}-r${record.replays + 1}.${record.id}`,
+    replayKey: amqpReplayKey,
     async putBack(record: StoredDeadLetter, claim: ReplayClaim, _options: PutBackOptions): Promise<string> {
       const kept = amqpDataOf(record);
       const headers: Record<string, unknown> = {

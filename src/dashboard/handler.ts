@@ -1,6 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { replayJobId } from '../bullmq/dead-letter-ids.js';
 import { checkOptionNames, type OptionNames } from '../common/option-names.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
+import { replayQueueByEngine } from '../runtime/replay/by-engine.js';
 import type { ReplayQueue } from '../runtime/replay/replay-queue.js';
 import { ReplayRunner } from '../runtime/replay/replay-runner.js';
 import type { Fleet } from '../status/fleet.js';
@@ -19,7 +21,12 @@ import { readSignIn, sendError, sendJson } from './http/respond.js';
 import { Router } from './http/router.js';
 import { ActionGuard, fetchSiteRefusal, originRefusal, SECURITY_HEADERS } from './http/security.js';
 import { consoleHealthGate } from './replay-gate.js';
-import { bullmqReplayQueues } from './replay-queues.js';
+import {
+  type AmqpConnectionLike,
+  amqpReplayQueues,
+  bullmqReplayQueues,
+  type ReplayQueues,
+} from './replay-queues.js';
 
 /**
  * Options of {@link createDashboard}.
@@ -41,6 +48,13 @@ export interface DashboardOptions {
   replayQueue?: (queue: string) => ReplayQueue;
   /** BullMQ's key prefix of the queues replayed jobs go back to, on Redis. Default `bull`. */
   bullPrefix?: string;
+  /**
+   * RabbitMQ, for the dead letters a RabbitMQ consumer filed (or an import took): an AMQP URL the console
+   * connects to when a replay needs it, or an open amqplib connection (yours to close). Each record goes
+   * back through the engine that filed it; without this, such records are refused (they stay filed).
+   * Ignored when `replayQueue` is given. Default: none.
+   */
+  amqp?: string | AmqpConnectionLike;
   /**
    * On PostgreSQL, the connection string of BullMQ 6's PostgreSQL backend replayed jobs go back through.
    * Default: the fleet's connection string, when it was built from one. Without either (or on BullMQ 5)
@@ -89,6 +103,7 @@ const OPTION_NAMES = {
   fleet: true,
   replayQueue: true,
   bullPrefix: true,
+  amqp: true,
   queueUrl: true,
   basePath: true,
   token: true,
@@ -141,7 +156,22 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
         ...(options.bullPrefix === undefined ? {} : { bullPrefix: options.bullPrefix }),
         ...(options.queueUrl === undefined ? {} : { queueUrl: options.queueUrl }),
       });
-  const backend = consoleBackendOf(options.fleet, options.replayQueue ?? ((queue) => queues!.open(queue)));
+  const amqpQueues = options.replayQueue || !options.amqp ? undefined : amqpReplayQueues(options.amqp);
+  // Each record goes back through the engine that filed it: a RabbitMQ message's kept bytes never become
+  // a BullMQ job that nobody consumes.
+  const defaultReplayQueue = (queue: string) =>
+    replayQueueByEngine(
+      {
+        bullmq: () => (queues as ReplayQueues).open(queue),
+        ...(amqpQueues ? { amqp: () => amqpQueues.open(queue) } : {}),
+      },
+      (engine) =>
+        engine === 'amqp'
+          ? 'start the console with --amqp <url> (createDashboard({ amqp })) to replay it to RabbitMQ'
+          : 'this console replays to RabbitMQ only',
+      (record) => replayJobId(record.jobId, record.replays + 1, record.id),
+    );
+  const backend = consoleBackendOf(options.fleet, options.replayQueue ?? defaultReplayQueue);
   const feed = new OverviewFeed(backend, options.updateIntervalMs ?? 2_000, now);
   const ctx: ConsoleContext = {
     backend,
@@ -311,6 +341,7 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
     feed.close();
     await runner.close();
     await queues?.close();
+    await amqpQueues?.close();
   };
   return handler;
 }

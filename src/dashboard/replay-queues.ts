@@ -1,4 +1,6 @@
+import type { ChannelModel, ConfirmChannel } from 'amqplib';
 import * as bullmq from 'bullmq';
+import { amqpReplayKey } from '../amqp/replay-key.js';
 import { bullmqReplayQueue } from '../bullmq/bullmq-replay-queue.js';
 import type { QueueBackendFactory } from '../bullmq/worker-options.js';
 import type { PostgresFleet } from '../postgres/fleet.js';
@@ -75,4 +77,64 @@ function isRedisFleet(fleet: Fleet): fleet is RedisFleet {
 
 function isPostgresFleet(fleet: Fleet): fleet is PostgresFleet {
   return fleet.backend === 'postgres' && 'pool' in fleet;
+}
+
+/**
+ * An open amqplib connection, as the console needs it (typed without amqplib, which a console without
+ * RabbitMQ does not install).
+ *
+ * @example
+ * const connection: AmqpConnectionLike = await amqplib.connect(url);
+ */
+export interface AmqpConnectionLike {
+  createConfirmChannel(): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+/**
+ * RabbitMQ queues the console puts replayed messages back on (records a RabbitMQ consumer filed or an
+ * import took): one confirm channel on `connection` (a URL the console connects to, or an open amqplib
+ * connection, which stays the caller's), opened on first use and again after it closed.
+ */
+export function amqpReplayQueues(connection: string | AmqpConnectionLike): ReplayQueues {
+  let opening: Promise<{ model: ChannelModel; channel: ConfirmChannel }> | undefined;
+  const ready = () => {
+    opening ??= (async () => {
+      // Loaded only here: a console without RabbitMQ needs no amqplib.
+      const model = (
+        typeof connection === 'string'
+          ? await (await import('amqplib')).default.connect(connection)
+          : connection
+      ) as ChannelModel;
+      const channel = await model.createConfirmChannel();
+      channel.on('error', () => {});
+      // A channel that closes (the broker or the network went) is opened again by the next replay.
+      channel.on('close', () => {
+        opening = undefined;
+      });
+      return { model, channel };
+    })();
+    opening.catch(() => {
+      opening = undefined;
+    });
+    return opening;
+  };
+  return {
+    open(queue) {
+      return {
+        replayKey: amqpReplayKey,
+        putBack: async (record, claim, options) => {
+          const { amqpReplayQueue } = await import('../amqp/replay-queue.js');
+          return amqpReplayQueue((await ready()).channel, queue).putBack(record, claim, options);
+        },
+      };
+    },
+    async close() {
+      const opened = await opening?.catch(() => undefined);
+      opening = undefined;
+      if (!opened) return;
+      await opened.channel.close().catch(() => {});
+      if (typeof connection === 'string') await opened.model.close().catch(() => {});
+    },
+  };
 }

@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { HostGate, isLoopbackListen } from '../../dashboard/http/hosts.js';
 import { InvalidInputError } from '../../errors/invalid-input-error.js';
 import { assertPrefix, DEFAULT_PREFIX } from '../../redis/budget-keys.js';
+import { checkAmqpUrl } from '../connect-amqp.js';
 import { openFleet } from '../fleet.js';
 import { interruption } from '../interruption.js';
 import type { CliIO } from '../io.js';
@@ -18,6 +19,7 @@ import {
 interface DashboardFlags extends BackendFlags {
   prefix: string;
   bullPrefix: string;
+  amqp?: string;
   host: string;
   port: string;
   token?: string;
@@ -46,6 +48,10 @@ export function register(program: Command, io: CliIO): void {
     .description('serve the operator console: budgets, breakers, dead letters, bulk replay, audit log')
     .option('--prefix <prefix>', 'stormguard key prefix', DEFAULT_PREFIX)
     .option('--bull-prefix <prefix>', 'BullMQ key prefix of the queues replayed jobs go back to', 'bull')
+    .option(
+      '--amqp <url>',
+      'RabbitMQ, for dead letters a RabbitMQ consumer filed: replays put them back there (amqp://user:password@host:5672/vhost)',
+    )
     .option('--host <host>', 'interface to listen on (127.0.0.1: this machine only)', '127.0.0.1')
     .option('--port <port>', 'TCP port (0: any free port)', '7600')
     .option('--base-path <path>', 'serve the console under this path', '')
@@ -74,6 +80,7 @@ export function register(program: Command, io: CliIO): void {
         throw new InvalidInputError(
           `--host ${flags.host}: other machines reach the console there, so name what they open with --allowed-host <name> (repeatable), e.g. --allowed-host console.example.com; without it every request for another name is refused`,
         );
+      if (flags.amqp !== undefined) checkAmqpUrl(flags.amqp, '--amqp');
       const target = fleetBackend(flags, command);
       const { createDashboard } = await import('../../dashboard/handler.js');
       // The console runs until stopped: Redis reconnects after a drop, and PostgreSQL is not asked
@@ -84,6 +91,7 @@ export function register(program: Command, io: CliIO): void {
         handler = createDashboard({
           fleet,
           bullPrefix: flags.bullPrefix,
+          ...(flags.amqp !== undefined ? { amqp: flags.amqp } : {}),
           basePath: flags.basePath,
           allowedHosts: flags.allowedHost,
           ...(token !== undefined ? { token } : {}),
