@@ -125,13 +125,11 @@ describe('an option in the wrong place or misspelt', () => {
   });
 
   it('createDashboard: names the option and where it belongs', () => {
-    const backend = {} as never;
-    expect(
-      thrown(() => createDashboard({ backend, allowedHost: ['ops.example.com'] } as never)).message,
-    ).toBe(
+    const fleet = {} as never;
+    expect(thrown(() => createDashboard({ fleet, allowedHost: ['ops.example.com'] } as never)).message).toBe(
       'createDashboard: unknown option "allowedHost": the names the console answers for are `allowedHosts` (a list)',
     );
-    expect(thrown(() => createDashboard({ backend, basepath: '/ops' } as never)).message).toMatch(
+    expect(thrown(() => createDashboard({ fleet, basepath: '/ops' } as never)).message).toMatch(
       /^createDashboard: unknown option "basepath": did you mean "basePath"/,
     );
   });

@@ -65,11 +65,14 @@ export async function runCell(cell: MatrixCell): Promise<CellRun> {
       test: {
         include: ['tests/resolution.probe.ts', 'tests/e2e/**/*.test.ts'],
         exclude: (cell.excludes ?? []).map((excluded) => excluded.file),
-        // The repository's own timeouts and global setup (the run's PostgreSQL folder), so the tests run
+        // The repository's own timeouts and global setups (the run's PostgreSQL folder), so the tests run
         // as they do in the primary cell; the copied folders keep the paths valid.
         testTimeout: primary.testTimeout,
         hookTimeout: primary.hookTimeout,
-        globalSetup: primary.globalSetup,
+        // The repository's dist/ is not what a cell tests (it runs the installed package): no rebuild of it.
+        globalSetup: [primary.globalSetup ?? []]
+          .flat()
+          .filter((setup) => !String(setup).includes('dist-global-setup')),
         // The outer suite runs beside this one on a small machine: one file at a time here.
         fileParallelism: false,
       },
