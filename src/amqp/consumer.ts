@@ -200,9 +200,7 @@ export class AmqpConsumer<Data = unknown, Result = unknown> {
           void this.close();
           return;
         }
-        const random = this.#options.random ?? systemRandom;
-        const delay = reconnectDelayMs(attempt, this.#options.reconnect ?? {}, random);
-        this.#reconnectTimer = setTimeout(() => this.#connect(attempt + 1), delay);
+        this.#scheduleConnect(attempt + 1);
       });
   }
 
@@ -477,8 +475,9 @@ export class AmqpConsumer<Data = unknown, Result = unknown> {
     if (session.lost) return;
     session.lost = true;
     if (this.#session === session) this.#session = undefined;
-    await this.#closeSession(session);
-    if (this.#closing || this.#reconnectTimer !== undefined) return;
+    // A connection that dropped may never answer a close: the close is not waited for.
+    void this.#closeSession(session);
+    if (this.#closing) return;
     if (!this.#ownsConnection) {
       this.#report(
         new Error(
@@ -488,12 +487,18 @@ export class AmqpConsumer<Data = unknown, Result = unknown> {
       await this.close();
       return;
     }
+    this.#scheduleConnect(1);
+  }
+
+  /** Connects again after the backoff of `attempt`, unless a reconnect is already scheduled. */
+  #scheduleConnect(attempt: number): void {
+    if (this.#closing || this.#reconnectTimer !== undefined) return;
     this.#reconnectTimer = setTimeout(
       () => {
         this.#reconnectTimer = undefined;
-        this.#connect(1);
+        this.#connect(attempt);
       },
-      reconnectDelayMs(1, this.#options.reconnect ?? {}, this.#options.random ?? systemRandom),
+      reconnectDelayMs(attempt, this.#options.reconnect ?? {}, this.#options.random ?? systemRandom),
     );
   }
 
