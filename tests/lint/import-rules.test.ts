@@ -52,7 +52,7 @@ describe('the import rules of npm run lint', () => {
       'src/bullmq/worker.ts': "import type { Store } from '../redis/store.js';\nexport type W = Store;\n",
       'src/prometheus/sink.ts': "import { store } from '../redis/store.js';\nexport const s = store;\n",
       'src/bullmq/default-dead-letters.ts':
-        "import { store } from '../redis/store.js';\nimport { s } from '../prometheus/sink.js';\nexport const d = store + s;\n",
+        "import { store } from '../redis/store.js';\nexport const d = store;\n",
       'src/runtime/run.ts': 'export const r = 1;\n',
       'src/policy/decide.ts': "import { r } from '../runtime/run.js';\nexport const p = r;\n",
       'src/policy/read.ts': "import { readFileSync } from 'node:fs';\nexport const read = readFileSync;\n",
@@ -66,7 +66,7 @@ describe('the import rules of npm run lint', () => {
     for (const expected of [
       'no-adapter-store-sink-crossing: src/bullmq/worker.ts → src/redis/store.ts',
       'no-adapter-store-sink-crossing: src/prometheus/sink.ts → src/redis/store.ts',
-      'zero-config-default-uses-redis-only: src/bullmq/default-dead-letters.ts → src/prometheus/sink.ts',
+      'no-adapter-store-sink-crossing: src/bullmq/default-dead-letters.ts → src/redis/store.ts',
       'no-upward-from-policy: src/policy/decide.ts → src/runtime/run.ts',
       'policy-is-pure: src/policy/read.ts → fs',
       'only-composition-roots-compose: src/sim/engine.ts → src/redis/store.ts',
@@ -78,8 +78,6 @@ describe('the import rules of npm run lint', () => {
       lines.some((line) => /^no-circular: src\/common\/[ab]\.ts → /.test(line)),
       output,
     ).toBe(true);
-    // The one named exception: the zero-config default's import of src/redis.
-    expect(output).not.toContain('default-dead-letters.ts → src/redis/store.ts');
   });
 
   it('pass what design §8 allows: downward imports, breaker using audit, index.ts re-exports, composition roots', async () => {
@@ -92,8 +90,6 @@ describe('the import rules of npm run lint', () => {
       'src/status/s.ts': "import { b } from '../breaker/breaker.js';\nexport const s = b;\n",
       'src/redis/store.ts': "import { b } from '../breaker/breaker.js';\nexport const store = b;\n",
       'src/bullmq/worker.ts': "import type { E } from '../errors/e.js';\nexport type W = E;\n",
-      'src/bullmq/default-dead-letters.ts':
-        "import { store } from '../redis/store.js';\nexport const d = store;\n",
       'src/cli/main.ts':
         "import { store } from '../redis/store.js';\nimport type { W } from '../bullmq/worker.js';\nexport const m: W | typeof store = store;\n",
       'src/dashboard/server.ts': "import { store } from '../redis/store.js';\nexport const server = store;\n",
