@@ -142,13 +142,19 @@ export function amqpJob(message: ConsumeMessage, queue: string, id: string): Amq
   const properties = propertiesOf(message);
   const { exchange, routingKey } = originOf(message);
   const body = message.content;
+  // The producer's headers are sorted out only when read: a processor that succeeds without them (and
+  // the success path of the consumer) pays nothing for them.
+  let headers: Record<string, unknown> | undefined;
   return {
     id,
     name: jobNameOf(properties, queue),
     queue,
     body,
     properties,
-    headers: producerHeaders(message),
+    get headers() {
+      headers ??= producerHeaders(message);
+      return headers;
+    },
     exchange,
     routingKey,
     json<T>() {

@@ -7,7 +7,7 @@ import { InvalidInputError } from '../errors/invalid-input-error.js';
 import type { RetryPolicy } from '../policy/types.js';
 import type { CallContext } from '../runtime/call-context.js';
 import type { DeadLetterStore } from '../runtime/contracts.js';
-import { type FlowBreaker, type FlowBudget, FlowController } from '../runtime/flow-control/controller.js';
+import { type FlowBreaker, FlowController, flowBudgetOf } from '../runtime/flow-control/controller.js';
 import { JobRuntime } from '../runtime/job-runtime.js';
 import { resolveWorkerPolicy } from '../runtime/resolve-policy.js';
 import type { RunOutcome } from '../runtime/run-outcome.js';
@@ -393,7 +393,7 @@ export class AmqpConsumer<Data = unknown, Result = unknown> {
   ): Promise<void> {
     const { expiration: _expiration, ...properties } = propertiesOf(message);
     const headers: Record<string, unknown> = {
-      ...rawProducerHeaders(message),
+      ...producerHeaders(message),
       ...own,
       [HEADER.dueAt]: dueAtMs,
     };
@@ -422,7 +422,7 @@ export class AmqpConsumer<Data = unknown, Result = unknown> {
     await confirm(session.publish, '', failedQueue, handle.message.content, {
       ...(properties as Options.Publish),
       headers: {
-        ...rawProducerHeaders(handle.message),
+        ...producerHeaders(handle.message),
         ...handle.copyHeaders(handle.starts),
         'x-stormguard-failed-reason': reason,
       },
@@ -597,11 +597,6 @@ function ownHeadersOf(message: ConsumeMessage): Record<string, unknown> {
   return own;
 }
 
-/** The producer's headers as amqplib decoded them (Buffers kept), for a copy. */
-function rawProducerHeaders(message: ConsumeMessage): Record<string, unknown> {
-  return producerHeaders(message);
-}
-
 function checkOptions<Data>(queue: string, processor: unknown, options: AmqpConsumerOptions<Data>): void {
   if (typeof queue !== 'string' || queue === '' || queue.startsWith('amq.') || queue.length > 200)
     throw new InvalidInputError(
@@ -651,12 +646,4 @@ function checkOptions<Data>(queue: string, processor: unknown, options: AmqpCons
     throw new InvalidInputError(
       'createConsumer: idempotency.key must be a function (job) => string | undefined',
     );
-}
-
-/** The budget as flow control reads it, when it can. */
-function flowBudgetOf(budget: AmqpConsumerOptions['budget']): FlowBudget | undefined {
-  const candidate = budget as Partial<FlowBudget> | undefined;
-  return typeof candidate?.state === 'function' && typeof candidate.events?.on === 'function'
-    ? (candidate as FlowBudget)
-    : undefined;
 }

@@ -10,8 +10,8 @@ import type { CallContext } from '../runtime/call-context.js';
 import type { DeadLetterStore } from '../runtime/contracts.js';
 import {
   type FlowBreaker,
-  type FlowBudget,
   FlowController,
+  flowBudgetOf,
   type PromoteResult,
 } from '../runtime/flow-control/controller.js';
 import type { JobHandle } from '../runtime/job-handle.js';
@@ -580,12 +580,4 @@ function isNamed(error: unknown, names: ReadonlySet<string>): boolean {
 
 function asError(error: unknown): Error {
   return error instanceof Error ? error : new Error(String(error));
-}
-
-/** The budget as flow control reads it, when it can (`RetryBudget` can: its state and `denied` events). */
-function flowBudgetOf(budget: WorkerBudget | undefined): FlowBudget | undefined {
-  const candidate = budget as Partial<FlowBudget> | undefined;
-  return typeof candidate?.state === 'function' && typeof candidate.events?.on === 'function'
-    ? (candidate as FlowBudget)
-    : undefined;
 }

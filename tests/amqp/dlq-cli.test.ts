@@ -86,22 +86,27 @@ const DEAD_AT = 1_600_000_000_000;
 
 const range = (count: number) => [...Array(count).keys()];
 
+/** `stormguard dlq import` from `dlq` into `work`'s dead letters on the test Redis, with `extra` flags. */
+function importing(dlq: string, work: string, ...extra: string[]) {
+  return stormguard(
+    'dlq',
+    'import',
+    '--amqp',
+    url,
+    '--from',
+    dlq,
+    '--queue',
+    work,
+    '--redis',
+    redisServer.url,
+    ...extra,
+  );
+}
+
 describe('stormguard dlq import', () => {
   it('files every message of the dead-letter queue, prints its report, and dlq list shows them', async () => {
     const { work, dlq } = await deadLettered(30);
-    const imported = await stormguard(
-      'dlq',
-      'import',
-      '--amqp',
-      url,
-      '--from',
-      dlq,
-      '--queue',
-      work,
-      '--redis',
-      redisServer.url,
-      '--json',
-    );
+    const imported = await importing(dlq, work, '--json');
     expect(imported.stderr).toBe('');
     expect(imported.code).toBe(0);
     expect(JSON.parse(imported.stdout)).toMatchObject({
@@ -137,18 +142,7 @@ describe('stormguard dlq import', () => {
     expect(listing.records[0]?.deadLetteredAt).toBeGreaterThan(Date.now() - 60_000);
 
     // Run again: the queue is empty, nothing is filed.
-    const again = await stormguard(
-      'dlq',
-      'import',
-      '--amqp',
-      url,
-      '--from',
-      dlq,
-      '--queue',
-      work,
-      '--redis',
-      redisServer.url,
-    );
+    const again = await importing(dlq, work);
     expect(again.code).toBe(0);
     expect(again.stdout).toMatch(/^imported 0 message\(s\) from ".*" as dead letters of ".*"/);
     expect(again.stdout).toMatch(/is empty/);
@@ -156,22 +150,7 @@ describe('stormguard dlq import', () => {
 
   it('stops at --limit, and says how many are left', async () => {
     const { work, dlq } = await deadLettered(12);
-    const result = await stormguard(
-      'dlq',
-      'import',
-      '--amqp',
-      url,
-      '--from',
-      dlq,
-      '--queue',
-      work,
-      '--redis',
-      redisServer.url,
-      '--limit',
-      '5',
-      '--prefetch',
-      '2',
-    );
+    const result = await importing(dlq, work, '--limit', '5', '--prefetch', '2');
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/imported 5 message\(s\)/);
     // The broker may still be taking back a message it had out to the import: at least 5 are counted.
@@ -214,18 +193,7 @@ describe('stormguard dlq import', () => {
 describe('stormguard dlq replay --amqp', () => {
   it('replays imported records to the work queue at a rate, and a stored run too', async () => {
     const { work, dlq } = await deadLettered(20);
-    const imported = await stormguard(
-      'dlq',
-      'import',
-      '--amqp',
-      url,
-      '--from',
-      dlq,
-      '--queue',
-      work,
-      '--redis',
-      redisServer.url,
-    );
+    const imported = await importing(dlq, work);
     expect(imported.code).toBe(0);
 
     // Without --amqp, the records are not BullMQ's to replay.
@@ -281,18 +249,7 @@ describe('stormguard dlq replay --amqp', () => {
 
   it('refuses a work queue that does not exist on the broker with exit 2 (RabbitMQ would confirm into nothing)', async () => {
     const { work, dlq } = await deadLettered(1);
-    await stormguard(
-      'dlq',
-      'import',
-      '--amqp',
-      url,
-      '--from',
-      dlq,
-      '--queue',
-      work,
-      '--redis',
-      redisServer.url,
-    );
+    await importing(dlq, work);
     await channel.deleteQueue(work);
     const result = await stormguard('dlq', 'replay', work, '--amqp', url, '--redis', redisServer.url);
     expect(result.stderr).toMatch(new RegExp(`queue "${work}" does not exist on this broker`));

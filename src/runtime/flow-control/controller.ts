@@ -43,6 +43,20 @@ export interface FlowBudget {
 }
 
 /**
+ * The budget as flow control reads it, when it can (`RetryBudget` can: its state and `denied` events);
+ * `undefined` for a budget that offers neither, which flow control then does without.
+ *
+ * @example
+ * const flowBudget = flowBudgetOf(new RetryBudget({ store })); // the same budget, typed as FlowBudget
+ */
+export function flowBudgetOf(budget: unknown): FlowBudget | undefined {
+  const candidate = budget as Partial<FlowBudget> | undefined;
+  return typeof candidate?.state === 'function' && typeof candidate.events?.on === 'function'
+    ? (candidate as FlowBudget)
+    : undefined;
+}
+
+/**
  * What to do with a job before it runs.
  * - `run`: run it (a paced slot, if any, has been waited for).
  * - `pause`: stop the queue's consumption for `forMs` and put the job back unchanged.
