@@ -9,6 +9,7 @@ import {
   type FlowStore,
   type PausedWorkerEntry,
 } from '../runtime/flow-control/store.js';
+import type { LimitExchangeResult, LimitState } from '../runtime/limits/store.js';
 import { PostgresDatabase, type PostgresStoreOptions } from './database.js';
 
 /**
@@ -219,6 +220,27 @@ export class PostgresFlowStore implements FlowStore {
         expiresAtMs: Number(row.expires_at_ms),
       }))
       .sort(byQueueThenWorker);
+  }
+
+  // Limits are not kept in this store yet: every limits call rejects.
+  exchangeLimits(): Promise<LimitExchangeResult> {
+    return Promise.reject(new Error('PostgresFlowStore: limits are not implemented yet'));
+  }
+
+  holdLimits(): Promise<LimitState> {
+    return Promise.reject(new Error('PostgresFlowStore: limits are not implemented yet'));
+  }
+
+  overrideLimits(): Promise<LimitState> {
+    return Promise.reject(new Error('PostgresFlowStore: limits are not implemented yet'));
+  }
+
+  limitState(): Promise<LimitState> {
+    return Promise.reject(new Error('PostgresFlowStore: limits are not implemented yet'));
+  }
+
+  limitedDependencies(): Promise<string[]> {
+    return Promise.reject(new Error('PostgresFlowStore: limits are not implemented yet'));
   }
 
   async switchedOff(): Promise<boolean> {

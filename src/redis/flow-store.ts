@@ -9,6 +9,7 @@ import {
   type FlowStore,
   type PausedWorkerEntry,
 } from '../runtime/flow-control/store.js';
+import type { LimitExchangeResult, LimitState } from '../runtime/limits/store.js';
 import { assertPrefix, DEFAULT_PREFIX } from './budget-keys.js';
 import { type RedisConnection, redisClientOf } from './connection.js';
 import { defineScript, type RedisClient } from './scripts.js';
@@ -203,6 +204,27 @@ export class RedisFlowStore implements FlowStore {
       });
     }
     return entries.sort(byQueueThenWorker);
+  }
+
+  // Limits are not kept in this store yet: every limits call rejects.
+  exchangeLimits(): Promise<LimitExchangeResult> {
+    return Promise.reject(new Error('RedisFlowStore: limits are not implemented yet'));
+  }
+
+  holdLimits(): Promise<LimitState> {
+    return Promise.reject(new Error('RedisFlowStore: limits are not implemented yet'));
+  }
+
+  overrideLimits(): Promise<LimitState> {
+    return Promise.reject(new Error('RedisFlowStore: limits are not implemented yet'));
+  }
+
+  limitState(): Promise<LimitState> {
+    return Promise.reject(new Error('RedisFlowStore: limits are not implemented yet'));
+  }
+
+  limitedDependencies(): Promise<string[]> {
+    return Promise.reject(new Error('RedisFlowStore: limits are not implemented yet'));
   }
 
   switchedOff(): Promise<boolean> {

@@ -1,4 +1,21 @@
 import { type Clock, systemClock } from '../../common/clock.js';
+import {
+  checkHoldMs,
+  checkLimitExchange,
+  effectiveLimit,
+  lowestLimit,
+  normalOverride,
+  takeVerdict,
+} from '../limits/limit-maths.js';
+import type {
+  DependencyLimit,
+  LimitExchange,
+  LimitExchangeResult,
+  LimitHold,
+  LimitOverride,
+  LimitState,
+  LimitStore,
+} from '../limits/store.js';
 import { pace, paceMany } from './pacing.js';
 import { type SlowStartRamp, slowStartRate } from './slow-start.js';
 import { byQueueThenWorker, type FlowSnapshot, type FlowStore, type PausedWorkerEntry } from './store.js';
@@ -13,6 +30,18 @@ interface DependencyFlow {
   paused: Map<string, PausedWorkerEntry>;
 }
 
+/** One dependency's limits (see src/runtime/limits/store.ts); expired entries are dropped by writes. */
+interface DependencyLimits {
+  declarations: Map<string, { limit: DependencyLimit; expiresAtMs: number }>;
+  leases: Map<string, { cost: number; expiresAtMs: number }>;
+  override?: LimitOverride | undefined;
+  hold?: LimitHold | undefined;
+  /** Set by a hold, cleared by the first success after it. */
+  probing: boolean;
+  recoveredAtMs?: number | undefined;
+  tatMs: number;
+}
+
 /**
  * A {@link FlowStore} in one process, on an injectable clock: for a single worker, the simulator and tests.
  * Park lists do not expire here (the process holds them); released marks go when claimed.
@@ -25,6 +54,7 @@ interface DependencyFlow {
 export class MemoryFlowStore implements FlowStore {
   readonly #clock: Clock;
   readonly #deps = new Map<string, DependencyFlow>();
+  readonly #limits = new Map<string, DependencyLimits>();
   #off = false;
 
   constructor(options: { clock?: Clock } = {}) {
@@ -119,6 +149,121 @@ export class MemoryFlowStore implements FlowStore {
     this.#off = off;
   }
 
+  exchangeLimits(dependency: string, request: LimitExchange): LimitExchangeResult {
+    checkLimitExchange(request);
+    const now = this.#clock.now();
+    const limits = this.#limitsOf(dependency, now);
+    limits.declarations.set(request.holder, {
+      limit: limitOf(request.declared),
+      expiresAtMs: now + request.leaseMs,
+    });
+    for (const { lease, ok } of request.give) {
+      limits.leases.delete(lease);
+      if (ok && limits.probing && !holdLive(limits.hold, now)) {
+        limits.probing = false;
+        limits.hold = undefined;
+        limits.recoveredAtMs = now;
+        limits.tatMs = now;
+      }
+    }
+    for (const lease of request.renew) {
+      const held = limits.leases.get(lease);
+      if (held) held.expiresAtMs = now + request.leaseMs;
+    }
+    const result: LimitExchangeResult = {
+      granted: 0,
+      waitMs: 0,
+      state: limitStateOf(dependency, limits, now),
+    };
+    for (const { lease, cost } of request.take) {
+      const { state } = result;
+      const verdict = takeVerdict(
+        {
+          nowMs: now,
+          effective: state.effective,
+          override: state.override,
+          hold: state.hold,
+          probing: state.probing,
+          probes: request.probes,
+          inFlight: state.inFlight - (limits.leases.get(lease)?.cost ?? 0),
+          tatMs: limits.tatMs,
+          recoveredAtMs: limits.recoveredAtMs,
+          ramp: request.ramp,
+        },
+        cost,
+      );
+      if (!verdict.granted) {
+        result.refusedBy = verdict.refusedBy;
+        result.waitMs = verdict.waitMs;
+        break;
+      }
+      limits.leases.set(lease, { cost, expiresAtMs: now + request.leaseMs });
+      limits.tatMs = verdict.tatMs;
+      result.granted++;
+      result.state = limitStateOf(dependency, limits, now);
+    }
+    return result;
+  }
+
+  holdLimits(dependency: string, forMs: number, reason: LimitHold['reason']): LimitState {
+    checkHoldMs(forMs);
+    const now = this.#clock.now();
+    const limits = this.#limitsOf(dependency, now);
+    const untilMs = now + forMs;
+    if (!holdLive(limits.hold, now) || limits.hold!.untilMs < untilMs) {
+      limits.hold = { untilMs, reason, setAtMs: now };
+      limits.probing = true;
+    }
+    return limitStateOf(dependency, limits, now);
+  }
+
+  overrideLimits(
+    dependency: string,
+    override: Parameters<LimitStore['overrideLimits']>[1],
+    options: { clearHold?: boolean } = {},
+  ): LimitState {
+    const fields = override && normalOverride(override);
+    const now = this.#clock.now();
+    const limits = this.#limitsOf(dependency, now);
+    limits.override = fields && {
+      ...fields,
+      setAtMs: now,
+      ...(override?.expiresInMs === undefined ? {} : { expiresAtMs: now + override.expiresInMs }),
+    };
+    if (options.clearHold === true) {
+      limits.hold = undefined;
+      limits.probing = false;
+      limits.recoveredAtMs = undefined;
+    }
+    return limitStateOf(dependency, limits, now);
+  }
+
+  limitState(dependency: string): LimitState {
+    return limitStateOf(dependency, this.#limits.get(dependency), this.#clock.now());
+  }
+
+  limitedDependencies(): string[] {
+    const now = this.#clock.now();
+    return [...this.#limits.entries()]
+      .filter(([, limits]) => limitsLive(limits, now))
+      .map(([dependency]) => dependency)
+      .sort();
+  }
+
+  /** The dependency's limits, created when absent, with what has expired by `now` dropped. */
+  #limitsOf(dependency: string, now: number): DependencyLimits {
+    let limits = this.#limits.get(dependency);
+    if (!limits) {
+      limits = { declarations: new Map(), leases: new Map(), probing: false, tatMs: 0 };
+      this.#limits.set(dependency, limits);
+    }
+    for (const [holder, { expiresAtMs }] of limits.declarations)
+      if (expiresAtMs <= now) limits.declarations.delete(holder);
+    for (const [lease, { expiresAtMs }] of limits.leases) if (expiresAtMs <= now) limits.leases.delete(lease);
+    if (!overrideLive(limits.override, now)) limits.override = undefined;
+    return limits;
+  }
+
   #flow(dependency: string): DependencyFlow {
     let flow = this.#deps.get(dependency);
     if (!flow) {
@@ -146,4 +291,57 @@ function listOf<T>(map: Map<string, T>, key: string, make: () => T): T {
     map.set(key, value);
   }
   return value;
+}
+
+function holdLive(hold: LimitHold | undefined, now: number): boolean {
+  return hold !== undefined && hold.untilMs > now;
+}
+
+function overrideLive(override: LimitOverride | undefined, now: number): boolean {
+  return override !== undefined && (override.expiresAtMs === undefined || override.expiresAtMs > now);
+}
+
+function limitsLive(limits: DependencyLimits, now: number): boolean {
+  const live = (entries: Iterable<{ expiresAtMs: number }>) => {
+    for (const { expiresAtMs } of entries) if (expiresAtMs > now) return true;
+    return false;
+  };
+  return (
+    live(limits.declarations.values()) ||
+    live(limits.leases.values()) ||
+    overrideLive(limits.override, now) ||
+    holdLive(limits.hold, now)
+  );
+}
+
+/** The dependency's {@link LimitState} at `now`, from what is live (nothing is changed). */
+function limitStateOf(dependency: string, limits: DependencyLimits | undefined, now: number): LimitState {
+  const declarations: DependencyLimit[] = [];
+  for (const { limit, expiresAtMs } of limits?.declarations.values() ?? [])
+    if (expiresAtMs > now) declarations.push(limit);
+  let inFlight = 0;
+  for (const { cost, expiresAtMs } of limits?.leases.values() ?? []) if (expiresAtMs > now) inFlight += cost;
+  const override = overrideLive(limits?.override, now) ? limits?.override : undefined;
+  const hold = holdLive(limits?.hold, now) ? limits?.hold : undefined;
+  const declared = lowestLimit(declarations);
+  const state: LimitState = {
+    dependency,
+    nowMs: now,
+    inFlight,
+    declared,
+    effective: effectiveLimit(declared, override),
+    probing: limits?.probing === true && hold === undefined,
+  };
+  if (override) state.override = { ...override };
+  if (hold) state.hold = { ...hold };
+  if (limits?.recoveredAtMs !== undefined) state.recoveredAtMs = limits.recoveredAtMs;
+  return state;
+}
+
+/** The fields a limit sets, and no others. */
+function limitOf(limit: DependencyLimit): DependencyLimit {
+  const copy: DependencyLimit = {};
+  if (limit.maxInFlight !== undefined) copy.maxInFlight = limit.maxInFlight;
+  if (limit.maxRatePerSecond !== undefined) copy.maxRatePerSecond = limit.maxRatePerSecond;
+  return copy;
 }

@@ -1,4 +1,5 @@
 import type { MaybePromise } from '../contracts.js';
+import type { LimitStore } from '../limits/store.js';
 import type { PaceVerdict } from './pacing.js';
 import type { SlowStartRamp } from './slow-start.js';
 
@@ -45,7 +46,8 @@ export interface PausedWorkerEntry {
  * Where flow control's fleet-wide state lives: per dependency, the down mark and recovery time that start
  * slow start, the pacer's state, a park list per queue of jobs held while the dependency is down
  * (released in order), and the workers holding a queue paused for it (entries that expire unless
- * refreshed); and one fleet-wide kill switch. Every operation is atomic and takes time from the
+ * refreshed); one fleet-wide kill switch; and each dependency's limits ({@link LimitStore}: leased
+ * in-flight slots, a rate pacer, Retry-After holds, operator overrides). Every operation is atomic and takes time from the
  * store. Implementations: memory (one process, the simulator, tests), Redis (every key of a dependency
  * in its hash slot, `{<prefix>:d:<dependency>}`) and PostgreSQL (rows locked per operation); each passes
  * `store.case.ts`.
@@ -54,7 +56,7 @@ export interface PausedWorkerEntry {
  * const store: FlowStore = new MemoryFlowStore({ clock });
  * await store.markDown('search');
  */
-export interface FlowStore {
+export interface FlowStore extends LimitStore {
   /** The dependency's snapshot. Never writes. */
   read(dependency: string): MaybePromise<FlowSnapshot>;
   /** Marks the dependency down: the next {@link markUp} starts its ramp. Idempotent. */

@@ -62,7 +62,10 @@ export interface LimitState {
   nowMs: number;
   /** Cost units held by live leases (expired leases do not count). */
   inFlight: number;
-  /** The lowest value each field has among live declarations from workers' code (see `declare`). */
+  /**
+   * The lowest value each field has among live declarations from workers' code (each
+   * {@link LimitExchange}'s `declared`, living `leaseMs` past its holder's last exchange).
+   */
   declared: DependencyLimit;
   /** What is enforced now: the override's fields where it sets them, else `declared`. */
   effective: DependencyLimit;
@@ -96,14 +99,19 @@ export interface LimitExchange {
   declared: DependencyLimit;
   /** How long a lease taken or renewed now lives unless renewed again. */
   leaseMs: number;
-  /** Leases to give back (their calls ended): `ok` true when the call succeeded (it ends probing). */
+  /**
+   * Leases to give back (their calls ended): `ok` true when the call succeeded (once the hold has ended,
+   * it ends probing). Unknown leases are ignored, but their `ok` still counts.
+   */
   give: ReadonlyArray<{ lease: string; ok: boolean }>;
   /** Leases whose calls still run: their expiry moves to now + `leaseMs`. Unknown leases are ignored. */
   renew: readonly string[];
   /**
    * Leases to take, in order: each is granted when the dependency is not paused or held, its cost fits
-   * under the effective `maxInFlight` (or `probes` while probing), and the rate pacer's next slot is now.
-   * A refusal refuses every later request of the same exchange too (order is kept).
+   * under the effective `maxInFlight` (or `probes` while probing, whichever is lower), and the rate
+   * pacer's next slot is now (a lease of cost n takes n slots). A call heavier than the whole cap is
+   * granted when nothing is in flight: it runs alone rather than never. A refusal refuses every later
+   * request of the same exchange too (order is kept). Taking a lease id already held replaces it.
    */
   take: ReadonlyArray<{ lease: string; cost: number }>;
   /** Units allowed in flight while probing after a hold (the breaker's `halfOpenProbes`). */
@@ -123,8 +131,9 @@ export interface LimitExchangeResult {
   granted: number;
   /**
    * When some were refused: how long until asking again may succeed. A hold or pause: until it ends (a
-   * pause without expiry: the caller's own poll interval); the rate: until the pacer's next slot; the
-   * in-flight cap: 0 (unknown: it frees when a lease is given back or expires).
+   * pause without expiry: 0, and the caller asks again at its own poll interval); the rate: until the
+   * pacer's next slot; the in-flight cap: 0 (unknown: it frees when a lease is given back or expires).
+   * 0 when all were granted.
    */
   waitMs: number;
   /** Why the first refused request was refused. */
@@ -137,7 +146,8 @@ export interface LimitExchangeResult {
  * The limits part of the flow store: leased in-flight slots, the rate pacer, Retry-After holds and
  * operator overrides of each dependency, shared by the fleet. Every operation is atomic, takes time from
  * the store, and (Redis) touches only the dependency's hash slot. Each flow store implements it and passes
- * the limits cases of `store.case.ts`.
+ * the limits cases of `store.case.ts`. A request no store can keep (a lease of 0 ms, a cost that is not a
+ * whole number >= 1, an override without a reason: see `limit-maths.ts`) rejects with a ValidationError.
  *
  * @example
  * const store: LimitStore = new MemoryFlowStore({ clock });
@@ -153,7 +163,8 @@ export interface LimitStore {
   holdLimits(dependency: string, forMs: number, reason: LimitHold['reason']): MaybePromise<LimitState>;
   /**
    * Sets (replacing) or, with `undefined`, removes the operator's override; `expiresInMs` from now.
-   * Reset is `override(dependency, undefined, { clearHold: true })`: the hold and probing go too.
+   * `clearHold`: the hold, probing and the ramp after it go too. Reset is
+   * `overrideLimits(dependency, undefined, { clearHold: true })`. Declarations and leases stay.
    */
   overrideLimits(
     dependency: string,
