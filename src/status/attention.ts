@@ -10,8 +10,11 @@ const ORDER: readonly AttentionReason[] = [
   'budget-unreadable',
   'degraded',
   'marked-down',
+  'limit-held',
+  'limit-paused',
   'workers-paused',
   'jobs-parked',
+  'limit-pinned',
   'breaker-forced-closed',
   'dead-letters',
 ];
@@ -36,6 +39,9 @@ export function attentionOf(status: Omit<DependencyStatus, 'attention'>): Attent
   }
   if (budget?.degraded || breaker?.degraded) found.add('degraded');
   if (status.flow?.down) found.add('marked-down');
+  if (status.limits?.hold) found.add('limit-held');
+  if (status.limits?.paused) found.add('limit-paused');
+  if (status.limits?.pinned) found.add('limit-pinned');
   if ((status.pausedWorkers ?? 0) > 0) found.add('workers-paused');
   if ((status.parkedJobs ?? 0) > 0) found.add('jobs-parked');
   if ((deadLetters?.total ?? 0) > 0) found.add('dead-letters');

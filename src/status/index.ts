@@ -4,6 +4,13 @@ export { attentionOf, needsAttention } from './attention.js';
 export { type BudgetStatus, type BudgetStatusSource, budgetStatus, budgetStatusOf } from './budget.js';
 export { type Fleet, type FleetStores, fleetStatusSources } from './fleet.js';
 export { flowStatusOf } from './flow.js';
+export {
+  changeLimits,
+  LIMIT_ACTIONS,
+  type LimitAction,
+  type LimitChangeRequest,
+  type LimitChangeResult,
+} from './limit-actions.js';
 export { type MemoryFleetOptions, memoryFleet } from './memory-fleet.js';
 export { breakersOf, budgetsOf, readFleetStatus } from './read-fleet-status.js';
 export type {
@@ -11,6 +18,7 @@ export type {
   DeadLetterStatusSource,
   DependencyDeadLetters,
   DependencyFlowStatus,
+  DependencyLimitStatus,
   DependencyStatus,
   FleetStatus,
   FleetStatusOptions,
@@ -19,6 +27,7 @@ export type {
   FlowMarkStatus,
   FlowStatusScope,
   FlowStatusSource,
+  LimitStatusSource,
   ParkedJobsStatus,
   PausedWorkerStatus,
   QueueStatus,

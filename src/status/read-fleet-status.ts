@@ -4,9 +4,11 @@ import { firstLineOf } from '../common/error-text.js';
 import { attentionOf, needsAttention } from './attention.js';
 import { type BudgetStatus, budgetStatus } from './budget.js';
 import { readDeadLetters } from './dead-letters.js';
+import { readLimits } from './limits.js';
 import type {
   DependencyDeadLetters,
   DependencyFlowStatus,
+  DependencyLimitStatus,
   DependencyStatus,
   FleetStatus,
   FleetStatusOptions,
@@ -23,7 +25,8 @@ const DEFAULT_BREAKDOWN_LIMIT = 10_000;
 /**
  * Reads the fleet's state from its stores, once: every dependency's budget and breaker, every
  * dead-letter queue's counts and each dependency's share of them, flow control's kill switch, marks,
- * paused workers and parked jobs, and which dependencies need attention. Only reads. One source that fails leaves its part absent and is
+ * paused workers and parked jobs, each limited dependency's limits, and which dependencies need
+ * attention. Only reads. One source that fails leaves its part absent and is
  * reported in `errors` (or rethrown with `throwOnError`); the others are read as usual.
  *
  * The dead-letter part is a handful of index reads per dependency and queue, never a walk over records
@@ -57,18 +60,21 @@ export async function readFleetStatus(
     }
   };
 
-  // Budgets and breakers are read at the same time (each is a listing, then a read per dependency).
-  // Their errors are still reported in this order.
-  const [budgetRead, breakerRead] = await Promise.all([
+  // Budgets, breakers and limits are read at the same time (each is a listing, then a read per
+  // dependency). Their errors are still reported in this order.
+  const [budgetRead, breakerRead, limitsRead] = await Promise.all([
     sources.budget ? settle(() => budgetStatus(sources.budget!)) : undefined,
     sources.breaker ? settle(() => sources.breaker!.list()) : undefined,
+    sources.limits ? settle(() => readLimits(sources.limits!)) : undefined,
   ]);
   const budgets = budgetRead && (await attempt('budget', budgetRead));
   const breakers = breakerRead && (await attempt('breaker', breakerRead));
+  const limits = limitsRead && (await attempt('limits', limitsRead));
 
   const names = new Set<string>(options.dependencies ?? []);
   for (const row of budgets ?? []) names.add(row.dependency);
   for (const row of breakers ?? []) names.add(row.dependency);
+  for (const [dependency] of limits ?? []) names.add(dependency);
   const dependencyNames = [...names].sort(byCodeUnits);
 
   let queues: QueueStatus[] = [];
@@ -112,6 +118,7 @@ export async function readFleetStatus(
 
   const budgetOf = new Map<string, BudgetStatus>((budgets ?? []).map((b) => [b.dependency, b]));
   const breakerOf = new Map<string, ListedBreaker>((breakers ?? []).map((b) => [b.dependency, b]));
+  const limitsOf = new Map<string, DependencyLimitStatus>(limits ?? []);
   const dependencies = dependencyNames.map((dependency): DependencyStatus => {
     const parts: Omit<DependencyStatus, 'attention'> = { dependency };
     const budget = budgetOf.get(dependency);
@@ -124,6 +131,8 @@ export async function readFleetStatus(
     if (parked) parts.parkedJobs = sumFor(parked, dependency);
     const mark = markOf.get(dependency);
     if (mark) parts.flow = flowOf(mark);
+    const limit = limitsOf.get(dependency);
+    if (limit) parts.limits = limit;
     return { ...parts, attention: attentionOf(parts) };
   });
 

@@ -2,6 +2,7 @@ import type { BreakerListing, ListedBreaker } from '../breaker/types.js';
 import type { Clock } from '../common/clock.js';
 import type { DeadLetterReason } from '../policy/types.js';
 import type { DeadLetterQueueSummary, DeadLetterStore, MaybePromise } from '../runtime/contracts.js';
+import type { DependencyLimit, LimitHold, LimitOverride, LimitStore } from '../runtime/limits/store.js';
 import type { BudgetStatus, BudgetStatusSource } from './budget.js';
 
 /**
@@ -61,6 +62,11 @@ export interface DependencyStatus {
   parkedJobs?: number;
   /** Flow control's mark of it (down, or when it recovered); absent without a flow source that reads marks. */
   flow?: DependencyFlowStatus;
+  /**
+   * Its fleet-wide limits (in flight against the cap, the rate, a Retry-After hold, an operator's
+   * override); absent without a limits source, or when the source lists nothing for it.
+   */
+  limits?: DependencyLimitStatus;
   /** Why an operator should look at it, most pressing first; empty when all is well. */
   attention: AttentionReason[];
 }
@@ -72,7 +78,10 @@ export interface DependencyStatus {
  * - `budget-unreadable`: its stored budget state cannot be read.
  * - `degraded`: a figure comes from a local fallback, not the shared store.
  * - `marked-down`: flow control holds it down (a worker saw it unhealthy and none has seen it recover).
+ * - `limit-held`: a Retry-After answer holds its calls fleet-wide until the hold's end.
+ * - `limit-paused`: an operator paused its calls fleet-wide (`stormguard limits pause`).
  * - `workers-paused`, `jobs-parked`: flow control holds work back for it.
+ * - `limit-pinned`: its calls in flight have reached its `maxInFlight`: more wait for a slot.
  * - `breaker-forced-closed`: an operator holds its breaker closed (it will not protect the dependency).
  * - `dead-letters`: it has dead letters.
  *
@@ -88,8 +97,11 @@ export type AttentionReason =
   | 'budget-unreadable'
   | 'degraded'
   | 'marked-down'
+  | 'limit-held'
+  | 'limit-paused'
   | 'workers-paused'
   | 'jobs-parked'
+  | 'limit-pinned'
   | 'breaker-forced-closed'
   | 'dead-letters';
 
@@ -182,6 +194,47 @@ export interface DependencyFlowStatus {
 }
 
 /**
+ * A dependency's fleet-wide limits at the limits store's time: what `stormguard limits status`, the
+ * console's Limits page and the limit gauges show. The store's `LimitState` without its
+ * clock, with what a reader wants worked out: how long a hold has left, when an override lapses, whether
+ * an operator paused it and whether its calls in flight have reached the cap.
+ *
+ * @example
+ * // { inFlight: 24, declared: { maxInFlight: 25 }, effective: { maxInFlight: 25, maxRatePerSecond: 50 },
+ * //   hold: { untilMs: 1764682290000, reason: 'retry-after', setAtMs: 1764682230000, remainingMs: 42000 },
+ * //   probing: false, paused: false, pinned: false }
+ */
+export interface DependencyLimitStatus {
+  /** Cost units held by live leases, fleet-wide. */
+  inFlight: number;
+  /** The lowest value of each field among the live declarations of workers' code. */
+  declared: DependencyLimit;
+  /** What is enforced: the override's fields where it sets them, else `declared`. */
+  effective: DependencyLimit;
+  /** An operator's live override, with how long until it lapses by itself (absent: until a reset). */
+  override?: LimitOverride & { expiresInMs?: number };
+  /** A live Retry-After hold, with how long it has left. */
+  hold?: LimitHold & { remainingMs: number };
+  /** A hold ended and no call has succeeded since: only probes run. */
+  probing: boolean;
+  /** When it last came out of a hold (its slow-start ramp runs from then). */
+  recoveredAtMs?: number;
+  /** An operator paused it: no call starts anywhere until resumed (or the override lapses). */
+  paused: boolean;
+  /** Its calls in flight have reached the effective `maxInFlight`. */
+  pinned: boolean;
+}
+
+/**
+ * What the limits part of the read model reads: every flow store (`MemoryFlowStore`, `RedisFlowStore`,
+ * `PostgresFlowStore`, a fleet's `flow`) is one as it is.
+ *
+ * @example
+ * await readFleetStatus({ limits: fleet.flow });
+ */
+export type LimitStatusSource = Pick<LimitStore, 'limitedDependencies' | 'limitState'>;
+
+/**
  * One dependency's mark as a {@link FlowStatusSource} reads it.
  *
  * @example
@@ -202,7 +255,7 @@ export interface FlowMarkStatus {
  * // { source: 'breaker', message: 'connect ECONNREFUSED 127.0.0.1:6379' }
  */
 export interface StatusSourceError {
-  source: 'budget' | 'breaker' | 'dead-letters' | 'flow';
+  source: 'budget' | 'breaker' | 'dead-letters' | 'flow' | 'limits';
   message: string;
 }
 
@@ -259,6 +312,8 @@ export interface FleetStatusSources {
   breaker?: BreakerListing;
   deadLetters?: DeadLetterStatusSource;
   flow?: FlowStatusSource;
+  /** Each limited dependency's limits (`limitedDependencies`, then one `limitState` each). */
+  limits?: LimitStatusSource;
 }
 
 /**
