@@ -1,19 +1,26 @@
 /**
- * What the console's two hot requests cost with many dead letters, over HTTP against the console's own
- * handler on a redis-server this script spawns: the first page of a filtered list (by reason, by
- * dependency, by job name; the filtered records are 1 % of the queue) and one overview read (the
- * fleet-status read model: budgets, breakers, counts by reason and dependency, over a handful of
- * dependencies with budget and breaker state). Measured at `--records` and at a tenth of it, side by side,
- * to show neither grows with the queue. The baseline update lists budgets and breakers the way the stores
- * did before their dependency registry: a SCAN of the whole keyspace for each.
+ * The console with many dead letters, on Redis and on PostgreSQL, each a server this script starts on a
+ * free port (the test harness's: redis-server, and `initdb` into a temporary folder):
  *
- *   npx tsx bench/dashboard/index.ts [--records 100000] [--rounds 20] [--json]
+ * - pages: the first page of a filtered dead-letter list (with its count), over HTTP against the console's
+ *   own handler, and one overview update (`readFleetStatus`, the read each live tick makes), at
+ *   `--records` and at a tenth of it, median and 95th percentile of `--rounds` rounds. The queue is seeded
+ *   fast in each store's own layout (pipelined writes on Redis, `generate_series` on PostgreSQL), after a
+ *   check that the seed writes exactly what the store's own filing writes for a few records. On Redis the
+ *   baseline lists budgets and breakers the way the stores did before their dependency registry: a SCAN
+ *   of the whole keyspace for each.
+ * - sse: the console in a process of its own with `--clients` live pages open, `--stalled` of which never
+ *   read; its memory (RSS, heap) and what waits in memory for each client, sampled every second for
+ *   `--seconds`, with the console's limit (1 MiB per client) and without it (the baseline).
+ *
+ *   npx tsx bench/dashboard/index.ts [--records 1000000] [--rounds 30] [--backends redis,postgres]
+ *     [--part pages|sse|all] [--seconds 30] [--clients 50] [--stalled 10] [--json]
  */
-import { createServer } from 'node:http';
+import { cpus, loadavg } from 'node:os';
+import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
-import { resolveBreakerOptions } from '../../src/breaker/options.js';
-import { RetryBudget } from '../../src/budget/retry-budget.js';
-import { createDashboard } from '../../src/dashboard/handler.js';
+import pg from 'pg';
+import { postgresFleet } from '../../src/postgres/fleet.js';
 import { RedisBreakerStore } from '../../src/redis/breaker-store.js';
 import {
   budgetKeyPattern,
@@ -21,70 +28,132 @@ import {
   dependencyOfBudgetKey,
 } from '../../src/redis/budget-keys.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
-import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
 import { redisFleet } from '../../src/redis/fleet.js';
 import { scanKeys } from '../../src/redis/scan.js';
-import type { DeadLetterRecord } from '../../src/runtime/contracts.js';
 import type { Fleet } from '../../src/status/fleet.js';
-import { readFleetStatus } from '../../src/status/read-fleet-status.js';
 import type { FleetStatusSources } from '../../src/status/types.js';
+import { TestPostgres } from '../../tests/helpers/postgres-server.js';
 import { TestRedis } from '../../tests/helpers/redis-server.js';
-import { benchArgs, formatTable, median } from '../common.js';
+import { formatTable } from '../common.js';
+import { DEPENDENCIES, type Measured, measure, PAGES, type Spread, writeDependencyState } from './measure.js';
+import { ATTEMPTS_TTL_MS, FINAL_STATE, record } from './records.js';
+import { checkPostgresLayout, seedPostgres } from './seed-postgres.js';
+import { checkRedisLayout, seedRedis } from './seed-redis.js';
 
-const { size: records, rounds, json } = benchArgs({ size: ['records', 100_000] });
+const args = parseCommandLine();
 
-const server = await TestRedis.start();
-const redis = new Redis(server.url, { maxRetriesPerRequest: null });
-
-function record(queue: string, i: number): DeadLetterRecord {
-  const rare = i % 100 === 0;
-  return {
-    jobId: `doc-${i}`,
-    queue,
-    name: rare ? 'rare-job' : 'reindex',
-    data: { docId: i },
-    opts: {},
-    reason: rare ? 'permanent' : 'budget-exhausted',
-    detail: 'retry budget for search exhausted',
-    lastError: {
-      name: 'TransientError',
-      message: 'timeout',
-      classification: { retryable: true, reason: 'ETIMEDOUT' },
-    },
-    attemptsMade: 1,
-    dependency: rare ? 'rare-dep' : 'search',
-    createdAt: i,
-    deadLetteredAt: 1_700_000_000_000 + i,
-    replays: 0,
-  };
+interface BackendResult {
+  backend: 'redis' | 'postgres';
+  /** Per size: the records, how long the seed took, and the figures. */
+  sizes: { records: number; seedMs: number; measured: Measured }[];
+  /** The store's size after both seeds: Redis used_memory, or the dead-letter tables' size on disk. */
+  storeBytes: number;
 }
 
-async function fill(prefix: string, queue: string, n: number): Promise<void> {
-  const store = new RedisDeadLetterStore({ redis, prefix });
-  for (let i = 0; i < n; i += 500)
-    await Promise.all(
-      Array.from({ length: Math.min(500, n - i) }, (_, k) =>
-        store.file(record(queue, i + k), { attempts: 1, deferrals: 0 }, 3_600_000),
-      ),
-    );
+const load = () => loadavg().map((x) => Number(x.toFixed(2)));
+const machine = {
+  cpus: cpus().length,
+  model: cpus()[0]?.model ?? '?',
+  node: process.version,
+  loadAtStart: load(),
+};
+const results: BackendResult[] = [];
+
+if (args.part !== 'sse') {
+  if (args.backends.includes('redis')) results.push(await onRedis());
+  if (args.backends.includes('postgres')) results.push(await onPostgres());
+}
+const loadAtEnd = load();
+
+if (args.json) console.log(JSON.stringify({ machine: { ...machine, loadAtEnd }, args, pages: results }));
+else {
+  console.log(
+    `console at scale (${machine.cpus} cpus, ${machine.model}, node ${machine.node}; load average ${machine.loadAtStart.join(' ')} at start, ${loadAtEnd.join(' ')} at end)`,
+  );
+  for (const result of results) printPages(result);
 }
 
-/** The dependencies the fleet has budget and breaker state for: the two the dead letters name, and more. */
-const DEPENDENCIES = ['search', 'rare-dep', 'mail', 'crm', 'payments'];
-
-async function writeDependencyState(prefix: string): Promise<void> {
-  const budget = new RetryBudget({ store: new RedisBudgetStore({ redis, prefix }) });
-  const breakers = new RedisBreakerStore({ redis, prefix });
-  for (const dependency of DEPENDENCIES) {
-    budget.recordSuccess(dependency, 100);
-    await budget.trySpend(dependency);
-    await breakers.record(dependency, 'success', resolveBreakerOptions({}));
+async function onRedis(): Promise<BackendResult> {
+  const server = await TestRedis.start();
+  const redis = new Redis(server.url, { maxRetriesPerRequest: null });
+  try {
+    await checkRedisLayout(redis, 'check');
+    const sizes: BackendResult['sizes'] = [];
+    for (const [prefix, n] of sizesOf(args.records)) {
+      const t0 = performance.now();
+      await seedRedis(redis, prefix, 'index', n);
+      const seedMs = performance.now() - t0;
+      const fleet = redisFleet({ redis, prefix });
+      await fileOneMore(fleet, n);
+      await writeDependencyState(fleet);
+      const baselineRounds = Math.min(args.rounds, 5);
+      const measured = await measure(fleet, n, args.rounds, {
+        'baseline: budgets and breakers by SCAN': {
+          sources: scanningStatus(redis, fleet, prefix),
+          rounds: baselineRounds,
+        },
+      });
+      sizes.push({ records: n, seedMs, measured });
+    }
+    const memory = await redis.info('memory');
+    return { backend: 'redis', sizes, storeBytes: Number(/used_memory:(\d+)/.exec(memory)?.[1] ?? 0) };
+  } finally {
+    redis.disconnect();
+    await server.close();
   }
-  await budget.close();
+}
+
+async function onPostgres(): Promise<BackendResult> {
+  // shared_buffers as a small production server has it, not the test harness's 32 MB.
+  const server = await TestPostgres.start({ settings: { shared_buffers: '256MB' } });
+  const db = await server.createDatabase();
+  const pool = new pg.Pool({ connectionString: db.url, max: 10 });
+  const schema = 'stormguard';
+  try {
+    await checkPostgresLayout(pool, schema, 'check');
+    const sizes: BackendResult['sizes'] = [];
+    for (const [prefix, n] of sizesOf(args.records)) {
+      const t0 = performance.now();
+      await seedPostgres(pool, schema, prefix, 'index', n);
+      const seedMs = performance.now() - t0;
+      const fleet = postgresFleet({ pool, schema, prefix });
+      await fileOneMore(fleet, n);
+      await writeDependencyState(fleet);
+      sizes.push({ records: n, seedMs, measured: await measure(fleet, n, args.rounds) });
+    }
+    const { rows } = await pool.query<{ bytes: string }>(
+      `SELECT pg_total_relation_size('stormguard.dead_letters') + pg_total_relation_size('stormguard.attempt_states') AS bytes`,
+    );
+    return { backend: 'postgres', sizes, storeBytes: Number(rows[0]?.bytes ?? 0) };
+  } finally {
+    await pool.end();
+    await db.drop();
+    await server.close();
+  }
+}
+
+/** The sizes measured: a tenth of `records`, then `records`, each under a prefix of its own. */
+function sizesOf(records: number): [string, number][] {
+  return [
+    ['small', Math.max(1, Math.round(records / 10))],
+    ['large', records],
+  ];
+}
+
+/**
+ * Files one more record through the store, on top of the seed: it must get the next id (the seed left the
+ * counter where filings would have), and is removed again.
+ */
+async function fileOneMore(fleet: Fleet, n: number): Promise<void> {
+  const filing = await fleet.deadLetters.file(record('index', n), FINAL_STATE, ATTEMPTS_TTL_MS);
+  if (!filing.created || filing.id !== String(n + 1))
+    throw new Error(`a filing after the seed got ${JSON.stringify(filing)}, expected id ${n + 1}`);
+  if (!(await fleet.deadLetters.remove('index', filing.id)))
+    throw new Error('the extra record was not removed');
 }
 
 /** The status sources as they listed before the registry: every listing a SCAN of the whole keyspace. */
-function scanningStatus(fleet: Fleet, prefix: string): FleetStatusSources {
+function scanningStatus(redis: Redis, fleet: Fleet, prefix: string): FleetStatusSources {
   const budgets = new RedisBudgetStore({ redis, prefix });
   const breakers = new RedisBreakerStore({ redis, prefix });
   return {
@@ -106,73 +175,72 @@ function scanningStatus(fleet: Fleet, prefix: string): FleetStatusSources {
   };
 }
 
-async function measure(prefix: string, n: number) {
-  await fill(prefix, 'index', n);
-  await writeDependencyState(prefix);
-  const fleet = redisFleet({ redis, prefix });
-  const baseline = scanningStatus(fleet, prefix);
-  const handler = createDashboard({ fleet });
-  const http = createServer(handler);
-  await new Promise<void>((r) => http.listen(0, '127.0.0.1', () => r()));
-  const address = http.address();
-  const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
-  const time = async (path: string) => {
-    const samples: number[] = [];
-    for (let i = 0; i < rounds; i++) {
-      const t0 = performance.now();
-      const res = await fetch(`${base}${path}`);
-      await res.arrayBuffer();
-      if (!res.ok) throw new Error(`${path}: HTTP ${res.status}`);
-      samples.push(performance.now() - t0);
-    }
-    return median(samples);
-  };
-  const rows = {
-    reason: await time('/api/queues/index/records?reason=permanent&limit=50'),
-    dependency: await time('/api/queues/index/records?dependency=rare-dep&limit=50'),
-    name: await time('/api/queues/index/records?name=rare-job&limit=50'),
-    // One update: the read each SSE tick makes (the HTTP overview answers from the latest one). The
-    // registry and the baseline alternate, so load on the machine falls on both alike.
-    ...(await (async () => {
-      const registry: number[] = [];
-      const scanning: number[] = [];
-      const first = await readFleetStatus(fleet.status);
-      if (first.dependencies.length !== DEPENDENCIES.length || first.errors.length > 0)
-        throw new Error(`overview read ${JSON.stringify(first.dependencies.map((d) => d.dependency))}`);
-      for (let i = 0; i < rounds; i++) {
-        let t0 = performance.now();
-        await readFleetStatus(fleet.status);
-        registry.push(performance.now() - t0);
-        t0 = performance.now();
-        await readFleetStatus(baseline);
-        scanning.push(performance.now() - t0);
-      }
-      return { overview: median(registry), overviewScan: median(scanning) };
-    })()),
-  };
-  http.close();
-  await handler.close();
-  return rows;
+function printPages(result: BackendResult): void {
+  const [small, large] = result.sizes;
+  if (!small || !large) return;
+  const ms = (s: Spread | undefined) => (s ? `${s.median.toFixed(1)} / ${s.p95.toFixed(1)} ms` : '');
+  const seconds = (x: number) => `${(x / 1000).toFixed(1)} s`;
+  console.log(
+    `\n${result.backend}: ${DEPENDENCIES.length} dependencies with budget and breaker state; seeded in ${seconds(small.seedMs)} and ${seconds(large.seedMs)}; store ${(result.storeBytes / 2 ** 20).toFixed(0)} MiB`,
+  );
+  const rows = [
+    [`median / p95 of ${args.rounds}`, `${small.records} records`, `${large.records} records`, 'goal'],
+    ...PAGES.map(({ label }) => [
+      `first page, ${label}`,
+      ms(small.measured.pages[label]),
+      ms(large.measured.pages[label]),
+      '< 200 ms',
+    ]),
+    ['one overview update (read model)', ms(small.measured.overview), ms(large.measured.overview), '< 50 ms'],
+    ...Object.keys(large.measured.extra).map((label) => [
+      `  ${label}`,
+      ms(small.measured.extra[label]),
+      ms(large.measured.extra[label]),
+      '',
+    ]),
+  ];
+  console.log(formatTable(rows));
 }
 
-try {
-  const small = await measure('small', Math.round(records / 10));
-  const large = await measure('large', records);
-  if (json) console.log(JSON.stringify({ records, rounds, small, large }));
-  else {
-    const ms = (x: number) => `${x.toFixed(1)} ms`;
-    console.log(
-      formatTable([
-        [`median of ${rounds}`, `${Math.round(records / 10)} records`, `${records} records`, 'goal'],
-        ['first page, filter by reason', ms(small.reason), ms(large.reason), '< 200 ms'],
-        ['first page, filter by dependency', ms(small.dependency), ms(large.dependency), '< 200 ms'],
-        ['first page, filter by job name', ms(small.name), ms(large.name), '< 200 ms'],
-        ['one overview update (read model)', ms(small.overview), ms(large.overview), '< 50 ms'],
-        ['  baseline: listing by SCAN', ms(small.overviewScan), ms(large.overviewScan), ''],
-      ]),
-    );
-  }
-} finally {
-  redis.disconnect();
-  await server.close();
+function parseCommandLine() {
+  const { values } = parseArgs({
+    options: {
+      records: { type: 'string', default: '1000000' },
+      rounds: { type: 'string', default: '30' },
+      backends: { type: 'string', default: 'redis,postgres' },
+      part: { type: 'string', default: 'all' },
+      seconds: { type: 'string', default: '30' },
+      clients: { type: 'string', default: '50' },
+      stalled: { type: 'string', default: '10' },
+      json: { type: 'boolean', default: false },
+    },
+  });
+  const whole = (name: 'records' | 'rounds' | 'seconds' | 'clients' | 'stalled', min: number) => {
+    const n = Number(values[name]);
+    if (!Number.isInteger(n) || n < min)
+      fail(`--${name} must be a whole number >= ${min} (got "${values[name]}")`);
+    return n;
+  };
+  const backends = (values.backends ?? '').split(',').map((b) => b.trim());
+  if (backends.length === 0 || backends.some((b) => b !== 'redis' && b !== 'postgres'))
+    fail(`--backends takes redis, postgres or both, comma-separated (got "${values.backends}")`);
+  if (!['pages', 'sse', 'all'].includes(values.part ?? ''))
+    fail(`--part takes pages, sse or all (got "${values.part}")`);
+  const parsed = {
+    records: whole('records', 100),
+    rounds: whole('rounds', 1),
+    backends: backends as ('redis' | 'postgres')[],
+    part: values.part as 'pages' | 'sse' | 'all',
+    seconds: whole('seconds', 1),
+    clients: whole('clients', 1),
+    stalled: whole('stalled', 0),
+    json: values.json === true,
+  };
+  if (parsed.stalled > parsed.clients) fail('--stalled cannot be more than --clients');
+  return parsed;
+}
+
+function fail(message: string): never {
+  process.stderr.write(`${message}\n`);
+  process.exit(2);
 }
