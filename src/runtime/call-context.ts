@@ -2,6 +2,8 @@ import type { CircuitBreaker } from '../breaker/circuit-breaker.js';
 import { dependencyNameProblem } from '../budget/dependency-name.js';
 import { PermanentError } from '../errors/permanent-error.js';
 import type { AttemptTrace } from './instrumentation.js';
+import type { LimitAnswer, LimitSlot } from './limits/controller.js';
+import { LimitHeldError } from './limits/limit-held-error.js';
 
 /**
  * What a stormguard processor receives besides the job: `call` attributes each downstream call to the
@@ -16,18 +18,49 @@ import type { AttemptTrace } from './instrumentation.js';
  */
 export interface CallContext {
   /**
-   * Runs one downstream call. Before it, asks the dependency's breaker (when the worker has one) and throws
-   * a `BrokenCircuitError` without calling `fn` when the breaker refuses. After it, records a success for
-   * the dependency (batched in memory: no Redis round trip) or charges the failure to it, then returns or
-   * rethrows exactly what `fn` did.
+   * Runs one downstream call. Before it, takes a slot of the dependency's fleet-wide limits (when it has
+   * any: the worker's `limits`, or an operator's override), waiting up to `maxPaceWaitMs`, and throws a
+   * `LimitHeldError` without calling `fn` past that (the worker then holds the job without using an
+   * attempt; let it propagate); then asks the dependency's breaker (when the worker has one) and throws a
+   * `BrokenCircuitError` without calling `fn` when the breaker refuses. After it, gives the slot back,
+   * records a success for the dependency (batched in memory: no Redis round trip) or charges the failure
+   * to it, then returns or rethrows exactly what `fn` did. A 429 or 503 with Retry-After from a limited
+   * dependency holds that dependency fleet-wide (docs/limits.md).
    */
-  call<T>(dependency: string, fn: () => T | Promise<T>): Promise<T>;
+  call<T>(dependency: string, fn: () => T | Promise<T>, options?: CallOptions): Promise<T>;
   /** The job's own dependency: `dependencies[job.name]`, or the job name when it has no mapping. */
   readonly dependency: string;
   /** This attempt's number as stormguard counts it (1 for the first; deferrals do not count). */
   readonly attempt: number;
   /** The job's idempotency key, when the worker was given `idempotency.key` and it returned one. */
   readonly idempotencyKey: string | undefined;
+}
+
+/**
+ * Options of one `ctx.call`.
+ *
+ * @example
+ * await ctx.call('openai', () => complete(prompt), { cost: Math.ceil(prompt.length / 4_000) });
+ */
+export interface CallOptions {
+  /**
+   * What the call weighs against the dependency's limits (its `maxInFlight` and `maxRatePerSecond` count
+   * cost units): a whole number >= 1, e.g. thousands of tokens. Default 1.
+   */
+  cost?: number | undefined;
+}
+
+/**
+ * Limits as `ctx.call` uses them: a slot before the call, given back after it, and the failure told (a
+ * Retry-After answer holds the dependency). `LimitController` is one.
+ *
+ * @example
+ * const limits: CallLimits = new LimitController({ openai: { maxInFlight: 25 } }, { store }, settings);
+ */
+export interface CallLimits {
+  acquire(dependency: string, cost: number): Promise<LimitAnswer>;
+  release(slot: LimitSlot, ok: boolean): void;
+  noteFailure(dependency: string, error: unknown): Promise<unknown>;
 }
 
 /**
@@ -50,20 +83,24 @@ export class JobCallContext implements CallContext {
   calls = 0;
   /** Made on the first failed call: a job that succeeds allocates none. */
   #failedCalls: Map<unknown, string> | undefined;
+  /** Slots taken before the job started, by dependency: the first call to each uses its slot. */
+  #reserved: Map<string, LimitSlot> | undefined;
 
   constructor(
     readonly dependency: string,
     readonly attempt: number,
     readonly idempotencyKey: string | undefined,
     /** Called after each successful call: the worker records it in the budget (batched, in memory). */
-    private readonly onSuccess: (dependency: string) => void,
+    readonly onSuccess: (dependency: string) => void,
     private readonly breaker?: CallBreaker,
     private readonly isFailure?: (error: unknown) => boolean,
     /** The attempt's trace, when an instrumentation follows it: each call gets a span of its own. */
     private readonly trace?: AttemptTrace,
+    /** The worker's limits: a slot around each call. */
+    private readonly limits?: CallLimits,
   ) {}
 
-  async call<T>(dependency: string, fn: () => T | Promise<T>): Promise<T> {
+  async call<T>(dependency: string, fn: () => T | Promise<T>, options?: CallOptions): Promise<T> {
     const problem = dependencyNameProblem(dependency);
     if (problem) {
       // A bug in the processor: no retry can fix it, so it is dead-lettered (reason `permanent`) and
@@ -72,18 +109,62 @@ export class JobCallContext implements CallContext {
         `ctx.call: the dependency ${problem}; name the downstream system, e.g. "search" (got ${JSON.stringify(dependency)})`,
       );
     }
+    const cost = options?.cost ?? 1;
+    if (!(Number.isSafeInteger(cost) && cost >= 1))
+      throw new PermanentError(
+        `ctx.call: cost must be a whole number >= 1 (the units the call weighs against ${JSON.stringify(dependency)}'s limits), got ${String(cost)}`,
+      );
+    const slot = this.limits ? await this.#slot(this.limits, dependency, cost) : undefined;
     this.calls++;
+    let ok = false;
     try {
       const value = this.trace
         ? await this.trace.call(dependency, async () => this.#execute(dependency, fn))
         : await this.#execute(dependency, fn);
+      ok = true;
       this.onSuccess(dependency);
       return value;
     } catch (error) {
       this.#failedCalls ??= new Map();
       this.#failedCalls.set(error, dependency);
+      // Recorded before the slot goes back: the give-back's exchange then meets the hold.
+      if (this.limits && slot?.lease !== undefined) await this.limits.noteFailure(dependency, error);
       throw error;
+    } finally {
+      if (slot) this.limits?.release(slot, ok);
     }
+  }
+
+  /**
+   * Keeps a slot taken before the job started for the job's first call to its dependency. A job that ends
+   * without using it gives it back ({@link releaseReserved}).
+   */
+  reserve(slot: LimitSlot): void {
+    this.#reserved ??= new Map();
+    this.#reserved.set(slot.dependency, slot);
+  }
+
+  /**
+   * Gives back the slots taken before the job started that no call used (the job ended). `ok`: the job
+   * succeeded without any `ctx.call`, so its run was the call (it ends probing after a hold).
+   */
+  releaseReserved(ok: boolean): void {
+    if (!this.#reserved) return;
+    for (const slot of this.#reserved.values()) this.limits?.release(slot, ok);
+    this.#reserved = undefined;
+  }
+
+  /** The call's slot: the one reserved for the dependency when its cost fits, else a new one. */
+  async #slot(limits: CallLimits, dependency: string, cost: number): Promise<LimitSlot> {
+    const reserved = this.#reserved?.get(dependency);
+    if (reserved) {
+      this.#reserved?.delete(dependency);
+      if (reserved.cost === cost || reserved.lease === undefined) return reserved;
+      limits.release(reserved, false);
+    }
+    const answer = await limits.acquire(dependency, cost);
+    if (answer.type === 'slot') return answer.slot;
+    throw new LimitHeldError(dependency, answer.by, answer.retryInMs);
   }
 
   /** The call itself: through the breaker when the worker has one. */

@@ -19,7 +19,7 @@ import type {
   RetryPolicy,
 } from '../policy/types.js';
 import { appendAttempt, attemptEntry } from './attempt-history.js';
-import { type CallContext, JobCallContext } from './call-context.js';
+import { type CallContext, type CallLimits, JobCallContext } from './call-context.js';
 import type { AttemptState, AttemptStateStore, DeadLetterRecord, DeadLetterStore } from './contracts.js';
 import { decideContext } from './decide-context.js';
 import type { JobLabels } from './events.js';
@@ -33,6 +33,8 @@ import {
   keepTraceLinks,
 } from './instrumentation.js';
 import { type JobHandle, mayHaveAttemptState } from './job-handle.js';
+import type { LimitAnswer, LimitController } from './limits/controller.js';
+import { limitHeldOf } from './limits/limit-held-error.js';
 import { type ErrorText, OutcomeWriter } from './outcome-writer.js';
 import {
   assertBookkeepingBackoff,
@@ -96,6 +98,20 @@ export type RuntimeFlow = Pick<
 };
 
 /**
+ * Limits as the runtime uses them: a slot around each `ctx.call` and before a job whose dependency is
+ * known up front, holding a job a limit held, and whether a dependency is limited (its Retry-After answers
+ * then hold the dependency, and `retryAfter.onExceeded` no longer applies to it). `LimitController` is one.
+ *
+ * @example
+ * const limits: RuntimeLimits = new LimitController({ openai: { maxInFlight: 25 } }, { store }, settings);
+ */
+export type RuntimeLimits = CallLimits &
+  Pick<LimitController, 'isLimited' | 'holdAction'> & {
+    /** The dependency every job of the queue needs (its slot is taken before each job starts). */
+    readonly queueDependency?: string | undefined;
+  };
+
+/**
  * What a {@link JobRuntime} needs; a queue adapter builds it from its user's options.
  *
  * @example
@@ -135,6 +151,8 @@ export interface JobRuntimeSettings {
   instrumentation?: JobInstrumentation | undefined;
   /** Flow control: hold jobs whose dependency is down, pace its recovery. Default none. */
   flow?: RuntimeFlow | undefined;
+  /** Fleet-wide limits per dependency: slots around calls, held jobs, Retry-After holds. Default none. */
+  limits?: RuntimeLimits | undefined;
   /**
    * How a write a store refused is retried (the outcome kept in the job's own record meanwhile). Default
    * 5 s doubling to 5 minutes, until the job's max age.
@@ -173,6 +191,8 @@ export class JobRuntime {
   readonly #errorText: ((error: ErrorText, record: DeadLetterRecord | undefined) => ErrorText) | undefined;
   /** `internalError`, with the error redacted when redaction is configured. */
   readonly #report: (error: unknown) => void;
+  /** The policy `decide` uses for a limited dependency: a Retry-After is waited for, whatever `onExceeded` says. */
+  readonly #limitedPolicy: RetryPolicy;
 
   constructor(private readonly settings: JobRuntimeSettings) {
     const { policy, clock, budget } = settings;
@@ -193,6 +213,13 @@ export class JobRuntime {
     if (settings.bookkeepingBackoff) assertBookkeepingBackoff(settings.bookkeepingBackoff);
     this.#backoff = settings.bookkeepingBackoff ?? DEFAULT_BOOKKEEPING_BACKOFF;
     this.#errorText = errorRedactor(settings);
+    this.#limitedPolicy =
+      policy.retryAfter.onExceeded === 'wait'
+        ? policy
+        : Object.freeze({
+            ...policy,
+            retryAfter: Object.freeze({ ...policy.retryAfter, onExceeded: 'wait' }),
+          });
     const redactText = this.#errorText;
     this.#report = redactText
       ? (error) => settings.internalError(redactedError(redactText(describeError(error), undefined)))
@@ -296,6 +323,7 @@ export class JobRuntime {
       settings.breaker,
       this.#isFailure,
       trace,
+      settings.limits,
     );
     if (job.stalls > settings.maxStalls) {
       const { error, decision } = stalledOut(
@@ -312,10 +340,44 @@ export class JobRuntime {
       if (held) return held;
     }
 
+    const limits = settings.limits;
+    if (limits) {
+      const held = await this.#limitGate<Result>(limits, job, ctx, dependency);
+      if (held) return held;
+    }
+    try {
+      return await this.#run(job, work, ctx, { key, keyError, stored, state, dependency, attempt, trace });
+    } finally {
+      // Every path has given its slots back by now; this is the backstop.
+      ctx.releaseReserved(false);
+    }
+  }
+
+  /** Admission, then the processor and what its outcome comes to. */
+  async #run<Result>(
+    job: JobHandle,
+    work: (ctx: CallContext) => Promise<Result>,
+    ctx: JobCallContext,
+    run: {
+      key: string | undefined;
+      keyError: PermanentError | undefined;
+      stored: AttemptState | undefined;
+      state: AttemptState;
+      dependency: string;
+      attempt: number;
+      trace: AttemptTrace | undefined;
+    },
+  ): Promise<RunOutcome<Result>> {
+    const { key, keyError, stored, state, dependency, attempt, trace } = run;
+    const { settings } = this;
+    const { events, flow, limits } = settings;
+    const labels = (dep: string): JobLabels => ({ queue: settings.queue, task: job.name, dependency: dep });
+    const onSuccess = ctx.onSuccess;
     if ((settings.budget || settings.breaker) && needsAdmission(stored, job.stalls)) {
       const refused = await this.#admit(job, state, dependency, trace);
       if (refused === 'bookkeeping') return { type: 'delayed' };
       if (refused !== undefined) {
+        ctx.releaseReserved(false);
         if (events.has('refused')) events.emit('refused', { ...labels(dependency), by: refused.by });
         return this.#settle(job, refused.error, ctx, state, stored !== undefined, refused.decision, trace);
       }
@@ -330,6 +392,18 @@ export class JobRuntime {
       const run = () => (key !== undefined && guard ? guard.once(key, () => work(ctx)) : work(ctx));
       value = trace ? await trace.run(run) : await run();
     } catch (error) {
+      if (limits) {
+        // A call waited past maxPaceWaitMs for its slot: the job is held, no attempt used, nothing filed.
+        const held = limitHeldOf(error);
+        if (held) {
+          ctx.releaseReserved(false);
+          const { dependency: heldFor, by, retryInMs } = held;
+          return this.#limitHold(limits, job, { type: 'held', dependency: heldFor, by, retryInMs });
+        }
+        // The job's run was its call (no ctx.call threw it): a Retry-After answer holds its dependency too.
+        if (ctx.dependencyOf(error) === undefined) await limits.noteFailure(dependency, error);
+        ctx.releaseReserved(false);
+      }
       if (settings.isPassThrough?.(error)) return { type: 'pass-through', error };
       // The breaker refused the job's own dependency (its probes are all in flight): hold the job as the
       // gate would, instead of delaying it by the policy.
@@ -339,6 +413,8 @@ export class JobRuntime {
       }
       return this.#settle(job, error, ctx, state, stored !== undefined, undefined, trace);
     }
+    // A job that made no ctx.call was itself its dependency's call: its success ends probing after a hold.
+    ctx.releaseReserved(ctx.calls === 0);
     if (ctx.calls === 0) onSuccess(dependency);
     if (stored !== undefined) await this.#clear(job);
     if (job.note !== undefined) await this.#clearNote(job);
@@ -554,6 +630,57 @@ export class JobRuntime {
     return action.type === 'run' ? undefined : this.#hold(flow, job, dependency, action);
   }
 
+  /**
+   * Takes the slots of the dependencies known before the job starts (its own, and the queue's), each kept
+   * for the job's first call to it. One held: the slots taken go back and the job is held.
+   */
+  async #limitGate<Result>(
+    limits: RuntimeLimits,
+    job: JobHandle,
+    ctx: JobCallContext,
+    dependency: string,
+  ): Promise<RunOutcome<Result> | undefined> {
+    const upFront = [dependency];
+    const { queueDependency } = limits;
+    if (queueDependency !== undefined && queueDependency !== dependency) upFront.push(queueDependency);
+    for (const known of upFront) {
+      let answer: LimitAnswer;
+      try {
+        answer = await limits.acquire(known, 1);
+      } catch (error) {
+        // Limits that fail are reported; the job runs (its calls still ask for their slots).
+        this.#report(error);
+        continue;
+      }
+      if (answer.type === 'slot') {
+        ctx.reserve(answer.slot);
+        continue;
+      }
+      ctx.releaseReserved(false);
+      return this.#limitHold(limits, job, answer);
+    }
+    return undefined;
+  }
+
+  /**
+   * Holds a job a limit held, without touching its attempt state and without filing anything: the queue
+   * paused (the job put back as it was), or the job delayed.
+   */
+  async #limitHold<Result>(
+    limits: RuntimeLimits,
+    job: JobHandle,
+    held: Extract<LimitAnswer, { type: 'held' }>,
+  ): Promise<RunOutcome<Result>> {
+    const action = limits.holdAction(held);
+    if (action.type === 'pause') return { type: 'paused', forMs: action.forMs };
+    try {
+      await job.moveToDelayed(this.settings.clock.now() + action.forMs);
+      return { type: 'delayed' };
+    } catch (error) {
+      return this.#retryBookkeeping(job, error);
+    }
+  }
+
   /** Holds a job without running it and without touching its attempt state: nothing was attempted. */
   async #hold<Result>(
     flow: RuntimeFlow,
@@ -634,9 +761,12 @@ export class JobRuntime {
     const budget = this.#budgetGate(trace);
     const breaker =
       settings.breaker && trace ? this.#tracedBreaker(settings.breaker, trace) : settings.breaker;
+    // A limited dependency's Retry-After holds the dependency (capped at retryAfter.maxMs, then marked
+    // down): the retry waits for it whatever onExceeded says, and uses its attempt (the call was made).
+    const policy = settings.limits?.isLimited(dependency) ? this.#limitedPolicy : settings.policy;
     return decide(
       decideContext({
-        policy: settings.policy,
+        policy,
         // A processor's own UnrecoverableError means "never retry this": stormguard reads it as permanent.
         error: isUnrecoverable(error)
           ? new PermanentError(describeError(error).message, { cause: error })

@@ -1,0 +1,592 @@
+import { hostname } from 'node:os';
+import type { Clock } from '../../common/clock.js';
+import type { RandomSource } from '../../common/random.js';
+import { withTimeout } from '../../common/timeout.js';
+import { httpStatusOf } from '../../policy/classify/http.js';
+import { readRetryAfter } from '../../policy/classify/retry-after.js';
+import type { LimitDependencyStatus, LimitEvents, LimitRefusal } from './events.js';
+import {
+  DEFAULT_LEASE_MS,
+  type LimitsByDependency,
+  type LimitsOptions,
+  type ResolvedDependencyLimit,
+  type ResolvedLimitsOptions,
+  resolveLimitsOptions,
+} from './options.js';
+import type { LimitExchange, LimitState, LimitStore } from './store.js';
+
+/**
+ * A slot a call holds: give it back with {@link LimitController.release} when the call ends. A slot
+ * without a `lease` was not taken from the store (the dependency has no limits, or the store could not
+ * be reached): giving it back does nothing.
+ *
+ * @example
+ * const slot: LimitSlot = { dependency: 'openai', lease: 'host-1:4242:1:17', cost: 1 };
+ */
+export interface LimitSlot {
+  readonly dependency: string;
+  readonly lease: string | undefined;
+  readonly cost: number;
+}
+
+/**
+ * What asking for a slot came to: a slot, or a hold (waited `maxPaceWaitMs` or knew it would be longer).
+ * `retryInMs` is the store's hint of when asking again may succeed (0: unknown, the in-flight cap or a
+ * pause without expiry).
+ *
+ * @example
+ * const answer: LimitAnswer = { type: 'held', dependency: 'openai', by: 'in-flight', retryInMs: 0 };
+ */
+export type LimitAnswer =
+  | { type: 'slot'; slot: LimitSlot }
+  | { type: 'held'; dependency: string; by: LimitRefusal; retryInMs: number };
+
+/**
+ * How a job a limit held is held: `pause` stops the whole queue's consumption for `forMs` (the job is put
+ * back unchanged), `delay` reschedules this one job `forMs` from now. Neither uses an attempt.
+ *
+ * @example
+ * const action: LimitHoldAction = { type: 'delay', forMs: 250 };
+ */
+export interface LimitHoldAction {
+  type: 'pause' | 'delay';
+  forMs: number;
+}
+
+/**
+ * What a {@link LimitController} needs besides its options.
+ *
+ * @example
+ * const settings: LimitControllerSettings = { queue: 'index', store, clock: systemClock, random: systemRandom,
+ *   emit: () => {}, internalError: console.error, retryAfterMaxMs: 900_000 };
+ */
+export interface LimitControllerSettings {
+  queue: string;
+  /** The shared store (a flow store). */
+  store: LimitStore;
+  clock: Clock;
+  random: RandomSource;
+  emit: <K extends keyof LimitEvents>(event: K, payload: LimitEvents[K]) => void;
+  internalError: (error: unknown) => void;
+  /** The longest Retry-After hold (the policy's `retryAfter.maxMs`); past it the dependency is marked down. */
+  retryAfterMaxMs: number;
+  /** Calls in flight while probing after a hold: the breaker's `halfOpenProbes`. Default 1. */
+  probesFor?: ((dependency: string) => number) | undefined;
+  /**
+   * The dependency every job of the queue needs (flow control's `queueDependency`): a job it holds stops
+   * the queue (`pauseQueue`) instead of being delayed. Default none.
+   */
+  queueDependency?: string | undefined;
+  /** Stops the whole queue's consumption for `forMs` (BullMQ: the worker's rate limit). Default none. */
+  pauseQueue?: ((forMs: number) => Promise<void> | void) | undefined;
+  /** Marks a dependency down as an open breaker does (a flow store's `markDown`). Default: the store's, if it has one. */
+  markDown?: ((dependency: string) => Promise<void> | void) | undefined;
+  /** How a wait in the worker is waited. Default: a timer. */
+  sleep?: ((ms: number) => Promise<void>) | undefined;
+  /** This process's name in the store's declarations and leases. Default `<host>:<pid>:<n>`. */
+  holder?: string | undefined;
+  /** The longest one exchange with the store may take before the call goes ahead unlimited, in ms. Default 2 000. */
+  storeTimeoutMs?: number | undefined;
+}
+
+/** One take's answer from a batch. `unenforced`: the store could not be reached, the call goes ahead. */
+type TakeAnswer =
+  | { granted: true }
+  | { granted: false; by: LimitRefusal; waitMs: number }
+  | { granted: 'unenforced' };
+
+interface PendingTake {
+  lease: string;
+  cost: number;
+  resolve: (answer: TakeAnswer) => void;
+}
+
+/** One dependency's batcher and what this process knows of it. */
+interface Lane {
+  dependency: string;
+  takes: PendingTake[];
+  gives: Array<{ lease: string; ok: boolean }>;
+  /** The renew timer asked for every held lease to be renewed with the next exchange. */
+  renewDue: boolean;
+  /** Leases this process holds, with their cost. */
+  held: Map<string, number>;
+  sending: boolean;
+  scheduled: boolean;
+  renewTimer: NodeJS.Timeout | undefined;
+  /** Calls waiting for a slot the in-flight cap refused: woken by a give-back of this process. */
+  waiters: Array<() => void>;
+  state: LimitState | undefined;
+  readAtMs: number | undefined;
+  reading: Promise<void> | undefined;
+  /** Local time of the last report of a store failure (one report per interval). */
+  reportedAtMs: number;
+}
+
+/** The shortest hold of a job; a wait hint below it holds this long (no busy loop). */
+const MIN_HOLD_MS = 50;
+/** The longest a held job is delayed before it looks again (a lifted pause or a reset reaches it soon). */
+const MAX_HOLD_MS = 5_000;
+/** A held job's delay when the store gives no hint (the in-flight cap). */
+const IN_FLIGHT_HOLD_MS = 250;
+/** A held job's delay while a pause without expiry holds its dependency. */
+const PAUSED_HOLD_MS = 1_000;
+/** How often a call refused by the in-flight cap asks again when no give-back of this process wakes it. */
+const IN_FLIGHT_POLL_MS = 50;
+/** Store failures are reported at most once per interval and dependency. */
+const REPORT_EVERY_MS = 5_000;
+const FREE = Object.freeze({ lease: undefined, cost: 0 });
+let controllers = 0;
+
+/**
+ * One worker's fleet-wide limits, knowing no queue library (docs/limits.md): a slot taken from the store
+ * before each call to a limited dependency and given back after it, waits of at most `maxPaceWaitMs` in
+ * the worker, holds (pause or delay) past them, and Retry-After holds recorded for the fleet.
+ *
+ * Round trips are shared: per dependency, every take, give-back and renewal this controller's callers ask
+ * for in one turn of the event loop goes to the store as one `exchangeLimits` (while one is on its way, the
+ * next batch forms and follows it), so the success path costs at most one round trip per call, and far
+ * less under concurrency. Each exchange also refreshes this process's declaration of its code's limits.
+ * Leases of running calls are renewed every `leaseMs / 3` by one timer per dependency. What the store
+ * answered about a dependency is reused for `stateCacheMs` to tell whether a dependency this worker has no
+ * code limits for is limited now (an operator's override, a hold), so such a dependency costs one state
+ * read per `stateCacheMs`, not one per call.
+ *
+ * A store that cannot be reached does not stop work: the call goes ahead without a slot, and the failure
+ * is reported (at most once per 5 s and dependency). The kill switch of flow control does not lift limits.
+ *
+ * @example
+ * const limits = new LimitController({ openai: { maxInFlight: 25 } }, { store }, settings);
+ * const answer = await limits.acquire('openai', 1);
+ * if (answer.type === 'slot') try { await complete() } finally { limits.release(answer.slot, true) }
+ */
+export class LimitController {
+  readonly options: ResolvedLimitsOptions;
+  /** This process's name in the store's declarations and leases. */
+  readonly holder: string;
+  readonly #settings: LimitControllerSettings;
+  readonly #store: LimitStore;
+  readonly #lanes = new Map<string, Lane>();
+  readonly #sleep: (ms: number) => Promise<void>;
+  readonly #timeoutMs: number;
+  readonly #exchanges = new Set<Promise<void>>();
+  #leases = 0;
+  #pausedUntil = 0;
+  #stopped = false;
+
+  constructor(
+    limits: LimitsByDependency | undefined,
+    options: LimitsOptions | undefined,
+    settings: LimitControllerSettings,
+  ) {
+    this.options = resolveLimitsOptions(limits, options);
+    this.#settings = settings;
+    this.#store = settings.store;
+    this.holder = settings.holder ?? `${hostname()}:${process.pid}:${++controllers}`;
+    this.#timeoutMs = settings.storeTimeoutMs ?? 2_000;
+    this.#sleep =
+      settings.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, Math.ceil(ms)).unref()));
+  }
+
+  /** The queue these limits serve. */
+  get queue(): string {
+    return this.#settings.queue;
+  }
+
+  /** Dependencies this worker's code limits, sorted. */
+  dependencies(): string[] {
+    return [...this.options.limits.keys()].sort();
+  }
+
+  /**
+   * True when calls to `dependency` take slots, as far as this worker knows now without asking the store:
+   * its code limits it, or the state last read says something is in force (another worker's declared
+   * limit, an operator's override, a hold, probing after one).
+   */
+  isLimited(dependency: string): boolean {
+    if (this.options.limits.has(dependency)) return true;
+    return inForce(this.#lanes.get(dependency)?.state);
+  }
+
+  /**
+   * Takes a slot of `cost` units for a call to `dependency`, waiting in the worker up to `maxPaceWaitMs`
+   * (the rate pacer's next slot, the end of a short hold, or an in-flight slot that a give-back of this
+   * process or a short poll finds); past it, or when the wait is known to be longer, the answer is
+   * `held`. A dependency with no limit in force gets a slot without a lease at once.
+   */
+  async acquire(dependency: string, cost = 1): Promise<LimitAnswer> {
+    const free = (): LimitAnswer => ({ type: 'slot', slot: { dependency, ...FREE } });
+    if (!(await this.#limitedNow(dependency))) return free();
+    const lane = this.#lane(dependency);
+    const { clock } = this.#settings;
+    const startedAt = clock.now();
+    const deadline = startedAt + this.options.maxPaceWaitMs;
+    let firstBy: LimitRefusal | undefined;
+    for (;;) {
+      const lease = `${this.holder}:${++this.#leases}`;
+      const answer = await this.#take(lane, lease, cost);
+      if (answer.granted === 'unenforced') return free();
+      if (answer.granted) {
+        if (firstBy !== undefined) this.#waited(dependency, firstBy, startedAt, 'granted');
+        return { type: 'slot', slot: { dependency, lease, cost } };
+      }
+      firstBy ??= answer.by;
+      const waitMs = this.#waitFor(answer, deadline - clock.now());
+      if (waitMs === undefined) {
+        this.#waited(dependency, firstBy, startedAt, 'held');
+        return { type: 'held', dependency, by: answer.by, retryInMs: Math.max(0, answer.waitMs) };
+      }
+      await this.#wait(lane, waitMs, answer.by === 'in-flight');
+    }
+  }
+
+  /**
+   * Gives a slot back (its call ended; `ok`: it succeeded, which ends probing after a hold). Sent with the
+   * dependency's next exchange, at once; the caller does not wait. Calls of this process waiting for an
+   * in-flight slot ask again in that same exchange.
+   */
+  release(slot: LimitSlot, ok: boolean): void {
+    if (slot.lease === undefined) return;
+    const lane = this.#lanes.get(slot.dependency);
+    if (!lane?.held.delete(slot.lease)) return;
+    lane.gives.push({ lease: slot.lease, ok });
+    for (const wake of lane.waiters.splice(0)) wake();
+    this.#schedule(lane);
+  }
+
+  /**
+   * How to hold a job a limit held: the queue's own dependency pauses the queue (`pauseQueue`, at most
+   * once per pause), any other delays the job. `forMs` is the store's hint, at least 50 ms and at most 5 s,
+   * plus up to 20 % jitter, so held jobs do not come back as a herd and a lifted pause reaches them soon.
+   */
+  holdAction(held: Extract<LimitAnswer, { type: 'held' }>): LimitHoldAction {
+    const { random, clock } = this.#settings;
+    const hint =
+      held.retryInMs > 0 ? held.retryInMs : held.by === 'paused' ? PAUSED_HOLD_MS : IN_FLIGHT_HOLD_MS;
+    const base = Math.min(MAX_HOLD_MS, Math.max(MIN_HOLD_MS, hint));
+    const forMs = Math.round(base * (1 + 0.2 * random()));
+    if (held.dependency !== this.#settings.queueDependency) return { type: 'delay', forMs };
+    const until = clock.now() + forMs;
+    if (until > this.#pausedUntil + MIN_HOLD_MS) {
+      this.#pausedUntil = until;
+      Promise.resolve()
+        .then(() => this.#settings.pauseQueue?.(forMs))
+        .catch((error: unknown) => this.#settings.internalError(error));
+    }
+    return { type: 'pause', forMs };
+  }
+
+  /**
+   * A call to `dependency` failed with `error`. When the dependency is limited and the error is a 429 or
+   * 503 carrying Retry-After (seconds or an HTTP-date), holds the dependency fleet-wide for
+   * min(Retry-After, `retryAfterMaxMs`) and tells it (`limit-hold`); past the cap the dependency is also
+   * marked down, as an open breaker marks it. Returns whether a hold was recorded. Never throws: a store
+   * that refuses is reported.
+   */
+  async noteFailure(dependency: string, error: unknown): Promise<boolean> {
+    if (!this.isLimited(dependency)) return false;
+    const asked = retryAfterOf(error, this.#settings.clock.now());
+    if (asked === undefined || asked <= 0) return false;
+    const maxMs = this.#settings.retryAfterMaxMs;
+    const capped = asked > maxMs;
+    const forMs = Math.min(asked, maxMs);
+    try {
+      const state = await this.#store.holdLimits(dependency, forMs, 'retry-after');
+      this.#note(this.#lane(dependency), state);
+      this.#settings.emit('limit-hold', {
+        queue: this.#settings.queue,
+        dependency,
+        forMs,
+        reason: 'retry-after',
+        capped,
+      });
+      if (capped) await this.#markDown(dependency);
+      return true;
+    } catch (storeError) {
+      this.#settings.internalError(storeError);
+      return false;
+    }
+  }
+
+  /** Per dependency this worker limits or has met limits for: its slots in flight here, and the last state read. */
+  status(): LimitDependencyStatus[] {
+    const names = new Set(this.options.limits.keys());
+    for (const [dependency, lane] of this.#lanes)
+      if (lane.held.size > 0 || inForce(lane.state)) names.add(dependency);
+    return [...names].sort().map((dependency) => {
+      const lane = this.#lanes.get(dependency);
+      let inFlight = 0;
+      for (const cost of lane?.held.values() ?? []) inFlight += cost;
+      const status: LimitDependencyStatus = { dependency, inFlight };
+      if (lane?.state) {
+        status.state = lane.state;
+        status.readAtMs = lane.readAtMs;
+      }
+      return status;
+    });
+  }
+
+  /**
+   * Stops the renew timers and sends what is waiting (give-backs of calls that ended), then waits for the
+   * exchanges on their way. Call it once the worker's jobs have ended: slots still held are not renewed
+   * any more and lapse within their lease.
+   */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    for (const lane of this.#lanes.values()) {
+      clearInterval(lane.renewTimer);
+      lane.renewTimer = undefined;
+      lane.renewDue = false;
+    }
+    for (;;) {
+      for (const lane of this.#lanes.values())
+        if (!lane.sending && (lane.gives.length > 0 || lane.takes.length > 0)) this.#send(lane);
+      if (this.#exchanges.size === 0) return;
+      await Promise.all([...this.#exchanges]);
+    }
+  }
+
+  /** True when calls to `dependency` take slots now: code limits, or a state (reused `stateCacheMs`) that says so. */
+  async #limitedNow(dependency: string): Promise<boolean> {
+    if (this.options.limits.has(dependency)) return true;
+    const lane = this.#lane(dependency);
+    const now = this.#settings.clock.now();
+    if (lane.readAtMs === undefined || now - lane.readAtMs >= this.options.stateCacheMs) {
+      lane.reading ??= this.#read(lane).finally(() => {
+        lane.reading = undefined;
+      });
+      await lane.reading;
+    }
+    return inForce(lane.state);
+  }
+
+  async #read(lane: Lane): Promise<void> {
+    try {
+      this.#note(lane, await withTimeout(this.#store.limitState(lane.dependency), this.#timeoutMs, STORE));
+    } catch (error) {
+      // Unreadable: no limit is known; asked again after stateCacheMs, not at every call.
+      lane.readAtMs = this.#settings.clock.now();
+      this.#reportStore(lane, error);
+    }
+  }
+
+  #note(lane: Lane, state: LimitState): void {
+    lane.state = state;
+    lane.readAtMs = this.#settings.clock.now();
+  }
+
+  #waited(dependency: string, by: LimitRefusal, startedAt: number, outcome: 'granted' | 'held'): void {
+    this.#settings.emit('limit-wait', {
+      queue: this.#settings.queue,
+      dependency,
+      by,
+      waitedMs: Math.max(0, this.#settings.clock.now() - startedAt),
+      outcome,
+    });
+  }
+
+  /**
+   * How long to wait before asking again, within `remainingMs`; `undefined` to stop waiting. The in-flight
+   * cap gives no hint: a short poll, cut short by a give-back here. The pacer, a hold and a pause with an
+   * expiry name when: waited for (with a little jitter, so waiters do not ask as a herd) when it comes in
+   * time. A pause without expiry is not waited for.
+   */
+  #waitFor(answer: { by: LimitRefusal; waitMs: number }, remainingMs: number): number | undefined {
+    if (remainingMs <= 0) return undefined;
+    const jitter = this.#settings.random();
+    if (answer.by === 'in-flight') return Math.min(remainingMs, IN_FLIGHT_POLL_MS * (1 + jitter));
+    if (answer.by === 'paused' && answer.waitMs <= 0) return undefined;
+    if (answer.waitMs > remainingMs) return undefined;
+    return Math.min(remainingMs, answer.waitMs + Math.min(10, answer.waitMs / 10) * jitter + 1);
+  }
+
+  #wait(lane: Lane, ms: number, wakeOnGive: boolean): Promise<void> {
+    if (!wakeOnGive) return this.#sleep(ms);
+    return new Promise<void>((resolve) => {
+      let done = false;
+      const finish = () => {
+        if (done) return;
+        done = true;
+        const at = lane.waiters.indexOf(finish);
+        if (at >= 0) lane.waiters.splice(at, 1);
+        resolve();
+      };
+      lane.waiters.push(finish);
+      void this.#sleep(ms).then(finish);
+    });
+  }
+
+  #take(lane: Lane, lease: string, cost: number): Promise<TakeAnswer> {
+    return new Promise<TakeAnswer>((resolve) => {
+      lane.takes.push({ lease, cost, resolve });
+      this.#schedule(lane);
+    });
+  }
+
+  #lane(dependency: string): Lane {
+    let lane = this.#lanes.get(dependency);
+    if (!lane) {
+      lane = {
+        dependency,
+        takes: [],
+        gives: [],
+        renewDue: false,
+        held: new Map(),
+        sending: false,
+        scheduled: false,
+        renewTimer: undefined,
+        waiters: [],
+        state: undefined,
+        readAtMs: undefined,
+        reading: undefined,
+        reportedAtMs: Number.NEGATIVE_INFINITY,
+      };
+      this.#lanes.set(dependency, lane);
+    }
+    return lane;
+  }
+
+  /**
+   * Sends the lane's batch after this turn of the event loop (so every caller of this turn joins it), or
+   * after the exchange on its way.
+   */
+  #schedule(lane: Lane): void {
+    if (lane.scheduled || lane.sending) return;
+    lane.scheduled = true;
+    setImmediate(() => {
+      lane.scheduled = false;
+      if (!lane.sending) this.#send(lane);
+    });
+  }
+
+  /** One exchange: declare, give back, renew, take, in that order; then the next batch if one formed. */
+  #send(lane: Lane): void {
+    const takes = lane.takes.splice(0);
+    const give = lane.gives.splice(0);
+    const renew = lane.renewDue ? [...lane.held.keys()] : [];
+    lane.renewDue = false;
+    if (takes.length === 0 && give.length === 0 && renew.length === 0) return;
+    const { dependency } = lane;
+    const config = this.#configOf(dependency);
+    const request: LimitExchange = {
+      holder: this.holder,
+      declared: config.limit,
+      leaseMs: config.leaseMs,
+      give,
+      renew,
+      take: takes.map(({ lease, cost }) => ({ lease, cost })),
+      probes: this.#probes(dependency),
+      ramp: { slowStartMs: this.options.slowStartMs, floorPerSecond: this.options.floorPerSecond },
+    };
+    lane.sending = true;
+    const exchange = (async () => {
+      try {
+        const result = await withTimeout(
+          this.#store.exchangeLimits(dependency, request),
+          this.#timeoutMs,
+          STORE,
+        );
+        this.#note(lane, result.state);
+        const by = result.refusedBy ?? 'in-flight';
+        takes.forEach((take, i) => {
+          if (i < result.granted) {
+            lane.held.set(take.lease, take.cost);
+            take.resolve({ granted: true });
+          } else take.resolve({ granted: false, by, waitMs: result.waitMs });
+        });
+        if (lane.held.size > 0) this.#renewing(lane, config.leaseMs);
+      } catch (error) {
+        this.#reportStore(lane, error);
+        for (const take of takes) take.resolve({ granted: 'unenforced' });
+      } finally {
+        lane.sending = false;
+        if (lane.takes.length > 0 || lane.gives.length > 0 || lane.renewDue) this.#schedule(lane);
+      }
+    })();
+    this.#exchanges.add(exchange);
+    void exchange.finally(() => this.#exchanges.delete(exchange));
+  }
+
+  /** One renew timer per dependency while this process holds its leases: every `leaseMs / 3`. */
+  #renewing(lane: Lane, leaseMs: number): void {
+    if (lane.renewTimer || this.#stopped) return;
+    lane.renewTimer = setInterval(
+      () => {
+        if (lane.held.size === 0) {
+          clearInterval(lane.renewTimer);
+          lane.renewTimer = undefined;
+          return;
+        }
+        lane.renewDue = true;
+        this.#schedule(lane);
+      },
+      Math.max(1, Math.floor(leaseMs / 3)),
+    );
+    lane.renewTimer.unref();
+  }
+
+  #configOf(dependency: string): ResolvedDependencyLimit {
+    return this.options.limits.get(dependency) ?? NO_LIMIT;
+  }
+
+  #probes(dependency: string): number {
+    try {
+      const probes = this.#settings.probesFor?.(dependency) ?? 1;
+      return Number.isSafeInteger(probes) && probes >= 1 ? probes : 1;
+    } catch {
+      return 1;
+    }
+  }
+
+  async #markDown(dependency: string): Promise<void> {
+    const store = this.#store as LimitStore & { markDown?: (dependency: string) => unknown };
+    const markDown =
+      this.#settings.markDown ??
+      (typeof store.markDown === 'function' ? store.markDown.bind(store) : undefined);
+    try {
+      await markDown?.(dependency);
+    } catch (error) {
+      this.#settings.internalError(error);
+    }
+  }
+
+  #reportStore(lane: Lane, error: unknown): void {
+    const now = this.#settings.clock.now();
+    if (now - lane.reportedAtMs < REPORT_EVERY_MS) return;
+    lane.reportedAtMs = now;
+    this.#settings.internalError(error);
+  }
+}
+
+const STORE = 'limits store';
+const NO_LIMIT: ResolvedDependencyLimit = Object.freeze({
+  limit: Object.freeze({}),
+  leaseMs: DEFAULT_LEASE_MS,
+});
+
+/** True when a state says calls take slots: a limit in force, a pause, a hold, or probing after one. */
+function inForce(state: LimitState | undefined): boolean {
+  if (!state) return false;
+  const { effective } = state;
+  return (
+    effective.maxInFlight !== undefined ||
+    effective.maxRatePerSecond !== undefined ||
+    state.override?.paused === true ||
+    (state.hold !== undefined && state.hold.untilMs > state.nowMs) ||
+    state.probing
+  );
+}
+
+/**
+ * The Retry-After of a 429 or 503 answer behind `error` (the error itself or a `cause` it wraps), in ms;
+ * `undefined` for anything else.
+ */
+function retryAfterOf(error: unknown, nowMs: number): number | undefined {
+  let current = error;
+  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth++) {
+    const status = httpStatusOf(current);
+    if (status === 429 || status === 503) return readRetryAfter(current, nowMs);
+    if (status !== undefined) return undefined;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
