@@ -34,9 +34,12 @@ export interface DependencyRegistryOptions {
   /** The store's key prefix (already checked by the store). */
   prefix: string;
   /** Which store's dependencies: each store kind has a registry of its own. */
-  kind: 'budget' | 'breaker';
-  /** How to find, once, the dependencies a store wrote before it kept a registry: a SCAN pattern and a key decoder. */
-  legacy: { pattern: string; dependencyOf(key: string): string | undefined };
+  kind: 'budget' | 'breaker' | 'limits';
+  /**
+   * How to find, once, the dependencies a store wrote before it kept a registry: a SCAN pattern and a key
+   * decoder. Unset for a kind that always kept one: it never scans.
+   */
+  legacy?: { pattern: string; dependencyOf(key: string): string | undefined } | undefined;
   /** TEST ONLY: this clock's time instead of the Redis server's `TIME` (and for the refresh). Default unset. */
   clock?: Clock;
   /**
@@ -134,7 +137,7 @@ export class DependencyRegistry {
     const [scanned, registered] = await Promise.all([scanning, registering]).catch((error: unknown) => {
       throw this.#explained(error);
     });
-    if (scanned === 1) return registered.sort();
+    if (scanned === 1 || this.#legacy === undefined) return registered.sort();
     const names = new Set(registered);
     for (const name of this.#adoptedInMemory ?? (await this.#adopt(options))) names.add(name);
     return [...names].sort();
@@ -157,8 +160,9 @@ export class DependencyRegistry {
   /** The one-time scan for state written before the registry: its names join the registry, then the mark is set. */
   async #adopt(options: ScanOptions): Promise<string[]> {
     const names: string[] = [];
-    for (const key of await scanKeys(this.#redis, this.#legacy.pattern, options)) {
-      const name = this.#legacy.dependencyOf(key);
+    const legacy = this.#legacy!;
+    for (const key of await scanKeys(this.#redis, legacy.pattern, options)) {
+      const name = legacy.dependencyOf(key);
       if (name !== undefined) names.push(name);
     }
     if (this.#readOnly) {

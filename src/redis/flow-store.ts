@@ -9,9 +9,24 @@ import {
   type FlowStore,
   type PausedWorkerEntry,
 } from '../runtime/flow-control/store.js';
-import type { LimitExchangeResult, LimitState } from '../runtime/limits/store.js';
+import {
+  checkHoldMs,
+  checkLimitExchange,
+  effectiveLimit,
+  normalOverride,
+} from '../runtime/limits/limit-maths.js';
+import type {
+  DependencyLimit,
+  LimitExchange,
+  LimitExchangeResult,
+  LimitHold,
+  LimitOverride,
+  LimitState,
+  LimitStore,
+} from '../runtime/limits/store.js';
 import { assertPrefix, DEFAULT_PREFIX } from './budget-keys.js';
 import { type RedisConnection, redisClientOf } from './connection.js';
+import { DependencyRegistry } from './dependency-registry.js';
 import { defineScript, type RedisClient } from './scripts.js';
 
 /**
@@ -51,6 +66,13 @@ const DEFAULT_STATE_TTL_MS = 24 * 3_600_000;
  * one command, one round trip, with time from the Redis server. The kill switch is one fleet-wide key,
  * `{<prefix>:g}:flow-off`. Everything expires on its own.
  *
+ * A dependency's limits are three keys of the same slot (`…:limits`, a hash of the pacer, the hold, the
+ * override and each process's declaration; `…:limit-leases`, a sorted set of leases by expiry;
+ * `…:limit-costs`, their costs and total): one script call per exchange. Their names are listed in
+ * `{<prefix>:g}:limits-dependencies` (noted about once a minute per dependency and process, beside the
+ * script) for {@link RedisFlowStore.limitedDependencies}. They expire `stateTtlMs` after their last write,
+ * or later while a hold or an override lasts (an override without an expiry keeps them until removed).
+ *
  * @example
  * import { Redis } from 'ioredis';
  * import { RedisFlowStore } from 'stormguard/redis';
@@ -67,6 +89,10 @@ export class RedisFlowStore implements FlowStore {
   readonly #park;
   readonly #release;
   readonly #paused;
+  readonly #exchange;
+  readonly #set;
+  readonly #readLimits;
+  readonly #limitsRegistry: DependencyRegistry;
 
   constructor(options: RedisFlowStoreOptions) {
     checkOptionNames('RedisFlowStore', options, OPTION_NAMES);
@@ -102,6 +128,28 @@ export class RedisFlowStore implements FlowStore {
       command: 'stormguardFlowPausedV1',
       file: 'flow-paused-1.lua',
       numberOfKeys: 1,
+    });
+    this.#exchange = defineScript(redis, {
+      command: 'stormguardLimitsExchangeV1',
+      file: 'limits-exchange-3.lua',
+      numberOfKeys: 3,
+    });
+    this.#set = defineScript(redis, {
+      command: 'stormguardLimitsSetV1',
+      file: 'limits-set-3.lua',
+      numberOfKeys: 3,
+    });
+    this.#readLimits = defineScript(redis, {
+      command: 'stormguardLimitsReadV1',
+      file: 'limits-read-3.lua',
+      numberOfKeys: 3,
+      readOnly: true,
+    });
+    this.#limitsRegistry = new DependencyRegistry({
+      redis,
+      prefix,
+      kind: 'limits',
+      ...(options.clock ? { clock: options.clock } : {}),
     });
   }
 
@@ -206,25 +254,89 @@ export class RedisFlowStore implements FlowStore {
     return entries.sort(byQueueThenWorker);
   }
 
-  // Limits are not kept in this store yet: every limits call rejects.
-  exchangeLimits(): Promise<LimitExchangeResult> {
-    return Promise.reject(new Error('RedisFlowStore: limits are not implemented yet'));
+  async exchangeLimits(dependency: string, request: LimitExchange): Promise<LimitExchangeResult> {
+    checkLimitExchange(request);
+    const args: (string | number)[] = [
+      this.#now(),
+      request.holder,
+      request.leaseMs,
+      request.declared.maxInFlight ?? '',
+      request.declared.maxRatePerSecond ?? '',
+      request.probes,
+      request.ramp.slowStartMs,
+      request.ramp.floorPerSecond,
+      this.#ttlMs,
+      request.give.length,
+      request.renew.length,
+    ];
+    for (const { lease, ok } of request.give) args.push(lease, ok ? '1' : '0');
+    args.push(...request.renew);
+    for (const { lease, cost } of request.take) args.push(lease, cost);
+    // The registry note (one command, about once a minute per dependency) travels with the script.
+    const [, reply] = (await Promise.all([
+      this.#limitsRegistry.note(dependency),
+      this.#exchange(this.#limitKeys(dependency), args),
+    ])) as [unknown, (string | number)[]];
+    const result: LimitExchangeResult = {
+      granted: Number(reply[0]),
+      waitMs: Number(reply[1]),
+      state: limitStateOf(dependency, reply.slice(3)),
+    };
+    if (reply[2] !== '') result.refusedBy = reply[2] as LimitExchangeResult['refusedBy'];
+    return result;
   }
 
-  holdLimits(): Promise<LimitState> {
-    return Promise.reject(new Error('RedisFlowStore: limits are not implemented yet'));
+  async holdLimits(dependency: string, forMs: number, reason: LimitHold['reason']): Promise<LimitState> {
+    checkHoldMs(forMs);
+    return this.#setLimits(dependency, ['hold', forMs, reason]);
   }
 
-  overrideLimits(): Promise<LimitState> {
-    return Promise.reject(new Error('RedisFlowStore: limits are not implemented yet'));
+  async overrideLimits(
+    dependency: string,
+    override: Parameters<LimitStore['overrideLimits']>[1],
+    options: { clearHold?: boolean } = {},
+  ): Promise<LimitState> {
+    const fields = override && normalOverride(override);
+    return this.#setLimits(dependency, [
+      'override',
+      fields ? JSON.stringify(fields) : '',
+      override?.expiresInMs ?? '',
+      options.clearHold === true ? '1' : '0',
+    ]);
   }
 
-  limitState(): Promise<LimitState> {
-    return Promise.reject(new Error('RedisFlowStore: limits are not implemented yet'));
+  async limitState(dependency: string): Promise<LimitState> {
+    const reply = (await this.#readLimits(this.#limitKeys(dependency), [this.#now()])) as (string | number)[];
+    return limitStateOf(dependency, reply);
   }
 
-  limitedDependencies(): Promise<string[]> {
-    return Promise.reject(new Error('RedisFlowStore: limits are not implemented yet'));
+  /**
+   * The dependencies with live limits state: the names in the store's limits registry
+   * (`{<prefix>:g}:limits-dependencies`, see src/redis/dependency-registry.ts), then one read per
+   * dependency, so its cost follows the number of dependencies, never the size of the keyspace.
+   */
+  async limitedDependencies(): Promise<string[]> {
+    const names = await this.#limitsRegistry.names();
+    const replies = (await Promise.all(
+      names.map((name) => this.#readLimits(this.#limitKeys(name), [this.#now()])),
+    )) as (string | number)[][];
+    const live = replies.map((reply) => reply[LIVE] === 1);
+    await this.#limitsRegistry.forget(names.filter((_, i) => !live[i]));
+    return names.filter((_, i) => live[i]);
+  }
+
+  async #setLimits(dependency: string, op: (string | number)[]): Promise<LimitState> {
+    const [, reply] = (await Promise.all([
+      this.#limitsRegistry.note(dependency),
+      this.#set(this.#limitKeys(dependency), [this.#now(), this.#ttlMs, ...op]),
+    ])) as [unknown, (string | number)[]];
+    return limitStateOf(dependency, reply);
+  }
+
+  /** A dependency's limits keys, in the order the limits scripts take them. */
+  #limitKeys(dependency: string): string[] {
+    const tag = dependencyTag(this.prefix, dependency);
+    return [`${tag}:limits`, `${tag}:limit-leases`, `${tag}:limit-costs`];
   }
 
   switchedOff(): Promise<boolean> {
@@ -275,4 +387,38 @@ function snapshotOf([down, rec, now]: [number, string, number], off: boolean): F
   const snapshot: FlowSnapshot = { down: down === 1, nowMs: Number(now), off };
   if (rec !== '') snapshot.recoveredAtMs = Number(rec);
   return snapshot;
+}
+
+// Where limitsReply (src/redis/lua/includes/limits.lua) says that anything of the dependency lives.
+const LIVE = 10;
+
+/** A {@link LimitState} from the state part of a limits script's reply (see limitsReply). */
+function limitStateOf(dependency: string, reply: readonly (string | number)[]): LimitState {
+  const [nowMs, inFlight, maxInFlight, maxRate, override, setAt, expiresAt, hold, probing, rec] = reply;
+  const declared: DependencyLimit = {};
+  if (maxInFlight !== '') declared.maxInFlight = Number(maxInFlight);
+  if (maxRate !== '') declared.maxRatePerSecond = Number(maxRate);
+  const state: LimitState = {
+    dependency,
+    nowMs: Number(nowMs),
+    inFlight: Number(inFlight),
+    declared,
+    effective: { ...declared },
+    probing: probing === 1,
+  };
+  if (override !== '') {
+    state.override = { ...(JSON.parse(String(override)) as LimitOverride), setAtMs: Number(setAt) };
+    if (expiresAt !== '') state.override.expiresAtMs = Number(expiresAt);
+    state.effective = effectiveLimit(declared, state.override);
+  }
+  if (hold !== '') {
+    const [untilMs, setAtMs, reason] = String(hold).split(' ', 3);
+    state.hold = {
+      untilMs: Number(untilMs),
+      setAtMs: Number(setAtMs),
+      reason: reason as LimitHold['reason'],
+    };
+  }
+  if (rec !== '') state.recoveredAtMs = Number(rec);
+  return state;
 }
