@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { dependencyNameProblem } from '../../common/names.js';
 import { parseWith } from '../../common/validation.js';
+import { ValidationError } from '../../errors/validation-error.js';
 import type { DependencyLimit, LimitStore } from './store.js';
 
 /**
@@ -80,11 +81,6 @@ export interface ResolvedLimitsOptions {
 /** The lease of a dependency this worker has no code limits for (an operator's override, a hold). */
 export const DEFAULT_LEASE_MS = 30_000;
 
-const dependencyName = z.string().superRefine((name, ctx) => {
-  const problem = dependencyNameProblem(name);
-  if (problem !== undefined) ctx.addIssue({ code: 'custom', message: `dependency name ${problem}` });
-});
-
 const DependencySchema = z
   .object({
     maxInFlight: z
@@ -120,7 +116,7 @@ const OptionsSchema = z
   })
   .strict();
 
-const LimitsSchema = z.record(dependencyName, DependencySchema);
+const LimitsSchema = z.record(z.string(), DependencySchema);
 
 /**
  * Validates the `limits` and `limitsOptions` worker options and applies the defaults; a bad field throws
@@ -134,6 +130,16 @@ export function resolveLimitsOptions(
   options: LimitsOptions | undefined,
   subject = 'limits',
 ): ResolvedLimitsOptions {
+  // Names first, each with the one name rule's own words (a zod record reports only "invalid key").
+  if (limits !== null && typeof limits === 'object') {
+    const issues = Object.keys(limits).flatMap((name) => {
+      const problem = dependencyNameProblem(name);
+      return problem === undefined
+        ? []
+        : [{ path: JSON.stringify(name), value: name, rule: `dependency name ${problem}` }];
+    });
+    if (issues.length > 0) throw new ValidationError(`${subject} limits`, issues);
+  }
   const parsedLimits = parseWith(LimitsSchema, limits ?? {}, `${subject} limits`);
   const parsed = parseWith(OptionsSchema, options ?? {}, `${subject} limitsOptions`);
   const resolved = new Map<string, ResolvedDependencyLimit>();
