@@ -9,7 +9,14 @@ import {
   type FlowStore,
   type PausedWorkerEntry,
 } from '../runtime/flow-control/store.js';
-import type { LimitExchangeResult, LimitState } from '../runtime/limits/store.js';
+import { checkHoldMs, checkLimitExchange, normalOverride } from '../runtime/limits/limit-maths.js';
+import type {
+  LimitExchange,
+  LimitExchangeResult,
+  LimitHold,
+  LimitState,
+  LimitStore,
+} from '../runtime/limits/store.js';
 import { PostgresDatabase, type PostgresStoreOptions } from './database.js';
 
 /**
@@ -56,7 +63,9 @@ const OPTION_NAMES = {
  * `clock_timestamp()`; `read` and `markUp` report the kill switch in the same call. Paused workers are
  * rows of `flow_paused` (`sql/010-flow-paused.sql`), one per worker and queue, each with its own expiry. Rows read as absent
  * `stateTtlMs` after their last write (a park list: twice the park horizon after its last park), as the
- * Redis store's keys expire.
+ * Redis store's keys expire. Limits (`sql/012-limits.sql`): a `limit_state` row per dependency (the pacer,
+ * the hold, the override), locked by every write, beside its processes' declarations and its leases; an
+ * exchange is one call of `limits_exchange`.
  *
  * Defaults: schema `stormguard`, prefix `stormguard`, migrations on first use, state kept 24 hours.
  *
@@ -222,25 +231,89 @@ export class PostgresFlowStore implements FlowStore {
       .sort(byQueueThenWorker);
   }
 
-  // Limits are not kept in this store yet: every limits call rejects.
-  exchangeLimits(): Promise<LimitExchangeResult> {
-    return Promise.reject(new Error('PostgresFlowStore: limits are not implemented yet'));
+  async exchangeLimits(dependency: string, request: LimitExchange): Promise<LimitExchangeResult> {
+    checkLimitExchange(request);
+    const [row] = await this.#db.query<{ r: LimitExchangeResult & { state: LiveLimitState } }>(
+      `SELECT ${this.#db.q}.limits_exchange($1, $2, $3, $4, $5) AS r`,
+      [this.#db.prefix, dependency, JSON.stringify(request), this.#ttlMs, this.#now()],
+    );
+    const { state, ...result } = row!.r;
+    return { ...result, state: limitStateOf(state) };
   }
 
-  holdLimits(): Promise<LimitState> {
-    return Promise.reject(new Error('PostgresFlowStore: limits are not implemented yet'));
+  async holdLimits(dependency: string, forMs: number, reason: LimitHold['reason']): Promise<LimitState> {
+    checkHoldMs(forMs);
+    return this.#setLimits(dependency, 'hold', forMs, reason, null, null, false);
   }
 
-  overrideLimits(): Promise<LimitState> {
-    return Promise.reject(new Error('PostgresFlowStore: limits are not implemented yet'));
+  async overrideLimits(
+    dependency: string,
+    override: Parameters<LimitStore['overrideLimits']>[1],
+    options: { clearHold?: boolean } = {},
+  ): Promise<LimitState> {
+    const fields = override && normalOverride(override);
+    return this.#setLimits(
+      dependency,
+      'override',
+      null,
+      null,
+      fields ? JSON.stringify(fields) : null,
+      override?.expiresInMs ?? null,
+      options.clearHold === true,
+    );
   }
 
-  limitState(): Promise<LimitState> {
-    return Promise.reject(new Error('PostgresFlowStore: limits are not implemented yet'));
+  async limitState(dependency: string): Promise<LimitState> {
+    const q = this.#db.q;
+    const [row] = await this.#db.query<{ s: LiveLimitState }>(
+      `SELECT ${q}.limits_state($1, $2, ${q}.now_ms($3)) AS s`,
+      [this.#db.prefix, dependency, this.#now()],
+    );
+    return limitStateOf(row!.s);
   }
 
-  limitedDependencies(): Promise<string[]> {
-    return Promise.reject(new Error('PostgresFlowStore: limits are not implemented yet'));
+  async limitedDependencies(): Promise<string[]> {
+    const q = this.#db.q;
+    const rows = await this.#db.query<{ dependency: string }>(
+      `WITH t AS (SELECT ${q}.now_ms($2) AS now)
+       SELECT d.dependency FROM ${q}.limit_declarations d, t WHERE d.prefix = $1 AND d.expires_at_ms > t.now
+       UNION
+       SELECT l.dependency FROM ${q}.limit_leases l, t WHERE l.prefix = $1 AND l.expires_at_ms > t.now
+       UNION
+       SELECT s.dependency FROM ${q}.limit_state s, t
+        WHERE s.prefix = $1 AND (s.expires_at_ms IS NULL OR s.expires_at_ms > t.now)
+          AND ((s.override IS NOT NULL AND (s.override_expires_at_ms IS NULL OR s.override_expires_at_ms > t.now))
+               OR s.hold_until_ms > t.now)`,
+      [this.#db.prefix, this.#now()],
+    );
+    return rows.map((row) => row.dependency).sort();
+  }
+
+  async #setLimits(
+    dependency: string,
+    op: 'hold' | 'override',
+    forMs: number | null,
+    reason: string | null,
+    override: string | null,
+    expiresInMs: number | null,
+    clearHold: boolean,
+  ): Promise<LimitState> {
+    const [row] = await this.#db.query<{ s: LiveLimitState }>(
+      `SELECT ${this.#db.q}.limits_set($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) AS s`,
+      [
+        this.#db.prefix,
+        dependency,
+        op,
+        forMs,
+        reason,
+        override,
+        expiresInMs,
+        clearHold,
+        this.#ttlMs,
+        this.#now(),
+      ],
+    );
+    return limitStateOf(row!.s);
   }
 
   async switchedOff(): Promise<boolean> {
@@ -283,4 +356,11 @@ export class PostgresFlowStore implements FlowStore {
 
 function rampArgs(ramp: SlowStartRamp): [number, number, number | null] {
   return [ramp.slowStartMs, ramp.floorPerSecond, ramp.maxRatePerSecond ?? null];
+}
+
+/** What limits_state returns (sql/functions/limits_state.sql): the state and whether anything lives. */
+type LiveLimitState = LimitState & { live: boolean };
+
+function limitStateOf({ live: _, ...state }: LiveLimitState): LimitState {
+  return state;
 }

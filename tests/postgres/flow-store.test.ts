@@ -63,6 +63,50 @@ describe('PostgresFlowStore specifics', () => {
     }
   });
 
+  it('holds the in-flight cap under concurrent exchanges, the first one included, one round trip each', async () => {
+    const clock = new FakeClock(T0);
+    const { stores, close } = fleet(6, clock);
+    try {
+      await Promise.all(stores.map((s) => s.switchedOff()));
+      const request = (holder: string, lease: string) => ({
+        holder,
+        declared: { maxInFlight: 5 },
+        leaseMs: 30_000,
+        give: [],
+        renew: [],
+        take: [{ lease, cost: 1 }],
+        probes: 1,
+        ramp: RAMP,
+      });
+      const results = await Promise.all(
+        Array.from({ length: 30 }, (_, i) =>
+          stores[i % 6]!.exchangeLimits('api', request(`h${i % 6}`, `l${i}`)),
+        ),
+      );
+      expect(results.reduce((n, r) => n + r.granted, 0)).toBe(5);
+      expect((await stores[0]!.limitState('api')).inFlight).toBe(5);
+
+      // Each checkout of a pool's connection is one query: count them over 20 exchanges.
+      const pool = new pg.Pool({ connectionString: bed.url, max: 1 });
+      try {
+        const store = new PostgresFlowStore({ connection: pool, schema: stores[0]!.schema, clock });
+        await store.limitState('api');
+        let checkouts = 0;
+        pool.on('acquire', () => checkouts++);
+        for (let i = 0; i < 20; i++)
+          await store.exchangeLimits('api', {
+            ...request('h0', `m${i}`),
+            give: [{ lease: `l${i}`, ok: true }],
+          });
+        expect(checkouts).toBe(20);
+      } finally {
+        await pool.end();
+      }
+    } finally {
+      await close();
+    }
+  });
+
   it('releases every parked job exactly once under concurrent releases, oldest first per release', async () => {
     const clock = new FakeClock(T0);
     const { stores, close } = fleet(5, clock);
