@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { replayJobId } from '../bullmq/dead-letter-ids.js';
+import type { EventBus } from '../common/events.js';
 import { checkOptionNames, type OptionNames } from '../common/option-names.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
 import { replayQueueByEngine } from '../runtime/replay/by-engine.js';
@@ -13,7 +14,7 @@ import { deadLetterRoutes } from './api/dead-letter-routes.js';
 import { liveRoutes } from './api/live-routes.js';
 import { replayRoutes } from './api/replay-routes.js';
 import { consoleBackendOf } from './backend.js';
-import { OverviewFeed } from './feed.js';
+import { type DashboardEvents, OverviewFeed } from './feed.js';
 import { ConsoleAccess, SESSION_COOKIE, SESSION_MS } from './http/access.js';
 import { Assets } from './http/assets.js';
 import { forwardedHostOf, HostGate } from './http/hosts.js';
@@ -85,6 +86,13 @@ export interface DashboardOptions {
   identify?: (req: IncomingMessage) => string | undefined;
   /** How often the overview is read and pushed to every open page, ms. Default 2 000. */
   updateIntervalMs?: number;
+  /**
+   * What may wait in the console's memory for one live page (the overview's Server-Sent Events) that
+   * reads slower than updates come, bytes: past it the page is disconnected (a `live-client-dropped`
+   * event; a browser that is still there reconnects by itself). A single update larger than this still
+   * goes out. Default 1 048 576 (1 MiB).
+   */
+  liveBufferBytes?: number;
   /** Where "now" comes from (age filters). Default `Date.now`. */
   now?: () => number;
 }
@@ -97,6 +105,8 @@ export interface DashboardHandler {
   (req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void): void;
   /** Stops the overview's polling and replays, and closes the queues it opened (never the fleet). */
   close(): Promise<void>;
+  /** The console's events: `live-client-dropped` when a live page that stopped reading is disconnected. */
+  readonly events: EventBus<DashboardEvents>;
 }
 
 const OPTION_NAMES = {
@@ -110,6 +120,7 @@ const OPTION_NAMES = {
   allowedHosts: true,
   identify: true,
   updateIntervalMs: true,
+  liveBufferBytes: true,
   now: true,
 } as const satisfies OptionNames<DashboardOptions>;
 
@@ -172,7 +183,7 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
       (record) => replayJobId(record.jobId, record.replays + 1, record.id),
     );
   const backend = consoleBackendOf(options.fleet, options.replayQueue ?? defaultReplayQueue);
-  const feed = new OverviewFeed(backend, options.updateIntervalMs ?? 2_000, now);
+  const feed = new OverviewFeed(backend, options.updateIntervalMs ?? 2_000, now, options.liveBufferBytes);
   const ctx: ConsoleContext = {
     backend,
     feed,
@@ -337,6 +348,7 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
     res.end();
   }
 
+  (handler as { events: DashboardHandler['events'] }).events = feed.events;
   handler.close = async () => {
     feed.close();
     await runner.close();

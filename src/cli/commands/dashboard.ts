@@ -100,6 +100,11 @@ export function register(program: Command, io: CliIO): void {
         await fleet.close();
         throw error;
       }
+      handler.events.on('live-client-dropped', (e) =>
+        io.stderr.write(
+          `stormguard console: disconnected a live page at ${e.remoteAddress ?? 'an unknown address'} that stopped reading (${e.bufferedBytes} bytes waiting for it, limit ${e.limitBytes}; ${e.dropped} so far)\n`,
+        ),
+      );
       const { createServer } = await import('node:http');
       const server = createServer(handler);
       try {

@@ -1,3 +1,5 @@
+import type { FeedUpdate } from '../feed.js';
+import { EventStream } from '../http/event-stream.js';
 import { sendJson } from '../http/respond.js';
 import type { Route } from '../http/router.js';
 import { CSRF_COOKIE, SECURITY_HEADERS } from '../http/security.js';
@@ -43,22 +45,47 @@ export function liveRoutes(ctx: ConsoleContext, basePath: string): Route[] {
           Connection: 'keep-alive',
           'X-Accel-Buffering': 'no',
         });
-        res.write('retry: 2000\n\n');
-        const send = (event: string, data: unknown) =>
-          res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-        const unsubscribe = ctx.feed.subscribe((update) => {
-          if ('snapshot' in update) send('overview', update.snapshot);
-          else send('feed-error', update);
-        });
-        const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);
+        // At most liveBufferBytes wait in memory for a client that stops reading; then it is cut. Its
+        // address is taken now: a socket that was reset has none.
+        const remoteAddress = req.socket.remoteAddress;
+        const stream = new EventStream(res, ctx.feed.liveBufferBytes, ctx.now, (overflow) =>
+          ctx.feed.clientDropped(overflow, remoteAddress),
+        );
+        stream.write('retry: 2000\n\n');
+        const send = (update: FeedUpdate) => {
+          const [text, bytes] = messageOf(update);
+          stream.write(text, bytes);
+        };
+        const unsubscribe = ctx.feed.subscribe(send);
+        const keepalive = setInterval(() => stream.write(': keepalive\n\n'), KEEPALIVE_MS);
         keepalive.unref();
-        req.on('close', () => {
+        res.on('close', () => {
           clearInterval(keepalive);
           unsubscribe();
         });
         const first = await ctx.feed.current().catch(() => undefined);
-        if (first && !res.writableEnded) send('overview', first);
+        if (first) send({ snapshot: first });
       },
     },
   ];
+}
+
+/**
+ * Each update as its event text and byte length, made once however many clients it goes to (a snapshot
+ * is the same object for every subscriber).
+ */
+const messages = new WeakMap<object, [string, number]>();
+
+function messageOf(update: FeedUpdate): [string, number] {
+  const key = 'snapshot' in update ? update.snapshot : update;
+  let message = messages.get(key);
+  if (!message) {
+    const text =
+      'snapshot' in update
+        ? `event: overview\ndata: ${JSON.stringify(update.snapshot)}\n\n`
+        : `event: feed-error\ndata: ${JSON.stringify(update)}\n\n`;
+    message = [text, Buffer.byteLength(text)];
+    messages.set(key, message);
+  }
+  return message;
 }
