@@ -7,6 +7,7 @@ import type { AttemptStateStore, DeadLetterStore } from '../runtime/contracts.js
 import type { FlowControlOptions } from '../runtime/flow-control/options.js';
 import type { JobInstrumentation } from '../runtime/instrumentation.js';
 import type { RuntimeBreaker, RuntimeBudget, RuntimeGuard } from '../runtime/job-runtime.js';
+import type { LimitsByDependency, LimitsOptions } from '../runtime/limits/options.js';
 import type { BookkeepingBackoff } from '../runtime/pending-outcome.js';
 import type { AmqpJob } from './amqp-job.js';
 import type { AmqpConnection, ReconnectOptions } from './connection.js';
@@ -51,6 +52,19 @@ export interface AmqpConsumerOptions<Data = unknown> {
    * meets the gate again.
    */
   flowControl?: FlowControlOptions;
+  /**
+   * Fleet-wide limits per dependency, as `createWorker`'s: `{ openai: { maxInFlight: 25 } }`. A message
+   * over a limit waits up to `limitsOptions.maxPaceWaitMs`, then is held without using an attempt: the
+   * consumer stops consuming for a while (the queue's own dependency) or the message waits in a delay
+   * bucket. See docs/limits.md. Default: none.
+   */
+  limits?: LimitsByDependency;
+  /**
+   * How limits are enforced. `store` is required with `limits` unless flow control is set (its store is
+   * the default): RabbitMQ has no store stormguard could open. With flow control, the consumer also follows
+   * operators' pauses and overrides (`stormguard limits`) of any dependency it calls.
+   */
+  limitsOptions?: LimitsOptions;
   /**
    * Job name → dependency. A message's job name is its `type` property, or the queue's name when it has
    * none; a name with no entry is its own dependency. Default `{}`.
@@ -98,6 +112,8 @@ const CONSUMER_OPTION_NAMES = {
   budget: true,
   breaker: true,
   flowControl: true,
+  limits: true,
+  limitsOptions: true,
   dependencies: true,
   idempotency: true,
   clock: true,

@@ -9,6 +9,12 @@ import type { CallContext } from '../runtime/call-context.js';
 import type { DeadLetterStore } from '../runtime/contracts.js';
 import { type FlowBreaker, FlowController, flowBudgetOf } from '../runtime/flow-control/controller.js';
 import { JobRuntime } from '../runtime/job-runtime.js';
+import type { LimitController } from '../runtime/limits/controller.js';
+import {
+  checkWorkerLimits,
+  flowOptionsWithoutRateAlias,
+  workerLimitController,
+} from '../runtime/limits/worker-limits.js';
 import { resolveWorkerPolicy } from '../runtime/resolve-policy.js';
 import type { RunOutcome } from '../runtime/run-outcome.js';
 import type { WorkerEvents } from '../runtime/worker-events.js';
@@ -92,6 +98,8 @@ export class AmqpConsumer<Data = unknown, Result = unknown> {
   readonly deadLetters: DeadLetterStore | undefined;
   /** Flow control, when the options ask for it. */
   readonly flow: FlowController | undefined;
+  /** Fleet-wide limits, when the options ask for them or flow control brings a store: `status()` for gauges. */
+  readonly limits: LimitController | undefined;
   /** Resolves once the consumer is consuming for the first time; rejects if it is closed first. */
   readonly ready: Promise<void>;
   readonly #queue: string;
@@ -123,7 +131,7 @@ export class AmqpConsumer<Data = unknown, Result = unknown> {
     const clock = options.clock ?? systemClock;
     this.flow = options.flowControl
       ? new FlowController(
-          { parkHorizonMs: AMQP_PARK_HORIZON_MS, ...options.flowControl },
+          { parkHorizonMs: AMQP_PARK_HORIZON_MS, ...flowOptionsWithoutRateAlias(options.flowControl) },
           {
             queue,
             breaker: options.breaker as unknown as FlowBreaker,
@@ -136,6 +144,20 @@ export class AmqpConsumer<Data = unknown, Result = unknown> {
         )
       : undefined;
     this.flow?.watch(Object.values(options.dependencies ?? {}));
+    this.limits = workerLimitController(options, {
+      queue,
+      policy: this.policy,
+      clock,
+      random: options.random ?? systemRandom,
+      emit: (event, payload) => this.events.emit(event, payload as never),
+      internalError: (error) => this.#report(error),
+      pauseQueue: (forMs) => this.#pause(forMs),
+    })?.controller;
+    if (options.flowControl?.maxRatePerSecond !== undefined)
+      process.emitWarning(
+        `queue "${queue}": flowControl.maxRatePerSecond is deprecated: give limits: { <dependency>: { maxRatePerSecond } } instead (docs/limits.md); it is enforced as limits now`,
+        'DeprecationWarning',
+      );
     this.#runtime = new JobRuntime({
       queue,
       policy: this.policy,
@@ -152,6 +174,7 @@ export class AmqpConsumer<Data = unknown, Result = unknown> {
       maxStalls: options.maxRedeliveries ?? 1,
       instrumentation: options.instrumentation,
       flow: this.flow,
+      limits: this.limits,
       bookkeepingBackoff: options.bookkeepingBackoff,
     });
     // A parked message cannot be pulled out of its bucket early: it comes back by itself and meets the gate.
@@ -537,6 +560,7 @@ export class AmqpConsumer<Data = unknown, Result = unknown> {
       try {
         await this.#options.budget?.flush();
         await this.#options.breaker?.flush?.();
+        await this.limits?.stop();
         await this.#deadLettersRegistered;
       } finally {
         this.#session = undefined;
@@ -646,4 +670,5 @@ function checkOptions<Data>(queue: string, processor: unknown, options: AmqpCons
     throw new InvalidInputError(
       'createConsumer: idempotency.key must be a function (job) => string | undefined',
     );
+  checkWorkerLimits('createConsumer', options, false);
 }

@@ -7,6 +7,7 @@ import type { AttemptStateStore, DeadLetterStore } from '../runtime/contracts.js
 import type { FlowControlOptions } from '../runtime/flow-control/options.js';
 import type { JobInstrumentation } from '../runtime/instrumentation.js';
 import type { RuntimeBreaker, RuntimeBudget, RuntimeGuard } from '../runtime/job-runtime.js';
+import type { LimitsByDependency, LimitsOptions } from '../runtime/limits/options.js';
 import type { BookkeepingBackoff } from '../runtime/pending-outcome.js';
 import type { AutoReplayOptions } from '../runtime/replay/auto-replay.js';
 
@@ -98,6 +99,23 @@ export interface StormguardWorkerOptions<Data = unknown, Result = unknown, Name 
    */
   flowControl?: FlowControlOptions;
   /**
+   * Fleet-wide limits per dependency: `{ openai: { maxInFlight: 25, maxRatePerSecond: 50 } }`. Each
+   * `ctx.call` to a limited dependency takes a slot before it runs and gives it back after; a job whose
+   * dependency is known up front (`dependencies`, its name) takes its slot before it starts. Over a limit,
+   * a call waits up to `limitsOptions.maxPaceWaitMs`, then the job is held without using an attempt (the
+   * queue paused when the dependency is the queue's, the job delayed otherwise), never dead-lettered for
+   * waiting. Needs neither flow control nor a breaker. See docs/limits.md. Default: none.
+   */
+  limits?: LimitsByDependency;
+  /**
+   * How limits are enforced: the store (default `flowControl.store`, else a `RedisFlowStore` on the
+   * worker's Redis `connection`, or a `PostgresFlowStore` on BullMQ 6's PostgreSQL backend), `stateCacheMs`
+   * (250), `maxPaceWaitMs` (1 000), and the ramp after a Retry-After hold (`slowStartMs` 30 000,
+   * `floorPerSecond` 1). With flow control, a worker also follows operators' pauses and overrides
+   * (`stormguard limits`) of any dependency it calls, through flow control's store.
+   */
+  limitsOptions?: LimitsOptions;
+  /**
    * Automatic replay (needs `deadLetters`, and a `budget` or a `breaker` to tell health by): the worker
    * puts the queue's budget-exhausted and breaker-open dead letters back once their dependency is healthy
    * (budget not denying, breaker not open), paced at `ratePerSecond` for the whole fleet, as replay runs
@@ -167,6 +185,8 @@ const WORKER_OPTION_NAMES = {
   budget: true,
   breaker: true,
   flowControl: true,
+  limits: true,
+  limitsOptions: true,
   autoReplay: true,
   dependencies: true,
   idempotency: true,

@@ -16,6 +16,12 @@ import {
 } from '../runtime/flow-control/controller.js';
 import type { JobHandle } from '../runtime/job-handle.js';
 import { JobRuntime } from '../runtime/job-runtime.js';
+import type { LimitController } from '../runtime/limits/controller.js';
+import {
+  checkWorkerLimits,
+  flowOptionsWithoutRateAlias,
+  workerLimitController,
+} from '../runtime/limits/worker-limits.js';
 import { AutoReplay, checkAutoReplayOptions } from '../runtime/replay/auto-replay.js';
 import { resolveWorkerPolicy } from '../runtime/resolve-policy.js';
 import type { RunOutcome } from '../runtime/run-outcome.js';
@@ -24,6 +30,7 @@ import { bullmqJobHandle } from './bullmq-job-handle.js';
 import { bullmqReplayQueue } from './bullmq-replay-queue.js';
 import { BULLMQ_DEFAULT_PREFIX, clusterPrefixProblem } from './cluster-prefix.js';
 import { defaultDeadLetters } from './default-dead-letters.js';
+import { defaultLimitStore, hasDefaultLimitStore } from './default-limit-store.js';
 import { RunLoopErrors } from './run-loop-errors.js';
 import {
   checkWorkerOptionNames,
@@ -107,6 +114,13 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
   readonly #breaker: WorkerBreaker | undefined;
   /** Flow control, when the options ask for it. */
   readonly flow: FlowController | undefined;
+  /**
+   * Fleet-wide limits, when the options ask for them (`limits`, `limitsOptions`) or flow control brings a
+   * store (operators' pauses and overrides): `status()` for gauges.
+   */
+  readonly limits: LimitController | undefined;
+  /** Closes the store limits opened themselves (their zero-config default), if any. */
+  readonly #closeLimitStore: () => Promise<void>;
   readonly #registered: Promise<void>;
   /** Closes what the worker opened itself: the client of its default dead-letter store. */
   readonly #closeOwn: () => Promise<void>;
@@ -160,7 +174,7 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
     // A throwing listener (a broken metrics hook) is reported, and never fails a job.
     this.events = new EventBus<WorkerEvents>((error) => this.#report(error));
     this.flow = options.flowControl
-      ? new FlowController(options.flowControl, {
+      ? new FlowController(flowOptionsWithoutRateAlias(options.flowControl), {
           queue: queueName,
           breaker: options.breaker as unknown as FlowBreaker,
           clock: options.clock ?? systemClock,
@@ -172,6 +186,18 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
         })
       : undefined;
     this.flow?.watch(Object.values(options.dependencies ?? {}));
+    const limits = workerLimitController(options, {
+      queue: queueName,
+      policy,
+      clock: options.clock ?? systemClock,
+      random: options.random ?? systemRandom,
+      emit: (event, payload) => this.events.emit(event, payload as WorkerEvents[typeof event]),
+      internalError: (error) => this.#report(error),
+      pauseQueue: (forMs) => this.rateLimit(forMs),
+      defaultStore: () => defaultLimitStore(connection, backend),
+    });
+    this.limits = limits?.controller;
+    this.#closeLimitStore = limits?.own?.close ?? (async () => {});
     const runtime = new JobRuntime({
       queue: queueName,
       policy,
@@ -189,9 +215,14 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
       isPassThrough: (error) => isNamed(error, BULLMQ_CONTROL_ERRORS),
       instrumentation: options.instrumentation,
       flow: this.flow,
+      limits: this.limits,
       bookkeepingBackoff: options.bookkeepingBackoff,
     });
     const warn = options.onWarning ?? ((message) => process.emitWarning(message, 'StormguardWarning'));
+    if (options.flowControl?.maxRatePerSecond !== undefined)
+      warn(
+        `queue "${queueName}": flowControl.maxRatePerSecond is deprecated: give limits: { <dependency>: { maxRatePerSecond } } instead (docs/limits.md); it is enforced as limits now`,
+      );
     const warnedNames = new Set<string>();
     const keyFn = options.idempotency?.key;
     // Every error the processor hands BullMQ for a failure is stormguard's own: a 'failed' event with any
@@ -313,8 +344,11 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
         // Successes already counted must reach the store even when BullMQ's close fails.
         await this.#budget?.flush();
         await this.#breaker?.flush?.();
+        // The jobs have ended: their slots' give-backs go out, then the store limits opened closes.
+        await this.limits?.stop();
         await Promise.all([this.#registered, ...this.#filing]);
         await this.#closeOwn();
+        await this.#closeLimitStore();
       }
     })();
     return this.#closed;
@@ -521,6 +555,7 @@ function checkOptions<D, R, N extends string>(
     throw new InvalidInputError(
       'createWorker: budget must be a RetryBudget (trySpend, recordSuccess, flush)',
     );
+  checkWorkerLimits('createWorker', options, hasDefaultLimitStore(options.connection, options.backend));
   if (options.idempotency && typeof options.idempotency.key !== 'function')
     throw new InvalidInputError(
       'createWorker: idempotency.key must be a function (job) => string | undefined',

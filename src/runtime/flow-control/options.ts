@@ -8,7 +8,7 @@ import type { FlowStore } from './store.js';
  *
  * @example
  * const flowControl: FlowControlOptions = { store: new RedisFlowStore({ redis }), queueDependency: 'search',
- *   slowStartMs: 30_000, floorPerSecond: 2, maxRatePerSecond: { crm: 50 } };
+ *   slowStartMs: 30_000, floorPerSecond: 2 };
  */
 export interface FlowControlOptions {
   /**
@@ -34,7 +34,13 @@ export interface FlowControlOptions {
   slowStartMs?: number;
   /** Attempts per second admitted fleet-wide right after a recovery. Default 1. */
   floorPerSecond?: number;
-  /** A ceiling on attempts per second per dependency, first attempts included, at all times. Default none. */
+  /**
+   * A ceiling on attempts per second per dependency, first attempts included, at all times. Default none.
+   *
+   * @deprecated Use the worker's `limits: { <dependency>: { maxRatePerSecond } }` (docs/limits.md), which
+   * needs neither flow control nor a breaker. Until the next release each rate given here becomes that
+   * dependency's `limits` rate (where both are set, the lower wins), enforced by limits, not by flow control.
+   */
   maxRatePerSecond?: Readonly<Record<string, number>>;
   /** The longest a job waits in the worker for its paced slot; a later slot delays it instead. Default 1 000. */
   maxPaceWaitMs?: number;

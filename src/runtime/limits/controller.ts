@@ -192,6 +192,11 @@ export class LimitController {
     return this.#settings.queue;
   }
 
+  /** The dependency every job of the queue needs: a job it holds pauses the queue. */
+  get queueDependency(): string | undefined {
+    return this.#settings.queueDependency;
+  }
+
   /** Dependencies this worker's code limits, sorted. */
   dependencies(): string[] {
     return [...this.options.limits.keys()].sort();

@@ -1,0 +1,202 @@
+/**
+ * Fleet-wide limits in real BullMQ workers on Redis: the in-flight cap held exactly under concurrency,
+ * nothing dead-lettered for waiting, no attempt used by a hold; a 429 with Retry-After holding the
+ * dependency for every worker.
+ */
+import { randomUUID } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import type { StormguardProcessor } from '../../src/bullmq/worker.js';
+import type { StormguardWorkerOptions } from '../../src/bullmq/worker-options.js';
+import type { EventBus } from '../../src/common/events.js';
+import { definePolicy } from '../../src/policy/define-policy.js';
+import { RedisFlowStore } from '../../src/redis/flow-store.js';
+import type { WorkerEvents } from '../../src/runtime/worker-events.js';
+import { recordEvents, TestBed } from '../e2e/harness.js';
+import { waitFor } from '../helpers/redis-server.js';
+
+const bed = TestBed.perFile({ backend: 'redis' });
+
+const policy = definePolicy({
+  name: 'limits',
+  maxAttempts: 3,
+  backoff: { type: 'fixed', delayMs: 50 },
+  jitter: 'none',
+  maxAgeMs: '2m',
+});
+
+/** A dependency that counts its own concurrent calls (each takes a few ms of I/O). */
+class Dependency {
+  constructor(readonly callMs = 5) {}
+  running = 0;
+  maxRunning = 0;
+  calls = 0;
+  readonly startedAt: number[] = [];
+  async call(): Promise<void> {
+    this.calls++;
+    this.running++;
+    this.startedAt.push(Date.now());
+    this.maxRunning = Math.max(this.maxRunning, this.running);
+    try {
+      await new Promise((resolve) => setTimeout(resolve, this.callMs));
+    } finally {
+      this.running--;
+    }
+  }
+}
+
+function flowStore(): RedisFlowStore {
+  return new RedisFlowStore({ redis: bed.redis, prefix: `limits-${randomUUID().slice(0, 8)}` });
+}
+
+function limitedWorker(queueName: string, api: Dependency, options: Partial<StormguardWorkerOptions>) {
+  return bed.worker<{ n: number }>(
+    queueName,
+    async (_job, ctx) => {
+      await ctx.call('api', () => api.call());
+    },
+    { policy, concurrency: 20, ...options },
+  );
+}
+
+/** Collects the workers' `limit-wait` events. */
+function waits(...workers: Array<{ events: { on: EventBus<WorkerEvents>['on'] } }>) {
+  const seen: WorkerEvents['limit-wait'][] = [];
+  for (const worker of workers) worker.events.on('limit-wait', (e) => seen.push(e));
+  return seen;
+}
+
+describe('limits in a BullMQ worker', () => {
+  it('never lets more than maxInFlight calls run at once across two workers, holds without an attempt, and dead-letters nothing', async () => {
+    const { queueName, queue, dlq } = bed.queues('in-flight');
+    const store = flowStore();
+    const api = new Dependency(20);
+    // A mixed queue (no mapping): calls wait at ctx.call, and jobs held past 30 ms are delayed.
+    const options: Partial<StormguardWorkerOptions> = {
+      limits: { api: { maxInFlight: 5 } },
+      limitsOptions: { store, maxPaceWaitMs: 30 },
+    };
+    const workers = [limitedWorker(queueName, api, options), limitedWorker(queueName, api, options)];
+    const logs = workers.map((w) => recordEvents(w.events));
+    const seen = waits(...workers);
+    for (let n = 0; n < 200; n++) await queue.add('call', { n });
+    const completed = () => logs.reduce((sum, log) => sum + log.count('completed'), 0);
+    await waitFor(() => completed() === 200, 30_000, 'every job to complete');
+
+    expect(api.maxRunning).toBeLessThanOrEqual(5);
+    expect(api.maxRunning).toBe(5);
+    expect(api.calls).toBe(200);
+    expect(seen.some((e) => e.outcome === 'held')).toBe(true);
+    expect(seen.some((e) => e.outcome === 'granted')).toBe(true);
+    // A hold is no attempt: every job completed on its first, nothing was retried or dead-lettered.
+    for (const log of logs) {
+      expect(log.count('retry')).toBe(0);
+      expect(log.of('completed').every((e) => e.attempts === 1)).toBe(true);
+    }
+    expect(await dlq.count()).toBe(0);
+    for (const worker of workers) await worker.close();
+    expect((await store.limitState('api')).inFlight).toBe(0);
+  });
+
+  it('takes the slot of a job’s known dependency before it starts, pauses the queue when held, and gives unused slots back', async () => {
+    const { queueName, queue, dlq } = bed.queues('up-front');
+    const store = flowStore();
+    const api = new Dependency();
+    let skipped = 0;
+    const worker = bed.worker<{ n: number }>(
+      queueName,
+      async (job, ctx) => {
+        // Every fifth job finds nothing to do: its slot goes back unused.
+        if (job.data.n % 5 === 0) {
+          skipped++;
+          return;
+        }
+        await ctx.call('api', () => api.call());
+      },
+      {
+        policy,
+        concurrency: 20,
+        dependencies: { call: 'api' },
+        limits: { api: { maxInFlight: 3 } },
+        limitsOptions: { store, maxPaceWaitMs: 20 },
+      },
+    );
+    const log = recordEvents(worker.events);
+    const seen = waits(worker);
+    for (let n = 0; n < 100; n++) await queue.add('call', { n });
+    await waitFor(() => log.count('completed') === 100, 30_000, 'every job to complete');
+
+    // The job's own slot covered its one call: never more than 3 at once, each call one slot.
+    expect(api.maxRunning).toBeLessThanOrEqual(3);
+    expect(api.calls + skipped).toBe(100);
+    expect(seen.some((e) => e.outcome === 'held')).toBe(true);
+    expect(log.count('retry')).toBe(0);
+    expect(await dlq.count()).toBe(0);
+    await worker.close();
+    expect((await store.limitState('api')).inFlight).toBe(0);
+  });
+
+  it('a 429 with Retry-After holds the dependency for every worker; the job retries after the hold, with an attempt', async () => {
+    const { queueName, queue, dlq } = bed.queues('retry-after');
+    const store = flowStore();
+    const api = new Dependency();
+    let answered429 = false;
+    const options = {
+      policy: definePolicy({
+        name: 'limits-retry-after',
+        maxAttempts: 3,
+        backoff: { type: 'fixed', delayMs: 50 },
+        jitter: 'none',
+        maxAgeMs: '2m',
+        // Past 500 ms the hold is cut there and the dependency marked down; a limited dependency's job
+        // still waits as asked instead of being dead-lettered.
+        retryAfter: { maxMs: '500ms', onExceeded: 'dead-letter' },
+      }),
+      concurrency: 5,
+      limits: { api: { maxInFlight: 5 } },
+      // A short ramp after the hold, so the test stays short.
+      limitsOptions: { store, stateCacheMs: 50, slowStartMs: 1_000, floorPerSecond: 5 },
+    } satisfies Partial<StormguardWorkerOptions>;
+    const processor: StormguardProcessor<{ n: number }> = async (job, ctx) => {
+      await ctx.call('api', async () => {
+        if (job.data.n === 0 && !answered429) {
+          answered429 = true;
+          throw Object.assign(new Error('429 Too Many Requests'), {
+            status: 429,
+            headers: { 'retry-after': '1' },
+          });
+        }
+        await api.call();
+      });
+    };
+    const workers = [bed.worker(queueName, processor, options), bed.worker(queueName, processor, options)];
+    const holds: WorkerEvents['limit-hold'][] = [];
+    const retries: WorkerEvents['retry'][] = [];
+    let heldAt = 0;
+    for (const worker of workers) {
+      worker.events.on('limit-hold', (e) => {
+        heldAt = Date.now();
+        holds.push(e);
+      });
+      worker.events.on('retry', (e) => retries.push(e));
+    }
+    const logs = workers.map((w) => recordEvents(w.events));
+    await queue.add('call', { n: 0 });
+    await waitFor(() => holds.length === 1, 10_000, 'the hold');
+    for (let n = 1; n <= 20; n++) await queue.add('call', { n });
+    const completed = () => logs.reduce((sum, log) => sum + log.count('completed'), 0);
+    await waitFor(() => completed() === 21, 30_000, 'every job to complete');
+
+    expect(holds).toEqual([
+      { queue: queueName, dependency: 'api', forMs: 500, reason: 'retry-after', capped: true },
+    ]);
+    expect((await store.read('api')).down).toBe(true);
+    // No call started while the hold lasted (from one stateCacheMs after it was recorded).
+    const during = api.startedAt.filter((t) => t > heldAt + 50 && t < heldAt + 450);
+    expect(during).toEqual([]);
+    // The job that got the 429 used an attempt and waited as the server asked.
+    expect(retries).toHaveLength(1);
+    expect(retries[0]).toMatchObject({ chargesAttempt: true, cause: 'retry-after' });
+    expect(retries[0]?.delayMs).toBeGreaterThanOrEqual(1_000);
+    expect(await dlq.count()).toBe(0);
+  });
+});
