@@ -1,5 +1,6 @@
 import type { UnhealthyPeriod } from './engine/dependency-model.js';
 import type { DependencySeries, EngineOutput, PendingJobs } from './engine/recorder.js';
+import type { BinnedSeries } from './engine/series.js';
 import type { StrategyKind } from './scenario/schema.js';
 
 /** Requests one strategy sent to one dependency. */
@@ -186,16 +187,15 @@ export function strategyResult(
   const slowStartsMs: Record<string, number[]> = {};
   output.dependencies.forEach((d, i) => {
     slowStartsMs[d.name] = [...(output.rampStarts[i] ?? [])];
-    const series = toTimeline(d, seconds);
     const periods = unhealthy[i] ?? [];
-    timeline[d.name] = series;
+    timeline[d.name] = toTimeline(d, seconds);
     requests[d.name] = {
       first: d.first.total(),
       retries: d.retries.total(),
-      retriesWhileDown: sumWhileUnhealthy(series.retries, periods),
-      recoveryPeakPerSecond: recoveryPeak(series, periods),
+      retriesWhileDown: sumWhileUnhealthy(d.retries, seconds, periods),
+      recoveryPeakPerSecond: recoveryPeak(d, seconds, periods),
     };
-    peak = Math.max(peak, peakWhileUnhealthy(series.retries, periods));
+    peak = Math.max(peak, peakWhileUnhealthy(d.retries, seconds, periods));
     refused += d.refused.total();
     queueOps += d.queueOps.total();
   });
@@ -226,23 +226,47 @@ export function strategyResult(
   };
 }
 
+/**
+ * One dependency's timeline, each series turned into an array when it is first read (then kept): a day of
+ * 50 dependencies is 50 million numbers, which a caller that reads the counts alone (`--json`, a
+ * benchmark) never pays for, in time or memory. JSON, spreads and comparisons read them as plain arrays.
+ */
 function toTimeline(d: DependencySeries, seconds: number): DependencyTimeline {
-  return {
-    first: d.first.toArray(seconds),
-    retries: d.retries.toArray(seconds),
-    successes: d.successes.toArray(seconds),
-    failures: d.failures.toArray(seconds),
-    granted: d.granted.toArray(seconds),
-    deferred: d.deferred.toArray(seconds),
-    refused: d.refused.toArray(seconds),
-    queueOps: d.queueOps.toArray(seconds),
-    allowance: d.allowance.length > 0 ? d.allowance.toArray(seconds) : [],
-    spent: d.spent.length > 0 ? d.spent.toArray(seconds) : [],
-    denied: d.denied.length > 0 ? d.denied.toArray(seconds) : [],
-  };
+  const timeline = {} as DependencyTimeline;
+  const counters = [
+    'first',
+    'retries',
+    'successes',
+    'failures',
+    'granted',
+    'deferred',
+    'refused',
+    'queueOps',
+  ] as const;
+  for (const key of counters) lazy(timeline, key, () => d[key].toArray(seconds));
+  // The budget's gauges are empty without a budget.
+  for (const key of ['allowance', 'spent', 'denied'] as const)
+    lazy(timeline, key, () => (d[key].length > 0 ? d[key].toArray(seconds) : []));
+  return timeline;
 }
 
-/** The seconds that overlap a down or degraded period, each once (adjacent periods share no second twice). */
+/** Defines `key` on `target` as `build()`'s value, computed on the first read and then stored as data. */
+function lazy(target: object, key: string, build: () => unknown): void {
+  const store = (value: unknown) =>
+    Object.defineProperty(target, key, { value, enumerable: true, configurable: true, writable: true });
+  Object.defineProperty(target, key, {
+    enumerable: true,
+    configurable: true,
+    get() {
+      const value = build();
+      store(value);
+      return value;
+    },
+    set: store,
+  });
+}
+
+/** The seconds before `length` that overlap a down or degraded period, each once (adjacent periods share no second twice). */
 function unhealthySeconds(length: number, unhealthy: readonly UnhealthyPeriod[]): Set<number> {
   const seconds = new Set<number>();
   for (const period of unhealthy) {
@@ -252,34 +276,42 @@ function unhealthySeconds(length: number, unhealthy: readonly UnhealthyPeriod[])
   return seconds;
 }
 
-/** The busiest second of retries that overlaps a down or degraded period. */
-function peakWhileUnhealthy(retries: readonly number[], unhealthy: readonly UnhealthyPeriod[]): number {
+/** The busiest second of retries (over the first `length`) that overlaps a down or degraded period. */
+function peakWhileUnhealthy(
+  retries: BinnedSeries,
+  length: number,
+  unhealthy: readonly UnhealthyPeriod[],
+): number {
   let peak = 0;
-  for (const s of unhealthySeconds(retries.length, unhealthy)) peak = Math.max(peak, retries[s] ?? 0);
+  for (const s of unhealthySeconds(length, unhealthy)) peak = Math.max(peak, retries.at(s));
   return peak;
 }
 
-/** Retries in the seconds that overlap a down or degraded period. */
-function sumWhileUnhealthy(retries: readonly number[], unhealthy: readonly UnhealthyPeriod[]): number {
+/** Retries in the seconds (of the first `length`) that overlap a down or degraded period. */
+function sumWhileUnhealthy(
+  retries: BinnedSeries,
+  length: number,
+  unhealthy: readonly UnhealthyPeriod[],
+): number {
   let sum = 0;
-  for (const s of unhealthySeconds(retries.length, unhealthy)) sum += retries[s] ?? 0;
+  for (const s of unhealthySeconds(length, unhealthy)) sum += retries.at(s);
   return sum;
 }
 
 /**
- * The busiest second of calls in the {@link RECOVERY_WINDOW_MS} after each outage ends: an outage is a run
- * of unhealthy periods with no healthy time between them (down, then degraded, recovers once).
+ * The busiest second of calls in the {@link RECOVERY_WINDOW_MS} after each outage ends (within the first
+ * `length` seconds): an outage is a run of unhealthy periods with no healthy time between them (down, then
+ * degraded, recovers once).
  */
-function recoveryPeak(series: DependencyTimeline, unhealthy: readonly UnhealthyPeriod[]): number {
+function recoveryPeak(d: DependencySeries, length: number, unhealthy: readonly UnhealthyPeriod[]): number {
   const sorted = [...unhealthy].sort((a, b) => a.fromMs - b.fromMs);
   let peak = 0;
   sorted.forEach((period, i) => {
     const next = sorted[i + 1];
     if (next !== undefined && next.fromMs <= period.untilMs) return;
     const from = Math.ceil(period.untilMs / 1_000);
-    const until = Math.min(series.first.length, from + RECOVERY_WINDOW_MS / 1_000);
-    for (let s = from; s < until; s++)
-      peak = Math.max(peak, (series.first[s] ?? 0) + (series.retries[s] ?? 0));
+    const until = Math.min(length, from + RECOVERY_WINDOW_MS / 1_000);
+    for (let s = from; s < until; s++) peak = Math.max(peak, d.first.at(s) + d.retries.at(s));
   });
   return peak;
 }

@@ -3,19 +3,24 @@ import type { RetryBudgetOptions } from '../budget/options.js';
 import { RetryBudget } from '../budget/retry-budget.js';
 import type { WindowCounts } from '../budget/window.js';
 import type { Clock } from '../common/clock.js';
+import { DeferredSuccessStore } from './deferred-budget-store.js';
 
 /**
- * stormguard's `RetryBudget` over a `MemoryBudgetStore` of its own, which the engine samples once per second
- * and dependency. `counts` answers synchronously what `state()` would resolve to on that store (its read, or
- * an empty window), so sampling a day costs no promise per read.
+ * stormguard's `RetryBudget` over a `MemoryBudgetStore` of its own (or a {@link DeferredSuccessStore}),
+ * which the engine samples once per second and dependency. `counts` answers synchronously what `state()`
+ * would resolve to on that store (its read, or an empty window), so sampling a day costs no promise per read.
  */
 export class SampledBudget extends RetryBudget {
-  readonly #store: MemoryBudgetStore;
+  readonly #store: MemoryBudgetStore | DeferredSuccessStore;
   /** What a dependency the store holds nothing for reads as. */
   readonly #empty: WindowCounts;
 
-  constructor(options: Omit<RetryBudgetOptions, 'store' | 'clock'>, clock: Clock) {
-    const store = new MemoryBudgetStore({ clock });
+  /**
+   * `deferSuccesses`: the store applies success writes only when the dependency is read (a
+   * {@link DeferredSuccessStore}); the same answers, for a budget that mostly records successes nobody reads.
+   */
+  constructor(options: Omit<RetryBudgetOptions, 'store' | 'clock'>, clock: Clock, deferSuccesses = false) {
+    const store = deferSuccesses ? new DeferredSuccessStore(clock) : new MemoryBudgetStore({ clock });
     super({ ...options, store, clock });
     this.#store = store;
     this.#empty = Object.freeze({ allowance: this.minAllowance, spent: 0, denied: 0, successes: 0 });

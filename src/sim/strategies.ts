@@ -111,7 +111,7 @@ export function createRuntime(strategy: ResolvedStrategy, workers: number, clock
     case 'fleet-budget':
       return sharedBudget(createBudget(strategy, clock));
     case 'per-worker-budgets':
-      return budgetPerWorker(workers, () => createBudget(strategy, clock));
+      return budgetPerWorker(workers, () => createBudget(strategy, clock, true));
     case 'budget-and-breaker':
       return { ...sharedBudget(createBudget(strategy, clock)), breaker: createBreaker(strategy, clock) };
     case 'flow-control': {
@@ -179,13 +179,14 @@ function budgetPerWorker(workers: number, create: () => SimBudget): StrategyRunt
 }
 
 /**
- * One budget on a store of its own. Budget settings the budget refuses are reported against the scenario's
+ * One budget on a store of its own (per worker, one that applies successes when they are read: see
+ * `DeferredSuccessStore`). Budget settings the budget refuses are reported against the scenario's
  * field (`budget.windowMs`), so the error points at the file.
  */
-function createBudget(strategy: ResolvedStrategy, clock: Clock): SimBudget {
+function createBudget(strategy: ResolvedStrategy, clock: Clock, deferSuccesses = false): SimBudget {
   const { ratio, windowMs, minAllowance, mode, onExhausted } = strategy.budget;
   try {
-    return new SampledBudget({ ratio, windowMs, minAllowance, mode, onExhausted }, clock);
+    return new SampledBudget({ ratio, windowMs, minAllowance, mode, onExhausted }, clock, deferSuccesses);
   } catch (error) {
     if (!isValidationError(error)) throw error;
     throw new ValidationError(

@@ -73,7 +73,7 @@ export async function runEngine(
   const arrivals = new ArrivalStreams(scenario.arrivals, Object.keys(scenario.jobClasses), seeds.arrivals);
   // Everything below grows with use, never with the fleet's size: idle workers cost nothing.
   const queue = new EventQueue(Math.max(1024, Math.min(slotCount * 2, 1 << 16)));
-  const recorder = new RunRecorder(dependencyNames);
+  const recorder = new RunRecorder(dependencyNames, expectedBins(scenario, classes), budgeted);
   const continuations = new Continuations();
   const flow =
     runtime.flow === undefined
@@ -234,6 +234,22 @@ export async function runEngine(
     rampStarts: flow?.rampStarts ?? dependencyNames.map(() => []),
   });
 }
+
+/**
+ * The time-series bins a run is expected to reach: its last arrival plus the time its jobs may still run
+ * (an hour, or the longest `maxAgeMs`), never past the horizon. A run that goes on longer grows its series.
+ */
+function expectedBins(scenario: Scenario, classes: readonly EngineJobClass[]): number {
+  let lastArrivalMs = 0;
+  for (const a of scenario.arrivals)
+    lastArrivalMs = Math.max(lastArrivalMs, a.backlog !== undefined ? a.at : (a.until ?? a.from));
+  let drainMs = DRAIN_MS;
+  for (const c of classes) drainMs = Math.max(drainMs, c.policy.maxAgeMs ?? 0);
+  return Math.max(256, Math.ceil(Math.min(scenario.horizon, lastArrivalMs + drainMs) / BIN_MS) + 1);
+}
+
+/** How long a run is expected to go on after its last arrival, at least. */
+const DRAIN_MS = 3_600_000;
 
 /**
  * Rows to reserve for the run's jobs: the expected count and a margin for the Poisson draw (six standard

@@ -91,20 +91,26 @@ export class RunRecorder {
   finished = 0;
   drainMs = 0;
 
-  constructor(dependencyNames: readonly string[]) {
+  /**
+   * `bins`: the bins the run is expected to reach, allocated at once (growing a day's series step by step
+   * allocated and copied three times its size); `gauges` false leaves the budget gauges, which a strategy
+   * without a budget never sets, at a small start.
+   */
+  constructor(dependencyNames: readonly string[], bins = 256, gauges = true) {
+    const gaugeBins = gauges ? bins : 256;
     this.series = dependencyNames.map((name) => ({
       name,
-      first: new BinnedSeries(BIN_MS),
-      retries: new BinnedSeries(BIN_MS),
-      successes: new BinnedSeries(BIN_MS),
-      failures: new BinnedSeries(BIN_MS),
-      granted: new BinnedSeries(BIN_MS),
-      deferred: new BinnedSeries(BIN_MS),
-      refused: new BinnedSeries(BIN_MS),
-      queueOps: new BinnedSeries(BIN_MS),
-      allowance: new BinnedSeries(BIN_MS, 'gauge'),
-      spent: new BinnedSeries(BIN_MS, 'gauge'),
-      denied: new BinnedSeries(BIN_MS, 'gauge'),
+      first: new BinnedSeries(BIN_MS, 'counter', bins),
+      retries: new BinnedSeries(BIN_MS, 'counter', bins),
+      successes: new BinnedSeries(BIN_MS, 'counter', bins),
+      failures: new BinnedSeries(BIN_MS, 'counter', bins),
+      granted: new BinnedSeries(BIN_MS, 'counter', bins),
+      deferred: new BinnedSeries(BIN_MS, 'counter', bins),
+      refused: new BinnedSeries(BIN_MS, 'counter', bins),
+      queueOps: new BinnedSeries(BIN_MS, 'counter', bins),
+      allowance: new BinnedSeries(BIN_MS, 'gauge', gaugeBins),
+      spent: new BinnedSeries(BIN_MS, 'gauge', gaugeBins),
+      denied: new BinnedSeries(BIN_MS, 'gauge', gaugeBins),
     }));
   }
 

@@ -21,4 +21,14 @@ describe('BinnedSeries', () => {
     expect(gauge.toArray(6)).toEqual([0, 7, 7, 2, 2, 2]);
     expect(gauge.at(2)).toBe(7);
   });
+
+  it('tells a gauge set to 0 from bins never set, in a series preallocated past what it reached', () => {
+    const gauge = new BinnedSeries(1_000, 'gauge', 64);
+    gauge.set(2_000, 4);
+    gauge.set(5_000, 0);
+    gauge.set(9_000, 3);
+    expect(gauge.length).toBe(10);
+    expect(gauge.toArray(12)).toEqual([0, 0, 4, 4, 4, 0, 0, 0, 0, 3, 3, 3]);
+    expect([gauge.at(4), gauge.at(7), gauge.at(40)]).toEqual([4, 0, 3]);
+  });
 });

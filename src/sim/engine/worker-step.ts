@@ -173,19 +173,7 @@ export class WorkerStep {
     jobs.attempts[job] = (jobs.attempts[job] as number) + 1;
     jobs.charged[job] = (jobs.charged[job] as number) + 1;
     const name = run.dependencyNames[d] as string;
-    // As `CircuitBreaker.execute` throws it for a worker: a half-open refusal (every probe slot taken)
-    // carries no half-open time, which is already past; an open one carries the wait on the breaker's clock.
-    const error =
-      snapshot.state === 'half-open'
-        ? new BrokenCircuitError(name, undefined, 'half-open')
-        : new BrokenCircuitError(
-            name,
-            snapshot.halfOpenAtMs,
-            'open',
-            snapshot.halfOpenAtMs === undefined || snapshot.nowMs === undefined
-              ? undefined
-              : Math.max(0, snapshot.halfOpenAtMs - snapshot.nowMs),
-          );
+    const error = refusalError(name, snapshot);
     run.continuations.beforePromise();
     const attemptsBefore = (jobs.charged[job] as number) - 1;
     return decide(this.#contextFor(job, jobClass, slot, t, error, attemptsBefore)).then((decision) => {
@@ -354,5 +342,31 @@ export class WorkerStep {
         return;
       }
     }
+  }
+}
+
+/**
+ * The BrokenCircuitError a refused call meets, as `CircuitBreaker.execute` throws it for a worker: a
+ * half-open refusal (every probe slot taken) carries no half-open time, which is already past; an open one
+ * carries the wait on the breaker's clock. Built without a stack trace: `decide` and `settle` read only its
+ * class and fields, and capturing a stack was a third of a day's run under an open breaker (millions of
+ * refusals).
+ */
+function refusalError(name: string, snapshot: SimBreakerSnapshot): BrokenCircuitError {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return snapshot.state === 'half-open'
+      ? new BrokenCircuitError(name, undefined, 'half-open')
+      : new BrokenCircuitError(
+          name,
+          snapshot.halfOpenAtMs,
+          'open',
+          snapshot.halfOpenAtMs === undefined || snapshot.nowMs === undefined
+            ? undefined
+            : Math.max(0, snapshot.halfOpenAtMs - snapshot.nowMs),
+        );
+  } finally {
+    Error.stackTraceLimit = limit;
   }
 }
