@@ -219,6 +219,17 @@ export type {
 } from './runtime/instrumentation.js';
 export type { JobHandle } from './runtime/job-handle.js';
 export type { RuntimeBreaker, RuntimeBudget, RuntimeGuard } from './runtime/job-runtime.js';
+// Limits (docs/limits.md).
+export {
+  type LimitAnswer,
+  LimitController,
+  type LimitControllerSettings,
+  type LimitHoldAction,
+  type LimitSlot,
+} from './runtime/limits/controller.js';
+export type { LimitDependencyStatus, LimitEvents, LimitRefusal } from './runtime/limits/events.js';
+export { isLimitHeldError, LimitHeldError } from './runtime/limits/limit-held-error.js';
+export type { DependencyLimitOptions, LimitsByDependency, LimitsOptions } from './runtime/limits/options.js';
 export {
   MemoryDeadLetterStore,
   type MemoryDeadLetterStoreOptions,

@@ -6,7 +6,7 @@
  */
 
 export { describeError } from '../common/error-text.js';
-export type { CallBreaker, CallContext } from '../runtime/call-context.js';
+export type { CallBreaker, CallContext, CallOptions } from '../runtime/call-context.js';
 export type {
   AttemptState,
   AttemptStateStore,
