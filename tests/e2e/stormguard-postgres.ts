@@ -4,6 +4,7 @@
  * matrix cell replaces to test the installed package (`stormguard/postgres`).
  */
 export {
+  PostgresAuditLog,
   PostgresBreakerStore,
   PostgresBudgetStore,
   PostgresDeadLetterStore,

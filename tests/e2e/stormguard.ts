@@ -18,6 +18,7 @@ export { TransientError } from '../../src/errors/transient-error.js';
 export { type IdempotencyGuard, idempotencyGuard } from '../../src/idempotency/guard.js';
 export { definePolicy } from '../../src/policy/define-policy.js';
 export { planForWindow } from '../../src/policy/plan-window.js';
+export { RedisAuditLog } from '../../src/redis/audit-log.js';
 export { RedisBreakerStore } from '../../src/redis/breaker-store.js';
 export { RedisBudgetStore } from '../../src/redis/budget-store.js';
 export { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
