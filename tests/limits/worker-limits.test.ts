@@ -97,6 +97,55 @@ describe('limits in a BullMQ worker', () => {
     expect((await store.limitState('api')).inFlight).toBe(0);
   });
 
+  it('costs at most one round trip to the store per call on the success path, shared between concurrent calls', async () => {
+    const { queueName, queue } = bed.queues('round-trips');
+    const store = flowStore();
+    let exchanges = 0;
+    const exchange = store.exchangeLimits.bind(store);
+    store.exchangeLimits = (dependency, request) => {
+      exchanges++;
+      return exchange(dependency, request);
+    };
+    const api = new Dependency();
+    const worker = limitedWorker(queueName, api, {
+      limits: { api: { maxInFlight: 1_000 } },
+      limitsOptions: { store },
+    });
+    const log = recordEvents(worker.events);
+    for (let n = 0; n < 200; n++) await queue.add('call', { n });
+    await waitFor(() => log.count('completed') === 200, 30_000, 'every job to complete');
+    await worker.close();
+    // Each call takes and gives back one slot: two requests, folded with other calls' into shared exchanges.
+    expect(api.calls).toBe(200);
+    expect(exchanges).toBeLessThanOrEqual(200);
+    console.log(
+      `limits: ${exchanges} exchanges for ${api.calls} calls (${(exchanges / api.calls).toFixed(2)} per call)`,
+    );
+  });
+
+  it('shares limits through a RedisFlowStore on the worker’s own connection when no store is given', async () => {
+    const { queueName, queue, dlq } = bed.queues('zero-config');
+    const dependency = `api-${randomUUID().slice(0, 8)}`;
+    const api = new Dependency();
+    const worker = bed.worker<{ n: number }>(
+      queueName,
+      async (_job, ctx) => {
+        await ctx.call(dependency, () => api.call());
+      },
+      { policy, concurrency: 10, limits: { [dependency]: { maxInFlight: 2 } } },
+    );
+    const log = recordEvents(worker.events);
+    for (let n = 0; n < 30; n++) await queue.add('call', { n });
+    await waitFor(() => log.count('completed') === 30, 30_000, 'every job to complete');
+    expect(api.maxRunning).toBe(2);
+    // The default store: prefix `stormguard`, where a fleet's other tools look.
+    const shared = new RedisFlowStore({ redis: bed.redis });
+    expect((await shared.limitState(dependency)).declared).toEqual({ maxInFlight: 2 });
+    await worker.close();
+    expect((await shared.limitState(dependency)).inFlight).toBe(0);
+    expect(await dlq.count()).toBe(0);
+  });
+
   it('takes the slot of a job’s known dependency before it starts, pauses the queue when held, and gives unused slots back', async () => {
     const { queueName, queue, dlq } = bed.queues('up-front');
     const store = flowStore();
