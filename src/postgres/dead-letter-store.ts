@@ -84,8 +84,10 @@ const OPTION_NAMES = {
  * The dead-letter store in PostgreSQL (`sql/004-dead-letters.sql`), for fleets on BullMQ 6's PostgreSQL
  * backend that run no Redis. Same contract as the memory and Redis stores (the same conformance suite):
  * filing is one function call that writes the record and the job's attempt state in one transaction and
- * applies retention; every other operation is one statement. Listings and counts use the index of the
- * filter's field (reason, dependency or name, then time), so their cost follows the page, not the queue.
+ * applies retention; every other operation is one statement. Listings use the index of the filter's
+ * field (reason, dependency or name, then time), so their cost follows the page, not the queue. Counts
+ * without a time range sum the queue's tallies per (reason, dependency, name), which triggers keep as
+ * records come and go (`sql/013-dead-letter-tallies.sql`); with one, they walk the filter's index over it.
  * Time is the server's `clock_timestamp()`.
  *
  * Defaults: schema `stormguard`, prefix `stormguard`, migrations on first use.
@@ -233,11 +235,15 @@ export class PostgresDeadLetterStore implements DeadLetterStore {
   }
 
   async count(queue: string, filter: DeadLetterFilter = {}): Promise<number> {
-    const { where, values } = this.#where(queue, parseDeadLetterFilter(filter));
-    const [row] = await this.#db.query<{ n: string }>(
-      `SELECT count(*) AS n FROM ${this.#q}.dead_letters WHERE ${where.join(' AND ')}`,
-      values,
-    );
+    const parsed = parseDeadLetterFilter(filter);
+    const { where, values } = this.#where(queue, parsed);
+    // Without a time range, the tallies (013-dead-letter-tallies.sql) hold the answer in a few rows;
+    // with one, the filter's index is walked over that range.
+    const from =
+      parsed.since === undefined && parsed.before === undefined
+        ? `coalesce(sum(records), 0) AS n FROM ${this.#q}.dead_letter_tallies`
+        : `count(*) AS n FROM ${this.#q}.dead_letters`;
+    const [row] = await this.#db.query<{ n: string }>(`SELECT ${from} WHERE ${where.join(' AND ')}`, values);
     return Number(row?.n ?? 0);
   }
 

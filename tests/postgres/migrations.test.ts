@@ -100,6 +100,7 @@ const SHIPPED: Record<string, string> = {
   '009-replay-runs.sql': 'b895c4efd9b9bbecbf44f066ab10ccab71c0ab49d66cc1b125ae7eb28ad4982b',
   '010-flow-paused.sql': 'ddcee864d282d36a180212049d9121ee01afc646ec46ff20007471cd9ab98593',
   '011-dead-letter-eviction.sql': '40d9065823e2e5063374cb0cfeb1a70be8836cfbb26cd0600c9d05f18fba0f19',
+  '013-dead-letter-tallies.sql': '1a23d997850032bd139d7228959edcf66e94a69baf0a77624d947f25f601dfc7',
 };
 
 async function versions(schema: string): Promise<number[]> {

@@ -2,11 +2,11 @@
   How many of a queue's dead-letter records match a filter, one chunk at a time. Read only. With at most
   one of reason, dependency and name it is one ZCOUNT on that index (O(log n)), in one call. With several
   it walks the smallest of their indexes inside the time range, from the cursor, and checks the others
-  against T:dl:ix, looking at no more than ARGV[6] entries per call, so no call holds Redis for long on a
-  large queue; the caller adds the chunks up and calls again with the cursor returned.
+  (a ZSCORE in each), looking at no more than ARGV[6] entries per call, so no call holds Redis for long
+  on a large queue; the caller adds the chunks up and calls again with the cursor returned.
 
   KEYS[1]  T:dl:all     KEYS[2]  T:dl:r:<reason> or T:dl:all     KEYS[3]  T:dl:d:<dependency> or T:dl:all
-  KEYS[4]  T:dl:n:<name> or T:dl:all       KEYS[5]  T:dl:ix
+  KEYS[4]  T:dl:n:<name> or T:dl:all       KEYS[5]  T:dl:ix (not read since the walk checks the indexes)
 
   ARGV[1]  since: deadLetteredAt >= this ("-inf" for no bound)
   ARGV[2]  before: deadLetteredAt < this ("+inf" for no bound)
@@ -34,7 +34,7 @@ if stop < rank then return { 0, '' } end
 local n = 0
 local entries = redis.call('ZRANGE', walk, rank, stop, 'WITHSCORES')
 for k = 1, #entries, 2 do
-  if dlInOthers(KEYS[5], dlId(entries[k]), others) then n = n + 1 end
+  if dlInOthers(entries[k], others) then n = n + 1 end
 end
 if stop == last then return { n, '' } end
 return { n, entries[#entries] .. '_' .. dlId(entries[#entries - 1]) }

@@ -1,11 +1,13 @@
 --[[
   One page of a queue's dead-letter records matching a filter, in (deadLetteredAt, id) order. Read only.
   It walks the smallest of the filter's indexes from the cursor, inside the time range, and checks the
-  other filter fields against each record's T:dl:ix entry: the work is the page plus the entries of that
-  index that fail the other fields, at most ARGV[6] of them; never the whole queue.
+  other filter fields by the record's membership in their indexes (a ZSCORE each): the work is the page
+  plus the entries of that index that fail the other fields, at most ARGV[6] of them; never the whole
+  queue.
 
   KEYS[1]  T:dl:all     KEYS[2]  T:dl:r:<reason> or T:dl:all     KEYS[3]  T:dl:d:<dependency> or T:dl:all
-  KEYS[4]  T:dl:n:<name> or T:dl:all       KEYS[5]  T:dl:rec     KEYS[6]  T:dl:ix     KEYS[7]  T:dl:claim
+  KEYS[4]  T:dl:n:<name> or T:dl:all       KEYS[5]  T:dl:rec     KEYS[7]  T:dl:claim
+  KEYS[6]  T:dl:ix (not read since the walk checks the indexes)
 
   ARGV[1]  "asc" | "desc"
   ARGV[2]  cursor: deadLetteredAt of the last entry returned before, or "" to start at the beginning
@@ -57,7 +59,7 @@ local function visit(member, at)
   end
   looked = looked + 1
   local id = dlId(member)
-  if dlInOthers(KEYS[6], id, others) then
+  if dlInOthers(member, others) then
     taken = taken + 1
     table.insert(out, id)
     table.insert(out, at)
