@@ -290,6 +290,13 @@ describe('LimitController', () => {
     expect(errors.map((e) => (e as Error).message)).toEqual(['store down']);
   });
 
+  it('keeps enforcing limits while flow control is switched off fleet-wide', async () => {
+    const { controller, store } = setup({ openai: { maxInFlight: 1 } }, { maxPaceWaitMs: 0 });
+    store.setOff(true);
+    expect((await controller.acquire('openai')).type).toBe('slot');
+    expect(await controller.acquire('openai')).toMatchObject({ type: 'held', by: 'in-flight' });
+  });
+
   it('validates its options, naming the field', () => {
     expect(() => setup({ openai: { maxInFlight: 0 } })).toThrow(/openai\.maxInFlight: 0 is invalid/);
     expect(() => setup({ '': { maxInFlight: 1 } })).toThrow(/dependency name must not be empty/);

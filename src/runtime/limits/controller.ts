@@ -120,6 +120,8 @@ interface Lane {
   reading: Promise<void> | undefined;
   /** Local time of the last report of a store failure (one report per interval). */
   reportedAtMs: number;
+  /** Sends give-backs no exchange took along (see `release`). */
+  lingerTimer: NodeJS.Timeout | undefined;
 }
 
 /** The shortest hold of a job; a wait hint below it holds this long (no busy loop). */
@@ -130,6 +132,11 @@ const MAX_HOLD_MS = 5_000;
 const IN_FLIGHT_HOLD_MS = 250;
 /** A held job's delay while a pause without expiry holds its dependency. */
 const PAUSED_HOLD_MS = 1_000;
+/**
+ * How long a give-back waits for an exchange to ride with before it goes alone: short next to a call, and
+ * a slot's holder elsewhere waits at most this much longer for it (calls of this process: not at all).
+ */
+const GIVE_LINGER_MS = 20;
 /** How often a call refused by the in-flight cap asks again when no give-back of this process wakes it. */
 const IN_FLIGHT_POLL_MS = 50;
 /** Store failures are reported at most once per interval and dependency. */
@@ -245,17 +252,26 @@ export class LimitController {
   }
 
   /**
-   * Gives a slot back (its call ended; `ok`: it succeeded, which ends probing after a hold). Sent with the
-   * dependency's next exchange, at once; the caller does not wait. Calls of this process waiting for an
-   * in-flight slot ask again in that same exchange.
+   * Gives a slot back (its call ended; `ok`: it succeeded, which ends probing after a hold); the caller
+   * does not wait. Calls of this process waiting for an in-flight slot ask again in the same exchange,
+   * sent at once. With none waiting, the give-back rides with the dependency's next exchange (the next
+   * call's take, most often), or goes alone {@link GIVE_LINGER_MS} later: so a worker running one job at a
+   * time pays one round trip per call, not two.
    */
   release(slot: LimitSlot, ok: boolean): void {
     if (slot.lease === undefined) return;
     const lane = this.#lanes.get(slot.dependency);
     if (!lane?.held.delete(slot.lease)) return;
     lane.gives.push({ lease: slot.lease, ok });
-    for (const wake of lane.waiters.splice(0)) wake();
-    this.#schedule(lane);
+    if (lane.waiters.length > 0 || this.#stopped) {
+      for (const wake of lane.waiters.splice(0)) wake();
+      this.#schedule(lane);
+      return;
+    }
+    lane.lingerTimer ??= setTimeout(() => {
+      lane.lingerTimer = undefined;
+      this.#schedule(lane);
+    }, GIVE_LINGER_MS);
   }
 
   /**
@@ -339,7 +355,9 @@ export class LimitController {
     this.#stopped = true;
     for (const lane of this.#lanes.values()) {
       clearInterval(lane.renewTimer);
+      clearTimeout(lane.lingerTimer);
       lane.renewTimer = undefined;
+      lane.lingerTimer = undefined;
       lane.renewDue = false;
     }
     for (;;) {
@@ -444,6 +462,7 @@ export class LimitController {
         readAtMs: undefined,
         reading: undefined,
         reportedAtMs: Number.NEGATIVE_INFINITY,
+        lingerTimer: undefined,
       };
       this.#lanes.set(dependency, lane);
     }
@@ -465,6 +484,8 @@ export class LimitController {
 
   /** One exchange: declare, give back, renew, take, in that order; then the next batch if one formed. */
   #send(lane: Lane): void {
+    clearTimeout(lane.lingerTimer);
+    lane.lingerTimer = undefined;
     const takes = lane.takes.splice(0);
     const give = lane.gives.splice(0);
     const renew = lane.renewDue ? [...lane.held.keys()] : [];
