@@ -9,12 +9,15 @@
  *   check that the seed writes exactly what the store's own filing writes for a few records. On Redis the
  *   baseline lists budgets and breakers the way the stores did before their dependency registry: a SCAN
  *   of the whole keyspace for each.
+ *
  * - sse: the console in a process of its own with `--clients` live pages open, `--stalled` of which never
- *   read; its memory (RSS, heap) and what waits in memory for each client, sampled every second for
- *   `--seconds`, with the console's limit (1 MiB per client) and without it (the baseline).
+ *   read, over `--dependencies` dependencies updated every `--interval-ms` (far more often than the 2 s
+ *   default, so buffers fill in seconds); its memory and what waits in it for each client, every second
+ *   for `--seconds`, with the console's limit (1 MiB per client) and without it (the baseline).
  *
  *   npx tsx bench/dashboard/index.ts [--records 1000000] [--rounds 30] [--backends redis,postgres]
- *     [--part pages|sse|all] [--seconds 30] [--clients 50] [--stalled 10] [--json]
+ *     [--part pages|sse|all] [--seconds 30] [--clients 50] [--stalled 10] [--dependencies 100]
+ *     [--interval-ms 20] [--json]
  */
 import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -39,6 +42,7 @@ import { DEPENDENCIES, type Measured, measure, PAGES, type Spread, writeDependen
 import { ATTEMPTS_TTL_MS, FINAL_STATE, record } from './records.js';
 import { checkPostgresLayout, seedPostgres } from './seed-postgres.js';
 import { checkRedisLayout, seedRedis } from './seed-redis.js';
+import { measureSse, type SseRun } from './sse.js';
 
 const args = parseCommandLine();
 
@@ -63,14 +67,27 @@ if (args.part !== 'sse') {
   if (args.backends.includes('redis')) results.push(await onRedis());
   if (args.backends.includes('postgres')) results.push(await onPostgres());
 }
+const sse = args.part === 'pages' ? [] : await onLivePages();
 const loadAtEnd = load();
 
-if (args.json) console.log(JSON.stringify({ machine: { ...machine, loadAtEnd }, args, pages: results }));
+if (args.json) console.log(JSON.stringify({ machine: { ...machine, loadAtEnd }, args, pages: results, sse }));
 else {
   console.log(
     `console at scale (${machine.cpus} cpus, ${machine.model}, node ${machine.node}; load average ${machine.loadAtStart.join(' ')} at start, ${loadAtEnd.join(' ')} at end)`,
   );
   for (const result of results) printPages(result);
+  for (const run of sse) printLive(run);
+}
+
+async function onLivePages(): Promise<SseRun[]> {
+  const server = await TestRedis.start();
+  const redis = new Redis(server.url, { maxRetriesPerRequest: null });
+  try {
+    return await measureSse(redis, server.url, args);
+  } finally {
+    redis.disconnect();
+    await server.close();
+  }
 }
 
 async function onRedis(): Promise<BackendResult> {
@@ -202,6 +219,47 @@ function printPages(result: BackendResult): void {
   console.log(formatTable(rows));
 }
 
+function printLive(run: SseRun): void {
+  const kib = (bytes: number) => `${(bytes / 1024).toFixed(0)} KiB`;
+  console.log(
+    `\nlive pages, limit ${run.limit === 'on' ? '1 MiB per client' : 'off (baseline)'}: ${args.clients} clients, ${args.stalled} never reading; ${args.dependencies} dependencies (an update of ${kib(run.overviewBytes)}) every ${args.intervalMs} ms`,
+  );
+  const every = Math.max(1, Math.round(run.samples.length / 10));
+  const rows = [
+    [
+      's',
+      'RSS MiB',
+      'heap MiB',
+      'external MiB',
+      'open',
+      'dropped',
+      'stalled max',
+      'stalled total',
+      'reader max',
+      'kernel TCP MiB',
+    ],
+    ...run.samples
+      .filter((_, i) => i % every === every - 1 || i === 0)
+      .map((s) => [
+        String(s.atS),
+        s.rssMiB.toFixed(1),
+        s.heapUsedMiB.toFixed(1),
+        s.externalMiB.toFixed(1),
+        String(s.open),
+        String(s.dropped),
+        kib(s.stalledMaxBytes),
+        kib(s.stalledTotalBytes),
+        kib(s.readerMaxBytes),
+        s.kernelTcpMiB.toFixed(1),
+      ]),
+  ];
+  console.log(formatTable(rows));
+  const cut = run.drops.map((d) => d.bufferedBytes);
+  console.log(
+    `disconnected: ${run.drops.length} stalled clients${cut.length ? `, waiting for each when cut ${kib(Math.min(...cut))}–${kib(Math.max(...cut))}, at ${Math.min(...run.drops.map((d) => d.atS))}–${Math.max(...run.drops.map((d) => d.atS))} s` : ''}; reading clients dropped: ${run.readersDropped}, updates each got: ${run.readerUpdates.min}–${run.readerUpdates.max}`,
+  );
+}
+
 function parseCommandLine() {
   const { values } = parseArgs({
     options: {
@@ -212,10 +270,15 @@ function parseCommandLine() {
       seconds: { type: 'string', default: '30' },
       clients: { type: 'string', default: '50' },
       stalled: { type: 'string', default: '10' },
+      dependencies: { type: 'string', default: '100' },
+      'interval-ms': { type: 'string', default: '20' },
       json: { type: 'boolean', default: false },
     },
   });
-  const whole = (name: 'records' | 'rounds' | 'seconds' | 'clients' | 'stalled', min: number) => {
+  const whole = (
+    name: 'records' | 'rounds' | 'seconds' | 'clients' | 'stalled' | 'dependencies' | 'interval-ms',
+    min: number,
+  ) => {
     const n = Number(values[name]);
     if (!Number.isInteger(n) || n < min)
       fail(`--${name} must be a whole number >= ${min} (got "${values[name]}")`);
@@ -234,6 +297,8 @@ function parseCommandLine() {
     seconds: whole('seconds', 1),
     clients: whole('clients', 1),
     stalled: whole('stalled', 0),
+    dependencies: whole('dependencies', 1),
+    intervalMs: whole('interval-ms', 1),
     json: values.json === true,
   };
   if (parsed.stalled > parsed.clients) fail('--stalled cannot be more than --clients');
