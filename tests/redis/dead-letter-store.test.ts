@@ -59,9 +59,13 @@ describe('RedisDeadLetterStore on Redis', () => {
         0,
       );
     };
-    const before = await scriptCalls();
     expect(await store.count('index', { dependency: 'search', name: 'reindex' })).toBe(expected(0));
-    // 2 500 entries of the name index, at most 1 000 looked at per call.
+    // Over a time range (here, all of it): 2 500 entries of the name index, at most 1 000 looked at per
+    // call. Without one, Redis 7 counts an index this small in one ZINTERCARD (dead-letter-count.test.ts).
+    const before = await scriptCalls();
+    expect(await store.count('index', { dependency: 'search', name: 'reindex', since: 1_000 })).toBe(
+      expected(0),
+    );
     expect((await scriptCalls()) - before).toBeGreaterThanOrEqual(3);
     expect(await store.count('index', { dependency: 'search', name: 'reindex', since: 1_500 })).toBe(
       expected(1_500),
