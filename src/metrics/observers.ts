@@ -7,12 +7,14 @@ import type { MetricInstruments, ObserverContext } from './context.js';
 import { observeDeadLetterDepth } from './dead-letter-observer.js';
 import { type ObserveFlowOptions, observeFlowStore } from './flow-store-observer.js';
 import { LabelBounds } from './labels.js';
+import { observeLimitStore } from './limits-observer.js';
 import type { ScrapeCoordinator } from './scrape.js';
 import type {
   ObservableBreaker,
   ObservableBudget,
   ObservableDeadLetterQueue,
   ObservableFlowStore,
+  ObservableLimitStore,
   ObservableWorker,
 } from './sources.js';
 import { observeWorkerEvents } from './worker-observer.js';
@@ -66,6 +68,13 @@ export interface Observers extends Disposable {
    * every dependency the metrics know, plus `dependencies`.
    */
   observeFlow(store: ObservableFlowStore, options?: ObserveFlowOptions): Disposable;
+  /**
+   * Exports every limited dependency's fleet-wide limits at scrape time, read from the store (a fleet's
+   * `flow`): `limit_in_flight`, `limit_max_in_flight`, `limit_max_rate_per_second`, `limit_held`,
+   * `limit_hold_remaining_seconds` and `limit_paused`, each `{dependency}`. The waits and holds a worker
+   * meets are counted by `observeWorker`.
+   */
+  observeLimits(store: ObservableLimitStore): Disposable;
 }
 
 /** {@link ObserverOptions} with their defaults, checked. */
@@ -95,7 +104,7 @@ export function resolveObserverOptions(options: ObserverOptions, what: string): 
 }
 
 /**
- * Subscribes `instruments` to workers, budgets, breakers and dead-letter queues: the one counting logic
+ * Subscribes `instruments` to workers, budgets, breakers, dead-letter queues, flow control and limits: the one counting logic
  * behind the Prometheus exporter and the OpenTelemetry meter. Disposing stops every observation.
  *
  * @example
@@ -147,6 +156,7 @@ export function createObservers(
       return track(observeDeadLetterDepth(dlq, queue, ctx));
     },
     observeFlow: (store, opts) => track(observeFlowStore(store, ctx, opts)),
+    observeLimits: (store) => track(observeLimitStore(store, ctx)),
     dispose: () => {
       for (const d of [...live]) {
         live.delete(d);

@@ -1,5 +1,6 @@
 import type { BudgetEvents, BudgetSnapshot } from '../budget/types.js';
 import type { Disposable, Listener } from '../common/events.js';
+import type { LimitStore } from '../runtime/limits/store.js';
 import type { WorkerEvents } from '../runtime/worker-events.js';
 
 /**
@@ -128,3 +129,13 @@ export interface ObservableFlowStore {
   /** The dependency's flow snapshot; only `down` is read. */
   read(dependency: string): { down: boolean } | Promise<{ down: boolean }>;
 }
+
+/**
+ * What `observeLimits` reads of a limit store (every flow store: `MemoryFlowStore`, `RedisFlowStore`,
+ * `PostgresFlowStore`, or a fleet's `flow`): the limited dependencies, and each one's state. Both reads
+ * never write.
+ *
+ * @example
+ * metrics.observeLimits(fleet.flow);
+ */
+export type ObservableLimitStore = Pick<LimitStore, 'limitedDependencies' | 'limitState'>;

@@ -59,6 +59,24 @@ export function observeWorkerEvents(worker: ObservableWorker, ctx: ObserverConte
       if (Number.isFinite(e.attempts) && e.attempts >= 1) m.jobAttempts.observe(labels, e.attempts);
     }),
   ];
+  subs.push(
+    worker.events.on('limit-wait', (e) =>
+      m.limitWaits.inc({
+        queue: bounds.open('queue', e.queue),
+        dependency: noteDependency(ctx, e.dependency),
+        by: LabelBounds.closed(e.by, LIMIT_REFUSALS),
+        outcome: LabelBounds.closed(e.outcome, LIMIT_WAIT_OUTCOMES),
+      }),
+    ),
+    worker.events.on('limit-hold', (e) =>
+      m.limitHolds.inc({
+        queue: bounds.open('queue', e.queue),
+        dependency: noteDependency(ctx, e.dependency),
+        reason: LabelBounds.closed(e.reason, LIMIT_HOLD_REASONS),
+        capped: e.capped ? 'true' : 'false',
+      }),
+    ),
+  );
   subs.push(countReplays(worker.events, ctx));
   const flow = worker.flow;
   if (flow) {
@@ -83,6 +101,9 @@ export function observeWorkerEvents(worker: ObservableWorker, ctx: ObserverConte
 }
 
 const FLOW_HOLD_KINDS: ReadonlySet<string> = new Set(['pause', 'park']);
+const LIMIT_REFUSALS: ReadonlySet<string> = new Set(['paused', 'hold', 'in-flight', 'rate']);
+const LIMIT_WAIT_OUTCOMES: ReadonlySet<string> = new Set(['granted', 'held']);
+const LIMIT_HOLD_REASONS: ReadonlySet<string> = new Set(['retry-after']);
 
 /** Sets the paused gauge from the worker's flow control and the parked gauge from its store, at scrape time. */
 async function showFlow(flow: ObservableFlow, ctx: ObserverContext): Promise<void> {

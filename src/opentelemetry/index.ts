@@ -28,6 +28,7 @@ export type {
   ObservableBudget,
   ObservableDeadLetterQueue,
   ObservableFlowStore,
+  ObservableLimitStore,
   ObservableWorker,
   ObservedBudgetState,
   Subscribable,

@@ -31,6 +31,7 @@ export type {
   ObservableBudget,
   ObservableDeadLetterQueue,
   ObservableFlowStore,
+  ObservableLimitStore,
   ObservableWorker,
   ObservedBudgetState,
   Subscribable,

@@ -5,6 +5,7 @@
  * and PostgreSQL stores through their test-only clock options).
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { MemoryAuditLog } from '../audit/memory-audit-log.js';
 import { resolveBreakerOptions } from '../breaker/options.js';
 import type { BreakerListing, BreakerStore } from '../breaker/types.js';
 import { RetryBudget } from '../budget/retry-budget.js';
@@ -13,7 +14,9 @@ import { FakeClock } from '../common/clock.js';
 import type { DeadLetterStore } from '../runtime/contracts.js';
 import { sampleDeadLetter } from '../runtime/dead-letter-store.case.js';
 import type { FlowStore } from '../runtime/flow-control/store.js';
+import type { LimitExchange } from '../runtime/limits/store.js';
 import { flowStatusOf } from './flow.js';
+import { changeLimits } from './limit-actions.js';
 import { readFleetStatus } from './read-fleet-status.js';
 
 /** Fresh, empty stores of one backend on the given clock. */
@@ -31,6 +34,20 @@ export type OpenFleetStores = (clock: FakeClock) => Promise<FleetStatusHarness>;
 const T0 = 1_700_000_000_000;
 const STATE = { attempts: 5, deferrals: 0 };
 const NO_DEAD_LETTERS = { total: 0, byReason: {}, byQueue: {} };
+
+/** One worker process's exchange: its code's limits, and `take` leases of cost 1. */
+function exchange(holder: string, declared: LimitExchange['declared'], take: number): LimitExchange {
+  return {
+    holder,
+    declared,
+    leaseMs: 30_000,
+    give: [],
+    renew: [],
+    take: Array.from({ length: take }, (_, i) => ({ lease: `${holder}:${i}`, cost: 1 })),
+    probes: 1,
+    ramp: { slowStartMs: 30_000, floorPerSecond: 1 },
+  };
+}
 
 /** Registers the fleet-status cases under `describe(name)`. */
 export function describeFleetStatus(name: string, open: OpenFleetStores): void {
@@ -191,6 +208,201 @@ export function describeFleetStatus(name: string, open: OpenFleetStores): void {
 
       await flow.setOff(false);
       expect((await readFleetStatus(sources, { clock })).flowControl).toEqual({ on: true });
+    });
+
+    it("shows each limited dependency's limits: pinned at its cap, held by Retry-After, paused by an operator", async () => {
+      const { flow, clock } = await setup();
+      const sources = { limits: flow };
+      expect(await readFleetStatus(sources, { clock })).toMatchObject({ dependencies: [], errors: [] });
+
+      // openai: two processes declare 25 and 20 (the lower wins); 20 calls in flight fill it.
+      await flow.exchangeLimits('openai', exchange('host-a:1', { maxInFlight: 25 }, 0));
+      const taken = await flow.exchangeLimits('openai', exchange('host-b:2', { maxInFlight: 20 }, 21));
+      expect([taken.granted, taken.refusedBy]).toEqual([20, 'in-flight']);
+      // crm: held for 60 s by a 429's Retry-After, 18 s ago.
+      await flow.exchangeLimits('crm', exchange('host-a:1', { maxRatePerSecond: 5 }, 0));
+      await flow.holdLimits('crm', 60_000, 'retry-after');
+      // mail: paused by an operator for 30 minutes, 18 s ago.
+      await flow.overrideLimits('mail', {
+        paused: true,
+        reason: 'vendor incident',
+        by: 'alice',
+        expiresInMs: 1_800_000,
+      });
+      clock.advance(18_000);
+
+      const status = await readFleetStatus(sources, { clock });
+      expect(status.errors).toEqual([]);
+      expect(status.dependencies).toEqual([
+        {
+          dependency: 'crm',
+          limits: {
+            inFlight: 0,
+            declared: { maxRatePerSecond: 5 },
+            effective: { maxRatePerSecond: 5 },
+            hold: { untilMs: T0 + 60_000, reason: 'retry-after', setAtMs: T0, remainingMs: 42_000 },
+            probing: false,
+            paused: false,
+            pinned: false,
+          },
+          attention: ['limit-held'],
+        },
+        {
+          dependency: 'mail',
+          limits: {
+            inFlight: 0,
+            declared: {},
+            effective: {},
+            override: {
+              paused: true,
+              reason: 'vendor incident',
+              by: 'alice',
+              setAtMs: T0,
+              expiresAtMs: T0 + 1_800_000,
+              expiresInMs: 1_782_000,
+            },
+            probing: false,
+            paused: true,
+            pinned: false,
+          },
+          attention: ['limit-paused'],
+        },
+        {
+          dependency: 'openai',
+          limits: {
+            inFlight: 20,
+            declared: { maxInFlight: 20 },
+            effective: { maxInFlight: 20 },
+            probing: false,
+            paused: false,
+            pinned: true,
+          },
+          attention: ['limit-pinned'],
+        },
+      ]);
+      expect(status.needsAttention).toEqual(['crm', 'mail', 'openai']);
+
+      // The override lapses by itself, the hold ends, and the leases and declarations of processes
+      // that stopped exchanging go: nothing is limited any more.
+      clock.advance(1_800_000);
+      expect((await readFleetStatus(sources, { clock })).dependencies).toEqual([]);
+    });
+
+    it("changes a dependency's limits as an operator does, each change in the audit log", async () => {
+      const { flow, clock } = await setup();
+      const audit = new MemoryAuditLog({ clock });
+      const target = { store: flow, audit };
+      const limitsOf = async () =>
+        (await readFleetStatus({ limits: flow }, { clock })).dependencies.find(
+          (d) => d.dependency === 'openai',
+        )?.limits;
+      await flow.exchangeLimits('openai', exchange('host-a:1', { maxInFlight: 25 }, 0));
+      await flow.holdLimits('openai', 60_000, 'retry-after');
+
+      // set: the fields given; a second set keeps the first's fields and replaces the expiry.
+      await changeLimits(target, 'openai', 'set', {
+        reason: 'slow down',
+        by: 'alice',
+        maxInFlight: 10,
+        expiresInMs: 3_600_000,
+      });
+      await changeLimits(target, 'openai', 'set', { reason: 'and pace', by: 'bob', maxRatePerSecond: 2 });
+      expect(await limitsOf()).toMatchObject({
+        effective: { maxInFlight: 10, maxRatePerSecond: 2 },
+        override: { maxInFlight: 10, maxRatePerSecond: 2, reason: 'and pace', by: 'bob' },
+        paused: false,
+      });
+      expect((await limitsOf())?.override?.expiresAtMs).toBeUndefined();
+
+      // pause keeps the set fields; resume lifts only the pause, and keeps the pause's expiry.
+      await changeLimits(target, 'openai', 'pause', {
+        reason: 'incident',
+        by: 'carol',
+        expiresInMs: 1_800_000,
+      });
+      expect(await limitsOf()).toMatchObject({
+        paused: true,
+        override: { paused: true, maxInFlight: 10, maxRatePerSecond: 2, expiresAtMs: T0 + 1_800_000 },
+      });
+      clock.advance(60_000);
+      const resumed = await changeLimits(target, 'openai', 'resume', {
+        reason: 'incident over',
+        by: 'carol',
+      });
+      expect(resumed.state.override).toEqual({
+        maxInFlight: 10,
+        maxRatePerSecond: 2,
+        reason: 'incident over',
+        by: 'carol',
+        setAtMs: T0 + 60_000,
+        expiresAtMs: T0 + 1_800_000,
+      });
+
+      // reset: back to code (the worker still declares 25), the hold and its probing gone too.
+      await flow.exchangeLimits('openai', exchange('host-a:1', { maxInFlight: 25 }, 0));
+      await flow.holdLimits('openai', 60_000, 'retry-after');
+      const reset = await changeLimits(target, 'openai', 'reset', { reason: 'back to code', by: 'dave' });
+      expect(reset.state).toMatchObject({ effective: { maxInFlight: 25 }, probing: false });
+      expect(reset.state.override).toBeUndefined();
+      expect(reset.state.hold).toBeUndefined();
+
+      const { entries } = await audit.list({ limit: 10 });
+      expect(entries.map((e) => [e.action, e.target, e.by, e.reason, e.detail])).toEqual([
+        [
+          'limits.reset',
+          'openai',
+          'dave',
+          'back to code',
+          {
+            from: { maxInFlight: 10, maxRatePerSecond: 2, paused: false },
+            to: { maxInFlight: 25, paused: false },
+            holdLifted: true,
+          },
+        ],
+        [
+          'limits.resume',
+          'openai',
+          'carol',
+          'incident over',
+          {
+            from: { maxInFlight: 10, maxRatePerSecond: 2, paused: true },
+            to: { maxInFlight: 10, maxRatePerSecond: 2, paused: false },
+            expiresAtMs: T0 + 1_800_000,
+          },
+        ],
+        [
+          'limits.pause',
+          'openai',
+          'carol',
+          'incident',
+          {
+            from: { maxInFlight: 10, maxRatePerSecond: 2, paused: false },
+            to: { maxInFlight: 10, maxRatePerSecond: 2, paused: true },
+            expiresAtMs: T0 + 1_800_000,
+          },
+        ],
+        [
+          'limits.set',
+          'openai',
+          'bob',
+          'and pace',
+          {
+            from: { maxInFlight: 10, paused: false },
+            to: { maxInFlight: 10, maxRatePerSecond: 2, paused: false },
+          },
+        ],
+        [
+          'limits.set',
+          'openai',
+          'alice',
+          'slow down',
+          {
+            from: { maxInFlight: 25, paused: false },
+            to: { maxInFlight: 10, paused: false },
+            expiresAtMs: T0 + 3_600_000,
+          },
+        ],
+      ]);
     });
   });
 }

@@ -139,6 +139,22 @@ export function describeFleet(name: string, backend: string, setup: () => Promis
       expect((await other.audit.list({ limit: 10 })).entries).toEqual([]);
     });
 
+    it("reads each dependency's limits from its flow store, and another prefix sees none of them", async () => {
+      const shop = await open('shop');
+      const other = await open('other');
+      await shop.flow.overrideLimits('openai', {
+        paused: true,
+        maxInFlight: 10,
+        reason: 'vendor incident',
+        by: 'alice',
+      });
+      const status = await readFleetStatus(shop.status, { throwOnError: true });
+      expect(
+        status.dependencies.map((d) => [d.dependency, d.limits?.effective, d.limits?.paused, d.attention]),
+      ).toEqual([['openai', { maxInFlight: 10 }, true, ['limit-paused']]]);
+      expect((await readFleetStatus(other.status, { throwOnError: true })).dependencies).toEqual([]);
+    });
+
     it('records a dead-letter eviction in its own audit log', async () => {
       const fleet = await open('shop');
       await fleet.deadLetters.registerQueue('index', { maxCount: 1 });

@@ -38,11 +38,14 @@ export interface Fleet {
   readonly deadLetters: DeadLetterStore;
   /** The bulk replay runs (the console's, automatic replay's, `stormguard dlq runs`). */
   readonly replayRuns: ReplayRunStore;
-  /** Flow control's shared state: down marks, slow start, park lists, paused workers, the kill switch. */
+  /**
+   * Flow control's shared state (down marks, slow start, park lists, paused workers, the kill switch) and
+   * each dependency's limits (leases, the rate pacer, Retry-After holds, operators' overrides).
+   */
   readonly flow: FlowStore;
   /** Where operators' actions (and dead-letter evictions) are recorded. */
   readonly audit: AuditLog;
-  /** What `readFleetStatus` reads: every source above, flow control included. */
+  /** What `readFleetStatus` reads: every source above, flow control and limits included. */
   readonly status: FleetStatusSources;
   /**
    * Closes what the fleet opened: the client or pool it made from a URL or options. A client or pool you
@@ -55,8 +58,9 @@ export interface Fleet {
 export type FleetStores = Pick<Fleet, 'budget' | 'breaker' | 'deadLetters' | 'flow'>;
 
 /**
- * The read model's sources of a fleet's stores: budgets, breakers, dead letters, and flow control (marks,
- * kill switch, paused workers, parked jobs) through {@link flowStatusOf}. Every fleet's `status`.
+ * The read model's sources of a fleet's stores: budgets, breakers, dead letters, flow control (marks,
+ * kill switch, paused workers, parked jobs) through {@link flowStatusOf}, and each dependency's limits,
+ * which live in the flow store. Every fleet's `status`.
  *
  * @example
  * const status = await readFleetStatus(fleetStatusSources({ budget, breaker, deadLetters, flow }));
@@ -67,6 +71,7 @@ export function fleetStatusSources(stores: FleetStores): FleetStatusSources {
     breaker: stores.breaker,
     deadLetters: stores.deadLetters,
     flow: flowStatusOf(stores.flow),
+    limits: stores.flow,
   };
 }
 

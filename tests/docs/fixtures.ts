@@ -12,6 +12,7 @@ import type { DeadLetterReason } from '../../src/policy/types.js';
 import { RedisBreakerStore } from '../../src/redis/breaker-store.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
+import { RedisFlowStore } from '../../src/redis/flow-store.js';
 import type { DeadLetterRecord } from '../../src/runtime/contracts.js';
 import { ROOT } from '../helpers/cli.js';
 
@@ -50,6 +51,32 @@ export const FIXTURES: Record<string, Fixture> = {
     } finally {
       await breaker.close();
     }
+  },
+  /**
+   * `openai` with 24 of its 25 slots taken, `crm` held by a 429's Retry-After for 4 minutes, `mail` paused
+   * by alice for 30 minutes: what a worker process's exchanges and an operator leave in the flow store.
+   */
+  limits: async ({ redis }) => {
+    const store = new RedisFlowStore({ redis });
+    const exchange = (declared: { maxInFlight?: number; maxRatePerSecond?: number }, take: number) => ({
+      holder: 'host-a:4242',
+      declared,
+      leaseMs: 600_000,
+      give: [],
+      renew: [],
+      take: Array.from({ length: take }, (_, i) => ({ lease: `host-a:4242:${i}`, cost: 1 })),
+      probes: 1,
+      ramp: { slowStartMs: 30_000, floorPerSecond: 1 },
+    });
+    await store.exchangeLimits('openai', exchange({ maxInFlight: 25 }, 24));
+    await store.exchangeLimits('crm', exchange({ maxRatePerSecond: 5 }, 0));
+    await store.holdLimits('crm', 240_000, 'retry-after');
+    await store.overrideLimits('mail', {
+      paused: true,
+      reason: 'vendor incident, 429s since 14:00',
+      by: 'alice',
+      expiresInMs: 1_800_000,
+    });
   },
   /** Queue `index`: two `reindex` jobs the search budget refused, and one that search refused for good. */
   'dead-letters': async ({ redis }) => {

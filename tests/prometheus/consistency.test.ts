@@ -132,6 +132,8 @@ describe('alerts', () => {
       'StormguardReplayableDeadLettersEvicted',
       'StormguardJobsUnfiled',
       'StormguardFlowControlOff',
+      'StormguardLimitPinned',
+      'StormguardLimitHeldLong',
     ]);
     expect(alerts.find((a) => a.alert === 'StormguardRetryBudgetExhausted')).toMatchObject({
       for: '10m',

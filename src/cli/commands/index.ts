@@ -5,6 +5,7 @@ import { register as registerBudget } from './budget.js';
 import { register as registerDashboard } from './dashboard.js';
 import { register as registerDlq } from './dlq.js';
 import { register as registerFlow } from './flow.js';
+import { register as registerLimits } from './limits.js';
 import { register as registerLint } from './lint.js';
 import { register as registerMetrics } from './metrics.js';
 import { register as registerMigrate } from './migrate.js';
@@ -22,6 +23,7 @@ export function registerCommands(program: Command, io: CliIO): void {
   registerDashboard(program, io);
   registerDlq(program, io);
   registerFlow(program, io);
+  registerLimits(program, io);
   registerLint(program, io);
   registerMetrics(program, io);
   registerMigrate(program, io);

@@ -79,6 +79,8 @@ export function register(program: Command, io: CliIO): void {
         exporter.observeBreaker(readOnlyBreaker(fleet.breaker, { listIntervalMs }));
         // The kill switch, and the down mark of every dependency the budget and breaker listings find.
         exporter.observeFlow(fleet.flow);
+        // Every limited dependency's limits: in flight, the caps, Retry-After holds, operators' pauses.
+        exporter.observeLimits(fleet.flow);
         for (const queue of queueNames) {
           const dlq = deadLetterQueue(queue, {
             store: fleet.deadLetters,
