@@ -1,6 +1,7 @@
 import type { AuditLog } from '../audit/types.js';
 import type { BreakerListing, BreakerStore } from '../breaker/types.js';
 import type { DeadLetterStore } from '../runtime/contracts.js';
+import type { LimitStore } from '../runtime/limits/store.js';
 import type { ReplayQueue } from '../runtime/replay/replay-queue.js';
 import type { ReplayRunStore } from '../runtime/replay-runs.js';
 import type { Fleet } from '../status/fleet.js';
@@ -17,6 +18,8 @@ export interface ConsoleBackend {
   deadLetters: DeadLetterStore;
   /** The breakers operators override. */
   breakers: BreakerStore & BreakerListing;
+  /** Each dependency's limits, which operators change (the fleet's flow store). */
+  limits: Pick<LimitStore, 'limitState' | 'limitedDependencies' | 'overrideLimits'>;
   /** Where bulk replays and their snapshots are kept. */
   runs: ReplayRunStore;
   /** Where actions are recorded. */
@@ -36,6 +39,7 @@ export function consoleBackendOf(fleet: Fleet, replayQueue: (queue: string) => R
     status: fleet.status,
     deadLetters: fleet.deadLetters,
     breakers: fleet.breaker,
+    limits: fleet.flow,
     runs: fleet.replayRuns,
     audit: fleet.audit,
     replayQueue,

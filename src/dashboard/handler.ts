@@ -11,6 +11,7 @@ import { auditRoutes } from './api/audit-routes.js';
 import { breakerRoutes } from './api/breaker-routes.js';
 import type { ConsoleContext } from './api/context.js';
 import { deadLetterRoutes } from './api/dead-letter-routes.js';
+import { limitRoutes } from './api/limit-routes.js';
 import { liveRoutes } from './api/live-routes.js';
 import { replayRoutes } from './api/replay-routes.js';
 import { consoleBackendOf } from './backend.js';
@@ -208,6 +209,7 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
     ...liveRoutes(ctx, basePath),
     ...deadLetterRoutes(ctx),
     ...breakerRoutes(ctx),
+    ...limitRoutes(ctx),
     ...replayRoutes(ctx, runner),
     ...auditRoutes(ctx),
   ]);

@@ -208,6 +208,7 @@ describe('a read-only console answers only for its own names', () => {
       ['GET', '/api/queues/%ZZ/search?q=x'],
       ['POST', '/api/queues/index/records/%E0%A4%A/delete'],
       ['POST', '/api/breakers/%C0'],
+      ['POST', '/api/limits/%C0'],
     ] as const) {
       const answer = await send(c.port, path, { host: c.host }, { method });
       expect([method, path, answer.status]).toEqual([method, path, 400]);
@@ -337,6 +338,7 @@ describe('with a token, reading needs a session', () => {
     '/api/overview',
     '/api/audit',
     '/api/breakers',
+    '/api/limits',
     '/api/session',
   ];
 

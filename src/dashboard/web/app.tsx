@@ -3,6 +3,7 @@ import { AuditPage } from './pages/audit.js';
 import { BreakersPage } from './pages/breakers.js';
 import { BulkReplayPage } from './pages/bulk-replay.js';
 import { DeadLettersPage } from './pages/dead-letters.js';
+import { LimitsPage } from './pages/limits.js';
 import { OverviewPage } from './pages/overview.js';
 import { RecordPage } from './pages/record.js';
 import { href, useRoute } from './route.js';
@@ -10,6 +11,7 @@ import { href, useRoute } from './route.js';
 const NAV: { parts: string[]; label: string; page: string }[] = [
   { parts: [], label: 'Overview', page: '' },
   { parts: ['breakers'], label: 'Breakers', page: 'breakers' },
+  { parts: ['limits'], label: 'Limits', page: 'limits' },
   { parts: ['dead-letters'], label: 'Dead letters', page: 'dead-letters' },
   { parts: ['replay'], label: 'Bulk replay', page: 'replay' },
   { parts: ['audit'], label: 'Audit log', page: 'audit' },
@@ -42,6 +44,7 @@ export function App() {
       <main id="main" tabIndex={-1}>
         {page === '' && <OverviewPage />}
         {page === 'breakers' && <BreakersPage />}
+        {page === 'limits' && <LimitsPage />}
         {page === 'dead-letters' && b === undefined && <DeadLettersPage queue={a} query={route.query} />}
         {page === 'dead-letters' && a !== undefined && b !== undefined && <RecordPage queue={a} id={b} />}
         {page === 'replay' && <BulkReplayPage queue={a} runId={b} query={route.query} />}

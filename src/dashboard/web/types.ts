@@ -10,7 +10,12 @@ export type {
   StoredDeadLetter,
 } from '../../runtime/contracts.js';
 export type { DeadLetterSearchResult } from '../../runtime/dead-letter-search.js';
-export type { AttentionReason, DependencyStatus, QueueStatus } from '../../status/types.js';
+export type {
+  AttentionReason,
+  DependencyLimitStatus,
+  DependencyStatus,
+  QueueStatus,
+} from '../../status/types.js';
 export type { BudgetSample } from '../history.js';
 export type { OverviewSnapshot } from '../overview.js';
 

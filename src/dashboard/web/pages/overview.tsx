@@ -1,5 +1,6 @@
 import { BudgetChart } from '../components/budget-chart.js';
 import { count, when } from '../components/format.js';
+import { holdText, inFlightText, limitsLine, overrideText } from '../components/limits-text.js';
 import { useOverview } from '../components/use-overview.js';
 import { href } from '../route.js';
 import type { AttentionReason, DependencyStatus } from '../types.js';
@@ -12,6 +13,7 @@ export function OverviewPage() {
     snapshot.pausedWorkers !== undefined ||
     snapshot.parkedJobs !== undefined ||
     snapshot.flowControl !== undefined;
+  const hasLimits = snapshot.dependencies.some((d) => d.limits);
   const attention = snapshot.needsAttention.flatMap((name) =>
     snapshot.dependencies.filter((d) => d.dependency === name),
   );
@@ -60,11 +62,12 @@ export function OverviewPage() {
               <th scope="col">Headroom</th>
               <th scope="col">Dead letters</th>
               {hasFlow && <th scope="col">Workers paused / jobs parked</th>}
+              {hasLimits && <th scope="col">Limits</th>}
             </tr>
           </thead>
           <tbody>
             {snapshot.dependencies.map((d) => (
-              <DependencyRow key={d.dependency} view={d} hasFlow={hasFlow} />
+              <DependencyRow key={d.dependency} view={d} hasFlow={hasFlow} hasLimits={hasLimits} />
             ))}
           </tbody>
         </table>
@@ -136,6 +139,12 @@ function describe(reason: AttentionReason, d: DependencyStatus): string {
       return 'store unreachable, local fallback answering';
     case 'marked-down':
       return 'marked down by flow control';
+    case 'limit-held':
+      return holdText(d.limits!) ?? 'held by Retry-After';
+    case 'limit-paused':
+      return overrideText(d.limits!) ?? 'paused';
+    case 'limit-pinned':
+      return `${inFlightText(d.limits!)}: pinned at its limit`;
     case 'workers-paused':
       return `${count(d.pausedWorkers)} ${d.pausedWorkers === 1 ? 'worker' : 'workers'} paused`;
     case 'jobs-parked':
@@ -145,7 +154,15 @@ function describe(reason: AttentionReason, d: DependencyStatus): string {
   }
 }
 
-function DependencyRow({ view, hasFlow }: { view: DependencyStatus; hasFlow: boolean }) {
+function DependencyRow({
+  view,
+  hasFlow,
+  hasLimits,
+}: {
+  view: DependencyStatus;
+  hasFlow: boolean;
+  hasLimits: boolean;
+}) {
   const b = view.budget;
   return (
     <tr data-dependency={view.dependency}>
@@ -178,6 +195,7 @@ function DependencyRow({ view, hasFlow }: { view: DependencyStatus; hasFlow: boo
           {count(view.pausedWorkers)} paused / {count(view.parkedJobs)} parked
         </td>
       )}
+      {hasLimits && <td data-field="limits">{view.limits ? limitsLine(view.limits) : '–'}</td>}
     </tr>
   );
 }
