@@ -6,13 +6,16 @@ import { RetryBudget } from '../../src/budget/retry-budget.js';
 import { run } from '../../src/cli/program.js';
 import { PostgresBreakerStore } from '../../src/postgres/breaker-store.js';
 import { PostgresBudgetStore } from '../../src/postgres/budget-store.js';
+import { PostgresFlowStore } from '../../src/postgres/flow-store.js';
 import { RedisBreakerStore } from '../../src/redis/breaker-store.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
+import { RedisFlowStore } from '../../src/redis/flow-store.js';
+import type { LimitStore } from '../../src/runtime/limits/store.js';
 import { postgresBed } from '../helpers/postgres-bed.js';
 import { uniqueSchema } from '../helpers/postgres-server.js';
 import { TestRedis } from '../helpers/redis-server.js';
 
-// `budget status` and `breaker status` are documented as read-only: a status call leaves every key (and
+// `budget status`, `breaker status` and `limits status` are documented as read-only: a status call leaves every key (and
 // every row) as it found it, values and expiry included, and registers nothing.
 
 let server: TestRedis;
@@ -57,6 +60,22 @@ async function seed(
   await breaker.close();
 }
 
+/** Fills the limits part of a flow store as a worker and an operator do: a slot taken, a hold, a pause. */
+async function seedLimits(store: LimitStore) {
+  await store.exchangeLimits('search', {
+    holder: 'host-a:1',
+    declared: { maxInFlight: 5 },
+    leaseMs: 600_000,
+    give: [],
+    renew: [],
+    take: [{ lease: 'host-a:1:1', cost: 1 }],
+    probes: 1,
+    ramp: { slowStartMs: 30_000, floorPerSecond: 1 },
+  });
+  await store.holdLimits('search', 600_000, 'retry-after');
+  await store.overrideLimits('mail', { paused: true, reason: 'incident', by: 'alice', expiresInMs: 600_000 });
+}
+
 /** Every key with its type, value and whether it expires (the remaining time itself moves on). */
 async function redisSnapshot(): Promise<Record<string, string>> {
   const snapshot: Record<string, string> = {};
@@ -85,11 +104,23 @@ describe('status commands on Redis write nothing', () => {
     expect(await redisSnapshot()).toEqual(before);
   });
 
+  it('limits status leaves every key as it was', async () => {
+    await redis.flushall();
+    const prefix = 'readonly';
+    await seedLimits(new RedisFlowStore({ redis, prefix }));
+    const before = await redisSnapshot();
+    const result = await stormguard('limits', 'status', '--redis', server.url, '--prefix', prefix, '--json');
+    expect([result.code, result.stderr]).toEqual([0, '']);
+    expect(result.stdout).toContain('search');
+    expect(await redisSnapshot()).toEqual(before);
+  });
+
   it('on an empty server, a status call creates no key', async () => {
     await redis.flushall();
     for (const command of [
       ['budget', 'status'],
       ['breaker', 'status'],
+      ['limits', 'status'],
     ]) {
       const result = await stormguard(...command, '--redis', server.url, '--json');
       expect(result.code).toBe(0);
@@ -127,6 +158,20 @@ describe('status commands on PostgreSQL write nothing', () => {
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('search');
+    expect(await rows(schema)).toBe(before);
+  });
+
+  it('limits status leaves every row as it was', async () => {
+    const schema = uniqueSchema();
+    await seedLimits(new PostgresFlowStore({ connection: pool, schema }));
+    const before = await rows(schema);
+    expect(before).toContain('search');
+    const result = await stormguard('limits', 'status', '--postgres', bed.url, '--schema', schema, '--json');
+    expect([result.code, result.stderr]).toEqual([0, '']);
+    expect(JSON.parse(result.stdout).dependencies.map((d: { dependency: string }) => d.dependency)).toEqual([
+      'mail',
+      'search',
+    ]);
     expect(await rows(schema)).toBe(before);
   });
 });
