@@ -2,8 +2,9 @@
  * Fleet-wide limits under load: 8 worker processes (each its own Node process with one stormguard worker at
  * concurrency 50) on one redis-server, 5 000 jobs per run, each job one call to an `api` dependency over
  * HTTP that answers after `--call-ms` and counts its own concurrent calls. The same fleet runs the same jobs
- * with `limits: { api: { maxInFlight: 25 } }` and without, alternated round by round (order swapped every
- * round). Prints per side: the most calls the dependency saw at once (with limits: the cap, held exactly),
+ * with `limits: { api: { maxInFlight: 25 } }`, with a `maxInFlight` as high as the fleet's job slots (never
+ * reached: the cost of limits on the success path, without waits) and without limits, alternated round by
+ * round (the order reversed every other round). Prints per side: the most calls the dependency saw at once (with limits: the cap, held exactly),
  * jobs per second, the Redis commands per call (INFO commandstats deltas on the bench's own redis-server,
  * commands inside Lua scripts included) and the extra per call with limits by command, the limits store's
  * round trips per call (counted in the workers: each exchange or state read is one), and the workers' CPU
@@ -25,8 +26,13 @@ import { formatTable, median } from '../common.js';
 import { commandTotal, connect, difference, type RedisTarget, startTarget } from '../redis-target.js';
 import type { LimitsRun } from './worker-process.js';
 
-type Side = 'limited' | 'unlimited';
-const SIDES: Side[] = ['limited', 'unlimited'];
+/**
+ * `limited`: maxInFlight (25), far below the fleet's job slots; `uncapped`: a maxInFlight as high as the
+ * fleet's job slots, never reached (what limits cost on the success path, without waits); `unlimited`: no
+ * limits.
+ */
+type Side = 'limited' | 'uncapped' | 'unlimited';
+const SIDES: Side[] = ['limited', 'uncapped', 'unlimited'];
 
 interface Measurement {
   jobsPerSecond: number;
@@ -109,7 +115,12 @@ async function measure(
   const run: LimitsRun = {
     queue: queueName,
     prefix: `bench-limits-${n}`,
-    maxInFlight: side === 'limited' ? options.maxInFlight : undefined,
+    maxInFlight:
+      side === 'limited'
+        ? options.maxInFlight
+        : side === 'uncapped'
+          ? options.processes * options.concurrency
+          : undefined,
     concurrency: options.concurrency,
     url,
   };
@@ -177,7 +188,7 @@ const fleet = Array.from(
   { length: options.processes },
   () => new IpcProcess(new URL('./worker-process.ts', import.meta.url), [JSON.stringify(target.address)]),
 );
-const results: Record<Side, Measurement[]> = { limited: [], unlimited: [] };
+const results: Record<Side, Measurement[]> = { limited: [], uncapped: [], unlimited: [] };
 try {
   await Promise.all(fleet.map((p) => p.next('up')));
   // Warm-up, discarded: the first runs pay for JIT compilation in every process.
@@ -203,13 +214,17 @@ try {
 const loadAfter = loadavg();
 
 const limited = figures(results.limited);
+const uncapped = figures(results.uncapped);
 const unlimited = figures(results.unlimited);
-// What limits add per call, by Redis command (median rounds; shown when at least 0.005 per call).
-const extraByCommand: Record<string, number> = {};
-for (const name of new Set(results.limited.flatMap((r) => Object.keys(r.commands)))) {
-  const perCall = (r: Measurement) => (r.commands[name] ?? 0) / r.calls;
-  const delta = median(results.limited.map(perCall)) - median(results.unlimited.map(perCall));
-  if (Math.abs(delta) >= 0.005) extraByCommand[name] = Number(delta.toFixed(3));
+/** What limits add per call over no limits, by Redis command (median rounds; shown from 0.005 per call). */
+function extraByCommand(side: Side): Record<string, number> {
+  const extra: Record<string, number> = {};
+  for (const name of new Set(results[side].flatMap((r) => Object.keys(r.commands)))) {
+    const perCall = (r: Measurement) => (r.commands[name] ?? 0) / r.calls;
+    const delta = median(results[side].map(perCall)) - median(results.unlimited.map(perCall));
+    if (Math.abs(delta) >= 0.005) extra[name] = Number(delta.toFixed(3));
+  }
+  return extra;
 }
 const capHeld = limited.maxInFlightSeen === options.maxInFlight;
 const summary = {
@@ -226,9 +241,13 @@ const summary = {
   },
   capHeld,
   limited,
+  uncapped,
   unlimited,
-  extraCommandsPerCall: Number((limited.commandsPerCall - unlimited.commandsPerCall).toFixed(2)),
-  extraByCommand,
+  extraCommandsPerCall: {
+    limited: Number((limited.commandsPerCall - unlimited.commandsPerCall).toFixed(2)),
+    uncapped: Number((uncapped.commandsPerCall - unlimited.commandsPerCall).toFixed(2)),
+  },
+  extraByCommand: { limited: extraByCommand('limited'), uncapped: extraByCommand('uncapped') },
 };
 
 if (options.json) process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
@@ -254,14 +273,21 @@ else {
     'worker CPU µs/job',
   ];
   process.stdout.write(
-    `${formatTable([header, row(`maxInFlight ${maxInFlight}`, limited), row('no limits', unlimited)])}\n\n`,
+    `${formatTable([
+      header,
+      row(`maxInFlight ${maxInFlight}`, limited),
+      row(`maxInFlight ${processes * concurrency} (never reached)`, uncapped),
+      row('no limits', unlimited),
+    ])}\n\n`,
   );
-  process.stdout.write(
-    `cap held exactly: ${capHeld ? 'yes' : 'NO'} (most at once ${limited.maxInFlightSeen}, cap ${maxInFlight}); extra Redis commands per call with limits: ${summary.extraCommandsPerCall} (${Object.entries(
-      extraByCommand,
-    )
+  const extra = (side: 'limited' | 'uncapped') =>
+    `${summary.extraCommandsPerCall[side]} (${Object.entries(summary.extraByCommand[side])
       .map(([name, n]) => `${name} ${n}`)
-      .join(', ')})\n`,
+      .join(', ')})`;
+  process.stdout.write(
+    `cap held exactly: ${capHeld ? 'yes' : 'NO'} (most at once ${limited.maxInFlightSeen}, cap ${maxInFlight})\n` +
+      `extra Redis commands per call, maxInFlight ${maxInFlight}: ${extra('limited')}\n` +
+      `extra Redis commands per call, maxInFlight never reached: ${extra('uncapped')}\n`,
   );
 }
 if (!capHeld) process.exitCode = 1;
