@@ -40,6 +40,7 @@ import {
   resolveDurableWrites,
   runDurably,
 } from './durable-writes.js';
+import { KeyBatches } from './key-batches.js';
 import { defineScript, type RedisClient, type ScriptSpec } from './scripts.js';
 
 /**
@@ -216,6 +217,9 @@ export class RedisDeadLetterStore implements DeadLetterStore {
   }
   readonly #closeClient: () => Promise<void>;
   #schemaChecked: Promise<void> | undefined;
+  /** Attempt-state reads (`MGET`) and clears (`DEL`) on the server's time, shared per queue hash tag. */
+  readonly #reads: KeyBatches<string | null>;
+  readonly #clears: KeyBatches<unknown>;
 
   constructor(options: RedisDeadLetterStoreOptions) {
     checkOptionNames('RedisDeadLetterStore', options, OPTION_NAMES);
@@ -229,6 +233,11 @@ export class RedisDeadLetterStore implements DeadLetterStore {
     this.#redact = options.redact;
     this.#audit = options.audit;
     this.#durable = resolveDurableWrites(redis, options.durableWrites);
+    this.#reads = new KeyBatches((keys) => redis.mget(...keys));
+    this.#clears = new KeyBatches<unknown>(async (keys) => {
+      await redis.del(...keys);
+      return [];
+    });
     this.#scripts = Object.fromEntries(
       Object.entries(SCRIPTS).map(([name, spec]) => [name, defineScript(redis, spec)]),
     ) as { [K in keyof typeof SCRIPTS]: Script };
@@ -424,9 +433,17 @@ export class RedisDeadLetterStore implements DeadLetterStore {
     return (await this.#scripts.remove([keys.rec, keys.ix, keys.claim, keys.all], [id])) === 1;
   }
 
+  /**
+   * One `MGET` on the server's time, shared: reads of one queue asked while its `MGET` is in flight wait and
+   * go together in the next ({@link KeyBatches}). The key's own expiry (`PX`) is the state's, so nothing
+   * else is read. On the test-only clock, a script compares the expiry kept in the value with that clock.
+   */
   async readAttempts(job: JobRef): Promise<AttemptState | undefined> {
-    const key = new QueueKeys(this.prefix, job.queue).attempts(job);
-    const text = (await this.#scripts.readAttempts([key], [this.#now()])) as string | null;
+    const keys = new QueueKeys(this.prefix, job.queue);
+    const key = keys.attempts(job);
+    const text = this.#clock
+      ? ((await this.#scripts.readAttempts([key], [this.#now()])) as string | null)
+      : stateText(await this.#reads.request(keys.tag, key));
     if (text === null) return undefined;
     try {
       return JSON.parse(text) as AttemptState;
@@ -435,16 +452,28 @@ export class RedisDeadLetterStore implements DeadLetterStore {
     }
   }
 
+  /**
+   * One `SET … PX` on the server's time (the retry path's only write here): the key expires on the server's
+   * clock, and the expiry kept in the value, which only a store on the test-only clock compares, is
+   * {@link NO_CLOCK_EXPIRY}. On the test-only clock, a script writes that clock's expiry.
+   */
   async writeAttempts(job: JobRef, state: AttemptState, ttlMs: number): Promise<void> {
     const key = new QueueKeys(this.prefix, job.queue).attempts(job);
-    await this.#scripts.writeAttempts(
-      [key],
-      [JSON.stringify(state), Math.max(1, Math.ceil(ttlMs)), this.#now()],
-    );
+    const px = Math.max(1, Math.ceil(ttlMs));
+    if (!this.#clock) {
+      await this.#redis.set(key, `${NO_CLOCK_EXPIRY}|${JSON.stringify(state)}`, 'PX', px);
+      return;
+    }
+    await this.#scripts.writeAttempts([key], [JSON.stringify(state), px, this.#now()]);
   }
 
+  /**
+   * One `DEL`, shared: clears of one queue asked while its `DEL` is in flight wait for it and go together in
+   * the next ({@link KeyBatches}), so a busy worker clears several completed jobs' states per command.
+   */
   async clearAttempts(job: JobRef): Promise<void> {
-    await this.#redis.del(new QueueKeys(this.prefix, job.queue).attempts(job));
+    const keys = new QueueKeys(this.prefix, job.queue);
+    await this.#clears.request(keys.tag, keys.attempts(job));
   }
 
   #now(): number | '' {
@@ -465,6 +494,18 @@ export class RedisDeadLetterStore implements DeadLetterStore {
     });
     return this.#schemaChecked;
   }
+}
+
+/**
+ * The expiry a store on the server's time keeps in an attempt state's value (`<expiresAtMs>|<JSON>`): never,
+ * as readers on the test-only clock and earlier versions' read script compare it. The key's `PX` expires it.
+ */
+const NO_CLOCK_EXPIRY = Number.MAX_SAFE_INTEGER;
+
+/** The attempt state's JSON in a stored value (`<expiresAtMs>|<JSON>`, see lua/includes/dead-letters.lua). */
+function stateText(value: string | null): string | null {
+  const bar = value?.indexOf('|') ?? -1;
+  return value && bar > 0 ? value.slice(bar + 1) : null;
 }
 
 function splitAtId(json: string): [string, string] {

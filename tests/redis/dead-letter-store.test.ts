@@ -106,6 +106,73 @@ describe('RedisDeadLetterStore on Redis', () => {
     expect(await store.count('index')).toBe(1);
   });
 
+  it('keeps attempt state on the server time in one plain command per read, write and clear', async () => {
+    const store = new RedisDeadLetterStore({ redis, prefix: freshPrefix() });
+    const job = { queue: 'index', jobId: '7', createdAt: 1_000 };
+    const state = { attempts: 2, deferrals: 0, previousDelayMs: 400, granted: true as const };
+    const commands = async () => {
+      const counts: Record<string, number> = {};
+      for (const [, name = '', calls] of (await redis.info('commandstats')).matchAll(
+        /cmdstat_([^:]+):calls=(\d+)/g,
+      ))
+        if (name !== 'info') counts[name] = Number(calls);
+      return counts;
+    };
+    const ran = async (step: () => Promise<unknown>) => {
+      const before = await commands();
+      await step();
+      const after = await commands();
+      return Object.fromEntries(
+        Object.entries(after)
+          .map(([name, calls]) => [name, calls - (before[name] ?? 0)] as const)
+          .filter(([, n]) => n > 0),
+      );
+    };
+    expect(await ran(() => store.writeAttempts(job, state, 60_000))).toEqual({ set: 1 });
+    expect(await ran(() => store.readAttempts(job))).toEqual({ mget: 1 });
+    expect(await store.readAttempts(job)).toEqual(state);
+    const key = `${queueTag(store.prefix, 'index')}:att:7:1000`;
+    expect(await redis.pttl(key)).toBeGreaterThan(59_000);
+    expect(await ran(() => store.clearAttempts(job))).toEqual({ del: 1 });
+    expect(await store.readAttempts(job)).toBeUndefined();
+
+    // Reads and clears asked while one is in flight share the next command: the first goes alone, the
+    // four asked meanwhile go together.
+    const jobs = [1, 2, 3, 4, 5].map((n) => ({ queue: 'index', jobId: `j${n}`, createdAt: n }));
+    await Promise.all(jobs.map((j, n) => store.writeAttempts(j, { attempts: n, deferrals: 0 }, 60_000)));
+    let read: unknown[] = [];
+    expect(
+      await ran(async () => {
+        read = await Promise.all(jobs.map((j) => store.readAttempts(j)));
+      }),
+    ).toEqual({ mget: 2 });
+    expect(read).toEqual(jobs.map((_, n) => ({ attempts: n, deferrals: 0 })));
+    expect(await ran(() => Promise.all(jobs.map((j) => store.clearAttempts(j))))).toEqual({ del: 2 });
+    expect(await Promise.all(jobs.map((j) => store.readAttempts(j)))).toEqual(jobs.map(() => undefined));
+  });
+
+  it('reads attempt state across the server-time and test-clock paths, and earlier values', async () => {
+    const prefix = freshPrefix();
+    const server = new RedisDeadLetterStore({ redis, prefix });
+    const clocked = new RedisDeadLetterStore({ redis, prefix, clock: new FakeClock(Date.now()) });
+    const a = { queue: 'index', jobId: 'a', createdAt: 1 };
+    const b = { queue: 'index', jobId: 'b', createdAt: 1 };
+    await server.writeAttempts(a, { attempts: 1, deferrals: 0 }, 60_000);
+    await clocked.writeAttempts(b, { attempts: 3, deferrals: 1 }, 60_000);
+    expect(await clocked.readAttempts(a)).toEqual({ attempts: 1, deferrals: 0 });
+    expect(await server.readAttempts(b)).toEqual({ attempts: 3, deferrals: 1 });
+    // The form every earlier version wrote (its expiry from the server's TIME) reads as it did.
+    const key = (jobId: string) => `${queueTag(prefix, 'index')}:att:${jobId}:1`;
+    await redis.set(key('c'), `${Date.now() + 60_000}|{"attempts":4,"deferrals":0}`, 'PX', 60_000);
+    expect(await server.readAttempts({ queue: 'index', jobId: 'c', createdAt: 1 })).toEqual({
+      attempts: 4,
+      deferrals: 0,
+    });
+    // A value that is not the stored form is no state, as the script reads it.
+    await redis.set(key('d'), 'no bar here', 'PX', 60_000);
+    expect(await server.readAttempts({ queue: 'index', jobId: 'd', createdAt: 1 })).toBeUndefined();
+  });
+
   it('refuses keys written by a newer layout', async () => {
     const store = new RedisDeadLetterStore({ redis, prefix: freshPrefix() });
     await redis.set(`{${store.prefix}:g}:dlq-schema`, '99');

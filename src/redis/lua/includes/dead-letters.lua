@@ -8,7 +8,10 @@
 --   T:dl:all      zset  every record; T:dl:r:<reason>, T:dl:d:<dependency>, T:dl:n:<name> one per value.
 --                 Score: deadLetteredAt (ms). Member: the id zero-padded to 16 digits, so ties order by id.
 --   T:dl:meta     hash  registeredAt, maxAgeMs, maxCount, evicted
---   T:att:<job id>:<createdAt>   "<expiresAtMs>|<attempt state JSON>", PX ttl
+--   T:att:<job id>:<createdAt>   "<expiresAtMs>|<attempt state JSON>", PX ttl. The key's PX is the
+--                 state's expiry: a store on the server's time reads and writes it with a plain GET and SET
+--                 and keeps 9007199254740991 (never) as expiresAtMs; only a store on the test-only clock
+--                 compares expiresAtMs, which these scripts write from that clock
 -- Index keys of other records (read from T:dl:ix) are not declared in KEYS; they share the tag's slot.
 
 local function dlMember(id)
