@@ -14,7 +14,12 @@ const OTHER = budgetWindow({ ratio: 0.5, windowMs: 20_000, buckets: 10, minAllow
  * writes are applied at once. Gaps of up to 45 s let dependencies be forgotten (two windows: 20 s) between
  * writes, and reads come rarely, as in a fleet of per-worker budgets.
  */
-function drive(seed: number, steps: number, settingsAt?: number): { deferred: unknown[]; direct: unknown[] } {
+function drive(
+  seed: number,
+  steps: number,
+  settingsAt?: number,
+  viaLog = false,
+): { deferred: unknown[]; direct: unknown[] } {
   const clock = new FakeClock(0);
   const deferred = new DeferredSuccessStore(clock);
   const direct = new MemoryBudgetStore({ clock });
@@ -28,8 +33,14 @@ function drive(seed: number, steps: number, settingsAt?: number): { deferred: un
     const window = settingsAt !== undefined && step >= settingsAt ? OTHER : WINDOW;
     const op = random();
     if (op < 0.8) {
-      const successes = [{ ageMs: Math.floor(random() * 300), count: 1 + Math.floor(random() * 3) }];
-      answers.deferred.push(deferred.addSuccesses(dependency, successes, window));
+      const successes = [
+        { ageMs: viaLog ? 0 : Math.floor(random() * 300), count: 1 + Math.floor(random() * 3) },
+      ];
+      // As SampledBudget records a success with its own settings (the first written): logged when the
+      // store can, else written. Other settings are written.
+      if (viaLog && window === WINDOW && deferred.logSuccess(dependency, successes[0]!.count))
+        answers.deferred.push({ window });
+      else answers.deferred.push(deferred.addSuccesses(dependency, successes, window));
       answers.direct.push(direct.addSuccesses(dependency, successes, window));
     } else if (op < 0.93) {
       const count = 1 + Math.floor(random() * 2);
@@ -58,6 +69,15 @@ describe('DeferredSuccessStore', () => {
       const { deferred, direct } = drive(seed, 3_000, 1_500);
       expect(deferred, `seed ${seed}`).toEqual(direct);
     }
+  });
+
+  it('answers as the store does when successes are logged with logSuccess, as a budget records them', () => {
+    for (const seed of [8, 9]) {
+      const { deferred, direct } = drive(seed, 3_000, undefined, true);
+      expect(deferred, `seed ${seed}`).toEqual(direct);
+    }
+    const { deferred, direct } = drive(10, 3_000, 1_500, true);
+    expect(deferred).toEqual(direct);
   });
 
   it('counts successes logged over many writes, and forgets those left unread for two windows', () => {

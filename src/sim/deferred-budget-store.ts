@@ -5,8 +5,11 @@ import type { Clock } from '../common/clock.js';
 
 /** Writes a log holds before they are applied, whatever happens next: it never grows past this. */
 const LOG_LIMIT = 32;
-/** Logs kept before the first sweep of those the store has forgotten. */
-const SWEEP_MIN_SIZE = 8;
+/**
+ * Logs kept before the first sweep of those the store has forgotten: more than a scenario has dependencies,
+ * so a budget's own store never sweeps (a sweep per few writes cost more than the logs' memory).
+ */
+const SWEEP_MIN_SIZE = 256;
 
 /** The success writes for one dependency not applied yet, in time order. */
 interface SuccessLog {
@@ -86,6 +89,22 @@ export class DeferredSuccessStore implements BudgetStore {
     for (const { ageMs, count } of successes) log.writes.push(ageMs, count);
     if (++log.count >= LOG_LIMIT) this.#applyLog(dependency);
     return settings.answer;
+  }
+
+  /**
+   * `addSuccesses(dependency, [{ ageMs: 0, count }], window)` with the settings of the writes so far, when
+   * they are known and the only ones (true); false otherwise, and nothing is written.
+   *
+   * @example
+   * if (!store.logSuccess('search', 1)) store.addSuccesses('search', [{ ageMs: 0, count: 1 }], window);
+   */
+  logSuccess(dependency: string, count: number): boolean {
+    if (this.#settings === undefined || this.#mixed) return false;
+    const now = this.#clock.now();
+    const log = this.#wrote(dependency, now);
+    log.writes.push(now, 1, 0, count);
+    if (++log.count >= LOG_LIMIT) this.#applyLog(dependency);
+    return true;
   }
 
   read(dependency: string): StoreRead | undefined {

@@ -11,6 +11,8 @@ import { DeferredSuccessStore } from './deferred-budget-store.js';
  * would resolve to on that store (its read, or an empty window), so sampling a day costs no promise per read.
  */
 export class SampledBudget extends RetryBudget {
+  /** Its store is in this process: a success is written at once, and `flush` has nothing to push. */
+  readonly inProcess = true;
   readonly #store: MemoryBudgetStore | DeferredSuccessStore;
   /** What a dependency the store holds nothing for reads as. */
   readonly #empty: WindowCounts;
@@ -24,6 +26,18 @@ export class SampledBudget extends RetryBudget {
     super({ ...options, store, clock });
     this.#store = store;
     this.#empty = Object.freeze({ allowance: this.minAllowance, spent: 0, denied: 0, successes: 0 });
+  }
+
+  /**
+   * On a {@link DeferredSuccessStore}, the success is logged as `RetryBudget.recordSuccess` would write it
+   * (`[{ ageMs: 0, count }]` with this budget's settings) once the store has seen a first write from it;
+   * what `recordSuccess` does besides (checking the name, which the scenario's parsing checked, and noting
+   * settings that are this budget's own) changes nothing here. Otherwise, `RetryBudget.recordSuccess`.
+   */
+  override recordSuccess(dependency: string, count = 1): void {
+    const store = this.#store;
+    if (store instanceof DeferredSuccessStore && store.logSuccess(dependency, count)) return;
+    super.recordSuccess(dependency, count);
   }
 
   /** The dependency's counts now, as `state(dependency)` reports them. */

@@ -143,6 +143,9 @@ export function createRuntime(strategy: ResolvedStrategy, workers: number, clock
   }
 }
 
+/** The most workers whose table of budgets is filled up front (beyond it, a sparse array). */
+const PREFILLED_LIMIT = 1 << 22;
+
 /** One budget every worker consults. */
 function sharedBudget(budget: SimBudget): StrategyRuntime {
   return {
@@ -158,15 +161,17 @@ function sharedBudget(budget: SimBudget): StrategyRuntime {
  * jobs builds ten. `unused` stands for the others when the engine sums them.
  */
 function budgetPerWorker(workers: number, create: () => SimBudget): StrategyRuntime {
-  const built = new Map<number, SimBudget>();
+  // Indexed by worker, filled up front so V8 keeps it a flat array (written out of order, it would not).
+  const built: (SimBudget | undefined)[] =
+    workers <= PREFILLED_LIMIT ? new Array<SimBudget | undefined>(workers).fill(undefined) : [];
   const budgets: SimBudget[] = [];
   const unused = create();
   return {
     budgetOf: (worker) => {
-      let budget = built.get(worker);
+      let budget = built[worker];
       if (!budget) {
         budget = create();
-        built.set(worker, budget);
+        built[worker] = budget;
         budgets.push(budget);
       }
       return budget;

@@ -4,14 +4,45 @@ import type { SimFlowControl } from './flow.js';
 import type { DependencySeries } from './recorder.js';
 import type { SimBudget, StrategyRuntime } from './runtime.js';
 
-/** What one budget wrote for one dependency (see {@link BudgetSampler.wrote}). */
+/** The largest table of uses filled up front: 2^24 entries (128 MB); beyond it, a sparse array. */
+const USES_PREFILLED = 1 << 24;
+
+/** Sub-buckets whose writes a use remembers (one bit each): windows of up to 30 sub-buckets are tracked. */
+const REMEMBERED_BUCKETS = 31;
+
+/** What one budget wrote for one dependency (see {@link BudgetSampler.wrote}), and what it last read. */
 interface BudgetUse {
+  budget: SimBudget;
+  d: number;
   /** Virtual time of its last write. */
   at: number;
-  /** Virtual time of its last retry decision (a spend or a denial). */
-  retryAt: number;
+  /**
+   * From this time on, the retries it decided (spent or denied) have left its window: the end of the
+   * bucket after the window that began with the last one (a sliding window counts whole sub-buckets).
+   */
+  retriesClearAt: number;
   /** Successes it recorded since its store began the dependency's state. */
   successes: number;
+  /** The sub-bucket of its last write, and one bit per sub-bucket before it that it wrote (bit k: k before). */
+  lastBucket: number;
+  written: number;
+  /** True while its counts are in its dependency's sums (`tracked`): from its first write that can lift it off an empty window. */
+  tracked: boolean;
+  /** Its counts when last read, as they are in the sums. */
+  allowance: number;
+  spent: number;
+  denied: number;
+  /** The sub-bucket at whose start it is due to be read again (-1: none), and whether it is due at the next sample. */
+  dueBucket: number;
+  dueNext: boolean;
+}
+
+/** One dependency's sums of the tracked budgets' last reads, and how many budgets are tracked. */
+interface DependencySums {
+  allowance: number;
+  spent: number;
+  denied: number;
+  tracked: number;
 }
 
 /**
@@ -19,32 +50,45 @@ interface BudgetUse {
  * once-per-bin sample of their allowance, spend and denials into the dependencies' gauges (and, under
  * flow control, the read that tells the gate a budget stopped denying).
  *
- * It tracks what each budget wrote for each dependency, so sampling reads only the budgets that can hold
- * something (`hot`): a fleet of per-worker budgets then costs what its busy workers hold, not its size.
+ * A budget's counts for a dependency change only when it writes (a success, a retry decision) or when a
+ * sub-bucket it wrote slides to the window's edge, where it counts in part and then drops out. So each
+ * budget's last read is kept in running sums per dependency, and a budget is read again only then: after
+ * a write, at the start of the sub-bucket in which one of its written sub-buckets becomes the oldest, and
+ * at every sample while it is (its part changes by the millisecond). A budget that holds nothing that can
+ * lift it off an empty window (no retry in the window, too few successes) is left out of the sums and
+ * counted as the floor with nothing spent: a fleet of per-worker budgets then costs what its busy workers
+ * write, not its size times the seconds. Budgets are told apart by the worker that uses them (0 for a
+ * budget every worker shares), so tracking a write is an array index, not a map lookup.
  *
  * @example
  * const sampler = new BudgetSampler(runtime, names, recorder.series, clock, continuations, flow);
- * sampler.wrote(budget, d, false); // after budget.recordSuccess(name)
+ * sampler.wrote(budget, worker, d, false); // after budget.recordSuccess(name)
  * await sampler.flushAndSample(t, true);
  */
 export class BudgetSampler {
   /**
    * Budgets with successes recorded since the last flush: only they have anything to push. A flush of the
-   * others does nothing, and a fleet of per-worker budgets would pay for one each tick.
+   * others does nothing, and a fleet of per-worker budgets would pay for one each tick; a budget whose store
+   * is in this process (`inProcess`) wrote each success at once and is never flushed.
    */
   readonly #unflushed = new Set<SimBudget>();
-  /**
-   * Per dependency, what each budget wrote for it: when it last wrote, when it last decided a retry, and
-   * the successes since its store began the dependency's state. A budget nothing wrote for in two windows
-   * has been forgotten by its store; one that decided no retry in two windows and holds too few successes
-   * to lift the allowance off its floor reads as an empty window too. Only the others (`hot`) are read
-   * when sampling.
-   */
-  readonly #written: Map<SimBudget, BudgetUse>[];
-  readonly #hot: Set<SimBudget>[];
+  /** Per budget and dependency (`key × dependencies + d`), what the budget wrote for it. */
+  readonly #uses: (BudgetUse | undefined)[];
+  /** Per dependency, the sums of the tracked budgets' last reads, and how many are tracked. */
+  readonly #sums: DependencySums[];
+  /** Uses to read at the next sample (a write, or a sub-bucket at the window's edge). */
+  #dueNext: BudgetUse[] = [];
+  /** Uses to read at the start of a sub-bucket, by sub-bucket. */
+  readonly #dueAt = new Map<number, BudgetUse[]>();
+  /** The last sub-bucket whose due reads were taken. */
+  #sampledBucket = Number.NEGATIVE_INFINITY;
   readonly #forgetAfterMs: number;
+  readonly #bucketMs: number;
+  readonly #buckets: number;
   /** Fewer successes than this leave the allowance at its floor: floor(successes × ratio) <= minAllowance. */
   readonly #liftingSuccesses: number;
+  /** True when every worker has a budget of its own (told apart by worker); false for one shared budget. */
+  readonly #perWorker: boolean;
 
   constructor(
     private readonly runtime: StrategyRuntime,
@@ -54,36 +98,69 @@ export class BudgetSampler {
     private readonly continuations: Continuations,
     private readonly flow: SimFlowControl | undefined,
   ) {
-    this.#written = dependencyNames.map(() => new Map());
-    this.#hot = dependencyNames.map(() => new Set());
+    this.#sums = dependencyNames.map(() => ({ allowance: 0, spent: 0, denied: 0, tracked: 0 }));
     this.#forgetAfterMs = 2 * (runtime.budgetWindowMs ?? 0);
+    this.#perWorker = runtime.budgetCount > 1;
+    // Filled up front so V8 keeps it a flat array (written out of order, it would not).
+    const uses = (this.#perWorker ? runtime.budgetCount : 1) * dependencyNames.length;
+    this.#uses = uses <= USES_PREFILLED ? new Array<BudgetUse | undefined>(uses).fill(undefined) : [];
     const settings = runtime.unused ?? runtime.budgets[0];
     this.#liftingSuccesses = settings ? Math.floor((settings.minAllowance + 1) / settings.ratio) : 0;
+    this.#bucketMs = settings ? settings.windowMs / settings.buckets : 1;
+    this.#buckets = settings ? settings.buckets : 0;
   }
 
-  /** `budget` recorded a success for `d`: it has something to flush, and it wrote. */
-  recordedSuccess(budget: SimBudget, d: number): void {
-    this.#unflushed.add(budget);
-    this.wrote(budget, d, false);
+  /** `budget` (worker `worker`'s) recorded a success for `d`: it has something to flush, and it wrote. */
+  recordedSuccess(budget: SimBudget, worker: number, d: number): void {
+    if (budget.inProcess !== true) this.#unflushed.add(budget);
+    this.wrote(budget, worker, d, false);
   }
 
-  /** `budget` wrote for dependency `d` now: a retry decision (`retry`), or a success. */
-  wrote(budget: SimBudget, d: number, retry: boolean): void {
+  /** `budget` (worker `worker`'s) wrote for dependency `d` now: a retry decision (`retry`), or a success. */
+  wrote(budget: SimBudget, worker: number, d: number, retry: boolean): void {
     const now = this.clock.now();
-    const uses = this.#written[d] as Map<SimBudget, BudgetUse>;
-    let use = uses.get(budget);
-    if (!use) {
-      use = { at: now, retryAt: Number.NEGATIVE_INFINITY, successes: 0 };
-      uses.set(budget, use);
+    const index = (this.#perWorker ? worker : 0) * this.dependencyNames.length + d;
+    let use = this.#uses[index];
+    if (use === undefined) {
+      use = {
+        budget,
+        d,
+        at: now,
+        retriesClearAt: Number.NEGATIVE_INFINITY,
+        successes: 0,
+        lastBucket: Number.NEGATIVE_INFINITY,
+        written: 0,
+        tracked: false,
+        allowance: 0,
+        spent: 0,
+        denied: 0,
+        dueBucket: -1,
+        dueNext: false,
+      };
+      this.#uses[index] = use;
     } else if (use.at + this.#forgetAfterMs <= now) {
       // The store forgot the dependency: this write starts its state afresh.
-      use.retryAt = Number.NEGATIVE_INFINITY;
+      use.retriesClearAt = Number.NEGATIVE_INFINITY;
       use.successes = 0;
     }
     use.at = now;
-    if (retry) use.retryAt = now;
+    const bucket = Math.floor(now / this.#bucketMs);
+    const gap = bucket - use.lastBucket;
+    if (gap > 0) {
+      use.written = gap > REMEMBERED_BUCKETS ? 1 : ((use.written << gap) | 1) >>> 0;
+      use.lastBucket = bucket;
+    }
+    if (retry) use.retriesClearAt = (bucket + this.#buckets + 1) * this.#bucketMs;
     else use.successes++;
-    if (retry || use.successes >= this.#liftingSuccesses) (this.#hot[d] as Set<SimBudget>).add(budget);
+    if (!use.tracked && (retry || use.successes >= this.#liftingSuccesses)) {
+      use.tracked = true;
+      const sums = this.#sums[d] as DependencySums;
+      sums.tracked++;
+    }
+    if (use.tracked && !use.dueNext) {
+      use.dueNext = true;
+      this.#dueNext.push(use);
+    }
   }
 
   /**
@@ -117,43 +194,102 @@ export class BudgetSampler {
   }
 
   /**
-   * Sums every budget's counts per dependency into the gauges. Budgets that are not `hot` for a dependency
-   * (not built yet, idle for two windows, or holding only a few successes) read as an empty window each:
-   * the floor, nothing spent, nothing denied.
+   * Writes the sums into the gauges, after reading the budgets that are due (see the class comment). A
+   * budget not tracked for a dependency (not built yet, idle for two windows, or whose retries have left
+   * the window and which holds only a few successes) reads as an empty window: the floor, nothing spent,
+   * nothing denied.
    */
   #sample(t: number): void {
     const { dependencyNames, runtime } = this;
-    const forgetAfterMs = this.#forgetAfterMs;
+    const bucket = Math.floor(t / this.#bucketMs);
+    const due = this.#dueNext;
+    this.#dueNext = [];
+    for (const use of due) {
+      use.dueNext = false;
+      this.#read(use, t, bucket);
+    }
+    // The sub-buckets begun since the last sample (after a quiet spell, the keys due are fewer).
+    const begun =
+      bucket - this.#sampledBucket <= this.#dueAt.size
+        ? Array.from({ length: bucket - this.#sampledBucket }, (_, i) => this.#sampledBucket + 1 + i)
+        : [...this.#dueAt.keys()].filter((b) => b <= bucket);
+    for (const b of begun) {
+      const atStart = this.#dueAt.get(b);
+      if (atStart === undefined) continue;
+      this.#dueAt.delete(b);
+      for (const use of atStart) if (use.dueBucket === b && !use.dueNext) this.#read(use, t, bucket);
+    }
+    this.#sampledBucket = bucket;
     const floor = runtime.unused?.minAllowance ?? runtime.budgets[0]?.minAllowance ?? 0;
     for (let d = 0; d < dependencyNames.length; d++) {
-      const name = dependencyNames[d] as string;
-      let allowance = 0;
-      let spent = 0;
-      let denied = 0;
-      let empty = runtime.budgetCount;
-      const uses = this.#written[d] as Map<SimBudget, BudgetUse>;
-      const hot = this.#hot[d] as Set<SimBudget>;
-      for (const budget of hot) {
-        const use = uses.get(budget) as BudgetUse;
-        const forgotten = use.at + forgetAfterMs <= t;
-        if (forgotten || (use.retryAt + forgetAfterMs <= t && use.successes < this.#liftingSuccesses)) {
-          hot.delete(budget);
-          if (forgotten) uses.delete(budget);
-          continue;
-        }
-        empty--;
-        const counts = budget.counts(name);
-        allowance += counts.allowance;
-        spent += counts.spent;
-        denied += counts.denied;
-      }
-      allowance += empty * floor;
+      const sums = this.#sums[d] as DependencySums;
       const s = this.series[d] as DependencySeries;
-      s.allowance.set(t, allowance);
-      s.spent.set(t, spent);
-      s.denied.set(t, denied);
+      s.allowance.set(t, sums.allowance + (runtime.budgetCount - sums.tracked) * floor);
+      s.spent.set(t, sums.spent);
+      s.denied.set(t, sums.denied);
     }
   }
+
+  /**
+   * Reads a tracked use's counts into its dependency's sums (or drops it from them when it can no longer
+   * lift off an empty window), and says when it is due again.
+   */
+  #read(use: BudgetUse, t: number, bucket: number): void {
+    use.dueBucket = -1;
+    if (!use.tracked) return;
+    const sums = this.#sums[use.d] as DependencySums;
+    sums.allowance -= use.allowance;
+    sums.spent -= use.spent;
+    sums.denied -= use.denied;
+    const forgotten = use.at + this.#forgetAfterMs <= t;
+    if (forgotten || (use.retriesClearAt <= t && use.successes < this.#liftingSuccesses)) {
+      use.tracked = false;
+      use.allowance = 0;
+      use.spent = 0;
+      use.denied = 0;
+      sums.tracked--;
+      return;
+    }
+    const counts = use.budget.counts(this.dependencyNames[use.d] as string);
+    use.allowance = counts.allowance;
+    use.spent = counts.spent;
+    use.denied = counts.denied;
+    sums.allowance += counts.allowance;
+    sums.spent += counts.spent;
+    sums.denied += counts.denied;
+    this.#schedule(use, bucket);
+  }
+
+  /**
+   * When a use's counts can next change without a write: at every sample while a sub-bucket it wrote is
+   * the window's oldest (counted in part, by the millisecond), else at the start of the sub-bucket in which
+   * the oldest one it wrote still inside the window becomes the oldest; never when it wrote none. A window
+   * of more sub-buckets than a use remembers is read at every sample.
+   */
+  #schedule(use: BudgetUse, bucket: number): void {
+    const buckets = this.#buckets;
+    const oldest = bucket - buckets;
+    if (buckets >= REMEMBERED_BUCKETS || isWritten(use, oldest)) {
+      use.dueNext = true;
+      this.#dueNext.push(use);
+      return;
+    }
+    for (let b = oldest + 1; b <= use.lastBucket; b++) {
+      if (!isWritten(use, b)) continue;
+      const at = b + buckets;
+      use.dueBucket = at;
+      const list = this.#dueAt.get(at);
+      if (list) list.push(use);
+      else this.#dueAt.set(at, [use]);
+      return;
+    }
+  }
+}
+
+/** Whether `use` wrote in sub-bucket `bucket` (within the sub-buckets it remembers). */
+function isWritten(use: BudgetUse, bucket: number): boolean {
+  const k = use.lastBucket - bucket;
+  return k >= 0 && k < REMEMBERED_BUCKETS && ((use.written >>> k) & 1) === 1;
 }
 
 async function flushAll(flushing: readonly SimBudget[]): Promise<void> {

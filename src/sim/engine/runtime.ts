@@ -5,8 +5,12 @@ import type { FlowSettings } from './flow.js';
 /** A retry budget as the engine drives it; stormguard's `RetryBudget` is one. */
 export interface SimBudget extends BudgetGate {
   readonly windowMs: number;
+  /** Sub-buckets of the sliding window. */
+  readonly buckets: number;
   readonly minAllowance: number;
   readonly ratio: number;
+  /** True when its store is in this process: `recordSuccess` writes at once and `flush` has nothing to push. */
+  readonly inProcess?: boolean;
   recordSuccess(dependency: string): void;
   /** The dependency's counts now, synchronously (what `state()` reports), for the engine's sampling. */
   counts(dependency: string): WindowCounts;

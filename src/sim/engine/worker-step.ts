@@ -12,7 +12,7 @@ import { event, PACED_START, RETRY_DUE } from './events.js';
 import type { SimFlowControl } from './flow.js';
 import { IntQueue } from './int-queue.js';
 import type { DependencySeries } from './recorder.js';
-import type { SimBreakerSnapshot, SimBudget } from './runtime.js';
+import type { SimBreakerSnapshot } from './runtime.js';
 import { SimulatedJob } from './simulated-job.js';
 import { SlotPool } from './slot-pool.js';
 
@@ -45,6 +45,7 @@ export class WorkerStep {
   readonly #facts: SimulatedJob;
   /** The one dependency of a queue whose jobs all need it (what a paused queue waits for). */
   readonly #onlyDependency: number;
+  readonly #refusals = new RefusalErrors();
 
   constructor(private readonly run: RunContext) {
     this.idle = new SlotPool(run.slotCount);
@@ -122,10 +123,11 @@ export class WorkerStep {
     const breaker = run.runtime.breaker;
     if (outcome === CallOutcome.Success) {
       s.successes.add(t);
-      const budget = this.#budgetOf(slot);
+      const worker = slot % run.workerCount;
+      const budget = run.runtime.budgetOf(worker);
       if (budget) {
         budget.recordSuccess(run.dependencyNames[d] as string);
-        run.sampler.recordedSuccess(budget, d);
+        run.sampler.recordedSuccess(budget, worker, d);
       }
       if (breaker) calls.record(breaker, d, t, 'success', slot);
       this.#finish(job, t, undefined);
@@ -173,7 +175,7 @@ export class WorkerStep {
     jobs.attempts[job] = (jobs.attempts[job] as number) + 1;
     jobs.charged[job] = (jobs.charged[job] as number) + 1;
     const name = run.dependencyNames[d] as string;
-    const error = refusalError(name, snapshot);
+    const error = this.#refusals.of(d, name, snapshot);
     run.continuations.beforePromise();
     const attemptsBefore = (jobs.charged[job] as number) - 1;
     return decide(this.#contextFor(job, jobClass, slot, t, error, attemptsBefore)).then((decision) => {
@@ -261,8 +263,9 @@ export class WorkerStep {
     const { run } = this;
     const { jobs } = run;
     const previous = jobs.previousDelay[job] as number;
-    const budget = this.#budgetOf(slot);
-    if (budget) run.sampler.wrote(budget, jobClass.dependency, true);
+    const worker = slot % run.workerCount;
+    const budget = run.runtime.budgetOf(worker);
+    if (budget) run.sampler.wrote(budget, worker, jobClass.dependency, true);
     return decideContext({
       policy: jobClass.policy,
       error,
@@ -277,10 +280,6 @@ export class WorkerStep {
       budget,
       breaker: run.runtime.breaker,
     });
-  }
-
-  #budgetOf(slot: number): SimBudget | undefined {
-    return this.run.runtime.budgetOf(slot % this.run.workerCount);
   }
 
   /**
@@ -348,25 +347,39 @@ export class WorkerStep {
 /**
  * The BrokenCircuitError a refused call meets, as `CircuitBreaker.execute` throws it for a worker: a
  * half-open refusal (every probe slot taken) carries no half-open time, which is already past; an open one
- * carries the wait on the breaker's clock. Built without a stack trace: `decide` and `settle` read only its
- * class and fields, and capturing a stack was a third of a day's run under an open breaker (millions of
- * refusals).
+ * carries the wait on the breaker's clock. `decide` and `settle` only read it, so refusals of one dependency
+ * with the same state and times share one (a slot meets them in runs at one virtual instant), and it is
+ * built without a stack trace: capturing one per refusal was a third of budget-and-breaker's day.
  */
-function refusalError(name: string, snapshot: SimBreakerSnapshot): BrokenCircuitError {
-  const limit = Error.stackTraceLimit;
-  Error.stackTraceLimit = 0;
-  try {
-    return snapshot.state === 'half-open'
-      ? new BrokenCircuitError(name, undefined, 'half-open')
-      : new BrokenCircuitError(
-          name,
-          snapshot.halfOpenAtMs,
-          'open',
-          snapshot.halfOpenAtMs === undefined || snapshot.nowMs === undefined
-            ? undefined
-            : Math.max(0, snapshot.halfOpenAtMs - snapshot.nowMs),
-        );
-  } finally {
-    Error.stackTraceLimit = limit;
+class RefusalErrors {
+  /** The last error built per dependency. */
+  readonly #last: (BrokenCircuitError | undefined)[] = [];
+
+  of(d: number, name: string, snapshot: SimBreakerSnapshot): BrokenCircuitError {
+    const halfOpen = snapshot.state === 'half-open';
+    const atMs = halfOpen ? undefined : snapshot.halfOpenAtMs;
+    const inMs =
+      halfOpen || snapshot.halfOpenAtMs === undefined || snapshot.nowMs === undefined
+        ? undefined
+        : Math.max(0, snapshot.halfOpenAtMs - snapshot.nowMs);
+    const last = this.#last[d];
+    if (
+      last !== undefined &&
+      last.state === (halfOpen ? 'half-open' : 'open') &&
+      last.halfOpenAtMs === atMs &&
+      last.halfOpenInMs === inMs
+    )
+      return last;
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    try {
+      const error = halfOpen
+        ? new BrokenCircuitError(name, undefined, 'half-open')
+        : new BrokenCircuitError(name, atMs, 'open', inMs);
+      this.#last[d] = error;
+      return error;
+    } finally {
+      Error.stackTraceLimit = limit;
+    }
   }
 }
