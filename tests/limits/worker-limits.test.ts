@@ -192,6 +192,41 @@ describe('limits in a BullMQ worker', () => {
     expect((await store.limitState('api')).inFlight).toBe(0);
   });
 
+  it('a job name the dependencies mapping leaves out takes no slot of the mapped dependency, and runs while it is paused', async () => {
+    const { queueName, queue, dlq } = bed.queues('unmapped');
+    const store = flowStore();
+    await store.overrideLimits('api', { paused: true, reason: 'test: api paused', by: 'test' });
+    const api = new Dependency();
+    const ran: string[] = [];
+    const worker = bed.worker<{ n: number }>(
+      queueName,
+      async (job, ctx) => {
+        ran.push(job.name);
+        if (job.name === 'call') await ctx.call('api', () => api.call());
+      },
+      {
+        policy,
+        concurrency: 2,
+        dependencies: { call: 'api' },
+        limits: { api: { maxInFlight: 3 } },
+        limitsOptions: { store, maxPaceWaitMs: 20 },
+      },
+    );
+    const log = recordEvents(worker.events);
+    await queue.add('call', { n: 1 });
+    await queue.add('mail', { n: 2 });
+    // 'mail' is its own dependency: the pause of 'api' does not hold it.
+    await waitFor(() => log.count('completed') === 1, 15_000, 'the unmapped job to complete');
+    expect(ran).toContain('mail');
+    expect(api.calls).toBe(0);
+    await store.overrideLimits('api', undefined);
+    await waitFor(() => log.count('completed') === 2, 15_000, 'the mapped job to complete once resumed');
+    expect(api.calls).toBe(1);
+    expect(log.count('retry')).toBe(0);
+    expect(await dlq.count()).toBe(0);
+    await worker.close();
+  });
+
   it('a 429 with Retry-After holds the dependency for every worker; the job retries after the hold, with an attempt', async () => {
     const { queueName, queue, dlq } = bed.queues('retry-after');
     const store = flowStore();

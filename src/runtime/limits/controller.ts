@@ -77,6 +77,12 @@ export interface LimitControllerSettings {
    * the queue (`pauseQueue`) instead of being delayed. Default none.
    */
   queueDependency?: string | undefined;
+  /**
+   * A dependency whose held jobs also pause the queue, without its slot being taken before every job
+   * starts: the one dependency a `dependencies` mapping names, which job names outside the mapping do not
+   * call. Default: `queueDependency`.
+   */
+  pausingDependency?: string | undefined;
   /** Stops the whole queue's consumption for `forMs` (BullMQ: the worker's rate limit). Default none. */
   pauseQueue?: ((forMs: number) => Promise<void> | void) | undefined;
   /** Marks a dependency down as an open breaker does (a flow store's `markDown`). Default: the store's, if it has one. */
@@ -285,7 +291,8 @@ export class LimitController {
       held.retryInMs > 0 ? held.retryInMs : held.by === 'paused' ? PAUSED_HOLD_MS : IN_FLIGHT_HOLD_MS;
     const base = Math.min(MAX_HOLD_MS, Math.max(MIN_HOLD_MS, hint));
     const forMs = Math.round(base * (1 + 0.2 * random()));
-    if (held.dependency !== this.#settings.queueDependency) return { type: 'delay', forMs };
+    const pausing = this.#settings.pausingDependency ?? this.#settings.queueDependency;
+    if (held.dependency !== pausing) return { type: 'delay', forMs };
     const until = clock.now() + forMs;
     if (until > this.#pausedUntil + MIN_HOLD_MS) {
       this.#pausedUntil = until;

@@ -82,8 +82,9 @@ export interface WorkerLimitSettings {
 /**
  * The worker's limits controller, or `undefined` when it has none (see {@link workerLimits}), and the store
  * it opened itself, if any. The store: `limitsOptions.store`, else flow control's, else the adapter's
- * default. The queue's own dependency (a job it holds pauses the queue): flow control's
- * `queueDependency`, else the one dependency the `dependencies` mapping names, when it names one.
+ * default. The queue's own dependency (taken before each job starts; a job it holds pauses the queue): flow
+ * control's `queueDependency`. Without one, the one dependency the `dependencies` mapping names, when it
+ * names one, pauses the queue when it holds a job, and is taken only by the jobs it maps.
  */
 export function workerLimitController(
   options: WorkerLimitOptions,
@@ -114,7 +115,8 @@ export function workerLimitController(
         typeof breaker?.optionsFor === 'function'
           ? (dependency) => breaker.optionsFor?.(dependency).halfOpenProbes ?? 1
           : undefined,
-      queueDependency: queueDependencyOf(options),
+      queueDependency: options.flowControl?.queueDependency,
+      pausingDependency: pausingDependencyOf(options),
       pauseQueue: settings.pauseQueue,
     },
   );
@@ -130,7 +132,12 @@ export function flowOptionsWithoutRateAlias(flowControl: FlowControlOptions): Fl
   return rest;
 }
 
-function queueDependencyOf(options: WorkerLimitOptions): string | undefined {
+/**
+ * The dependency whose held jobs pause the queue: flow control's `queueDependency`, else the one dependency
+ * the `dependencies` mapping names. Only the first is taken up front by every job: a job whose name the
+ * mapping leaves out is its own dependency and takes no slot of the mapped one.
+ */
+function pausingDependencyOf(options: WorkerLimitOptions): string | undefined {
   if (options.flowControl?.queueDependency !== undefined) return options.flowControl.queueDependency;
   const named = new Set(Object.values(options.dependencies ?? {}));
   return named.size === 1 ? [...named][0] : undefined;
