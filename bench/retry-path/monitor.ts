@@ -4,7 +4,7 @@
  * them, marked `lua`), and names the group's component: a script by the name its client registered it
  * under (ioredis `defineCommand`: BullMQ's and stormguard's), any other command by the keys it touches.
  */
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 
 /** One command a client sent, with those its script ran. */
 interface Group {
@@ -20,6 +20,15 @@ export type Breakdown = Record<string, Record<string, number>>;
 interface RegisteredScript {
   lua: string;
   sha: string;
+}
+
+/** The scripts one client registered, by the name it registered each under (plain data: it crosses IPC). */
+export type ScriptRegistry = Record<string, RegisteredScript>;
+
+/** The scripts `client` has registered so far, for naming script calls another process's clients made. */
+export function scriptRegistry(client: Redis | Cluster): ScriptRegistry {
+  const set = (client as unknown as { scriptsSet: ScriptRegistry }).scriptsSet;
+  return Object.fromEntries(Object.entries(set).map(([name, { lua, sha }]) => [name, { lua, sha }]));
 }
 
 export class CommandMonitor {
@@ -65,13 +74,15 @@ export class CommandMonitor {
     await seen;
   }
 
-  /** Stops recording and names each group's component, from the scripts the given clients registered. */
-  stop(clients: Redis[]): Breakdown {
+  /**
+   * Stops recording and names each group's component, from the scripts the given clients registered, and
+   * those of `registries` (clients in other processes, see {@link scriptRegistry}).
+   */
+  stop(clients: Redis[], registries: ScriptRegistry[] = []): Breakdown {
     this.#on = false;
     const scripts = new Map<string, string>();
     const sources: [string, string][] = [];
-    for (const client of clients) {
-      const set = (client as unknown as { scriptsSet: Record<string, RegisteredScript> }).scriptsSet;
+    for (const set of [...clients.map(scriptRegistry), ...registries]) {
       for (const [name, script] of Object.entries(set)) {
         scripts.set(script.sha, name);
         sources.push([squeeze(script.lua).slice(0, 300), name]);
