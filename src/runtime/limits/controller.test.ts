@@ -273,7 +273,7 @@ describe('LimitController', () => {
     expect((await store.limitState('openai')).inFlight).toBe(0);
   });
 
-  it('lets calls go ahead without a slot while the store cannot be reached, and says so once', async () => {
+  it('lets calls go ahead while the store cannot be reached, at most maxInFlight at once in this process, and says so once', async () => {
     const failing: LimitStore = {
       exchangeLimits: () => Promise.reject(new Error('store down')),
       holdLimits: () => Promise.reject(new Error('store down')),
@@ -281,13 +281,29 @@ describe('LimitController', () => {
       limitState: () => Promise.reject(new Error('store down')),
       limitedDependencies: () => Promise.reject(new Error('store down')),
     };
-    const { controller, errors } = setup({ openai: { maxInFlight: 1 } }, {}, { store: failing });
-    const answers = [await controller.acquire('openai'), await controller.acquire('openai')];
-    expect(answers).toEqual([
-      { type: 'slot', slot: { dependency: 'openai', lease: undefined, cost: 0 } },
-      { type: 'slot', slot: { dependency: 'openai', lease: undefined, cost: 0 } },
-    ]);
-    expect(errors.map((e) => (e as Error).message)).toEqual(['store down']);
+    const { controller, errors } = setup(
+      { openai: { maxInFlight: 2 }, crm: { maxRatePerSecond: 5 } },
+      { maxPaceWaitMs: 300 },
+      { store: failing },
+    );
+    const first = await controller.acquire('openai');
+    const second = await controller.acquire('openai');
+    expect([first.type, second.type]).toEqual(['slot', 'slot']);
+    // A third would be a third call at once from this process alone: it waits, then the job is held.
+    expect(await controller.acquire('openai')).toEqual({
+      type: 'held',
+      dependency: 'openai',
+      by: 'in-flight',
+      retryInMs: 0,
+    });
+    if (first.type === 'slot') controller.release(first.slot, true);
+    expect((await controller.acquire('openai')).type).toBe('slot');
+    // No in-flight cap in code: nothing to keep locally, the calls go ahead.
+    const crm = await Promise.all([1, 2, 3].map(() => controller.acquire('crm')));
+    expect(crm).toEqual(
+      [1, 2, 3].map(() => ({ type: 'slot', slot: { dependency: 'crm', lease: undefined, cost: 0 } })),
+    );
+    expect(errors.map((e) => (e as Error).message)).toEqual(['store down', 'store down']);
   });
 
   it('keeps enforcing limits while flow control is switched off fleet-wide', async () => {

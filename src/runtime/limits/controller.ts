@@ -128,6 +128,12 @@ interface Lane {
   reportedAtMs: number;
   /** Sends give-backs no exchange took along (see `release`). */
   lingerTimer: NodeJS.Timeout | undefined;
+  /**
+   * Calls let through while the store could not be reached, with their cost: at most the code's
+   * `maxInFlight` of them run at once in this process (see `acquire`).
+   */
+  unenforced: Map<string, number>;
+  unenforcedCost: number;
 }
 
 /** The shortest hold of a job; a wait hint below it holds this long (no busy loop). */
@@ -241,8 +247,13 @@ export class LimitController {
     let firstBy: LimitRefusal | undefined;
     for (;;) {
       const lease = `${this.holder}:${++this.#leases}`;
-      const answer = await this.#take(lane, lease, cost);
-      if (answer.granted === 'unenforced') return free();
+      let answer = await this.#take(lane, lease, cost);
+      if (answer.granted === 'unenforced') {
+        const local = this.#unenforced(lane, lease, cost);
+        if (local === undefined) return free();
+        if (local.type === 'slot') return local;
+        answer = local.answer;
+      }
       if (answer.granted) {
         if (firstBy !== undefined) this.#waited(dependency, firstBy, startedAt, 'granted');
         return { type: 'slot', slot: { dependency, lease, cost } };
@@ -267,6 +278,13 @@ export class LimitController {
   release(slot: LimitSlot, ok: boolean): void {
     if (slot.lease === undefined) return;
     const lane = this.#lanes.get(slot.dependency);
+    const unenforced = lane?.unenforced.get(slot.lease);
+    if (lane && unenforced !== undefined) {
+      lane.unenforced.delete(slot.lease);
+      lane.unenforcedCost -= unenforced;
+      for (const wake of lane.waiters.splice(0)) wake();
+      return;
+    }
     if (!lane?.held.delete(slot.lease)) return;
     lane.gives.push({ lease: slot.lease, ok });
     if (lane.waiters.length > 0 || this.#stopped) {
@@ -470,6 +488,8 @@ export class LimitController {
         reading: undefined,
         reportedAtMs: Number.NEGATIVE_INFINITY,
         lingerTimer: undefined,
+        unenforced: new Map(),
+        unenforcedCost: 0,
       };
       this.#lanes.set(dependency, lane);
     }
@@ -537,6 +557,26 @@ export class LimitController {
     })();
     this.#exchanges.add(exchange);
     void exchange.finally(() => this.#exchanges.delete(exchange));
+  }
+
+  /**
+   * A call the store could not answer for: it goes ahead (a store outage does not stop the work), but no
+   * more than the code's `maxInFlight` such calls run at once in this process, so one process alone never
+   * exceeds the fleet's cap. `undefined`: no local cap applies (no `maxInFlight` in code); else the local
+   * slot, or a refusal to wait on as on the in-flight cap.
+   */
+  #unenforced(
+    lane: Lane,
+    lease: string,
+    cost: number,
+  ): { type: 'slot'; slot: LimitSlot } | { type: 'refused'; answer: TakeAnswer } | undefined {
+    const max = this.#configOf(lane.dependency).limit.maxInFlight;
+    if (max === undefined) return undefined;
+    if (lane.unenforcedCost > 0 && lane.unenforcedCost + cost > max)
+      return { type: 'refused', answer: { granted: false, by: 'in-flight', waitMs: 0 } };
+    lane.unenforced.set(lease, cost);
+    lane.unenforcedCost += cost;
+    return { type: 'slot', slot: { dependency: lane.dependency, lease, cost } };
   }
 
   /** One renew timer per dependency while this process holds its leases: every `leaseMs / 3`. */
