@@ -20,6 +20,7 @@ const NS_PER_TIMELINE_SECOND: Readonly<Record<StrategyKind, number>> = {
   'per-worker-budgets': 2_400,
   'budget-and-breaker': 3_600,
   'flow-control': 3_800,
+  'budget-and-limits': 2_400,
 };
 const NS_PER_ATTEMPT: Readonly<Record<StrategyKind, number>> = {
   'ceiling-only': 30,
@@ -27,6 +28,7 @@ const NS_PER_ATTEMPT: Readonly<Record<StrategyKind, number>> = {
   'per-worker-budgets': 30,
   'budget-and-breaker': 950,
   'flow-control': 500,
+  'budget-and-limits': 500,
 };
 /** Per-worker budgets add a budget per worker to every attempt. */
 const NS_PER_ATTEMPT_PER_WORKER = 0.5;

@@ -16,6 +16,8 @@ export interface RequestCounts {
    * {@link RECOVERY_WINDOW_MS} after each outage ended (0 if it never had one): the backlog's rush.
    */
   recoveryPeakPerSecond: number;
+  /** Calls it answered 429 with Retry-After (above its `rateLimit`); only for a dependency with one. */
+  rateLimited?: number;
 }
 
 /** How long after a dependency recovers `recoveryPeakPerSecond` looks: two minutes. */
@@ -41,6 +43,8 @@ export interface DependencyTimeline {
   spent: number[];
   /** Denials the budgets counted in their window. */
   denied: number[];
+  /** Calls it answered 429 (above its `rateLimit`); only for a dependency with one. */
+  rateLimited?: number[];
 }
 
 /**
@@ -95,6 +99,12 @@ export interface StrategyResult {
    * budget stopped denying: each starts a slow-start ramp. Empty for the other strategies.
    */
   slowStartsMs: Record<string, number[]>;
+  /**
+   * Jobs completed per second, from the start until the last job finished (`completed` / `drainMs`), to 2
+   * decimals; only when the scenario has a dependency with a `rateLimit` or `limits`, where it is read
+   * against the dependency's rate.
+   */
+  throughputPerSecond?: number;
 }
 
 /**
@@ -111,8 +121,16 @@ export interface SimulationResult {
   /** Seconds covered by every timeline (the longest strategy's drain, rounded up). */
   seconds: number;
   workers: { count: number; concurrency: number };
-  /** Each dependency's down and degraded periods. */
-  dependencies: { name: string; unhealthy: UnhealthyPeriod[] }[];
+  /**
+   * Each dependency's down and degraded periods, and, for one that has them, its `rateLimit` (it answers 429
+   * above `perSecond`) and the fleet's `limits` on it.
+   */
+  dependencies: {
+    name: string;
+    unhealthy: UnhealthyPeriod[];
+    rateLimit?: { perSecond: number; retryAfterSeconds: number };
+    limits?: { maxInFlight?: number; maxRatePerSecond?: number };
+  }[];
   strategies: StrategyResult[];
 }
 
@@ -135,6 +153,8 @@ export interface SimulationSummary {
     peakRetriesPerSecond: number;
     /** When the last job finished; with `unfinished` > 0 the run never drained and this is no drain time. */
     drainMs: number;
+    /** Jobs completed per second until the drain: only in a scenario with a `rateLimit` or `limits`. */
+    throughputPerSecond?: number;
   }[];
 }
 
@@ -161,16 +181,23 @@ export function summarize(result: SimulationResult): SimulationSummary {
       queueOps: s.queueOps,
       peakRetriesPerSecond: s.peakRetriesPerSecond,
       drainMs: s.drainMs,
+      ...(s.throughputPerSecond === undefined ? {} : { throughputPerSecond: s.throughputPerSecond }),
     })),
   };
 }
 
-/** Turns one engine run into a {@link StrategyResult}; `seconds` is the length of its timelines. */
+/**
+ * Turns one engine run into a {@link StrategyResult}; `seconds` is the length of its timelines. `limited`
+ * (per dependency, by index: it has a `rateLimit`) adds its 429s to its requests and timeline; `throughput`
+ * adds `throughputPerSecond`. Without them the result has exactly the fields it had before limits.
+ */
 export function strategyResult(
   strategy: { name: string; label: string; kind: StrategyKind },
   output: EngineOutput,
   unhealthy: readonly (readonly UnhealthyPeriod[])[],
   seconds: number,
+  limited: readonly boolean[] = [],
+  throughput = false,
 ): StrategyResult {
   const deadLettered: Record<string, number> = {};
   const deadLetterTimeline: Record<string, number[]> = {};
@@ -188,18 +215,19 @@ export function strategyResult(
   output.dependencies.forEach((d, i) => {
     slowStartsMs[d.name] = [...(output.rampStarts[i] ?? [])];
     const periods = unhealthy[i] ?? [];
-    timeline[d.name] = toTimeline(d, seconds);
+    timeline[d.name] = toTimeline(d, seconds, limited[i] === true);
     requests[d.name] = {
       first: d.first.total(),
       retries: d.retries.total(),
       retriesWhileDown: sumWhileUnhealthy(d.retries, seconds, periods),
       recoveryPeakPerSecond: recoveryPeak(d, seconds, periods),
     };
+    if (limited[i] === true) (requests[d.name] as RequestCounts).rateLimited = d.rateLimited.total();
     peak = Math.max(peak, peakWhileUnhealthy(d.retries, seconds, periods));
     refused += d.refused.total();
     queueOps += d.queueOps.total();
   });
-  return {
+  const result: StrategyResult = {
     name: strategy.name,
     label: strategy.label,
     kind: strategy.kind,
@@ -224,6 +252,10 @@ export function strategyResult(
     events: output.events,
     slowStartsMs,
   };
+  if (throughput)
+    result.throughputPerSecond =
+      output.drainMs > 0 ? Math.round((output.completed / output.drainMs) * 100_000) / 100 : 0;
+  return result;
 }
 
 /**
@@ -231,7 +263,7 @@ export function strategyResult(
  * 50 dependencies is 50 million numbers, which a caller that reads the counts alone (`--json`, a
  * benchmark) never pays for, in time or memory. JSON, spreads and comparisons read them as plain arrays.
  */
-function toTimeline(d: DependencySeries, seconds: number): DependencyTimeline {
+function toTimeline(d: DependencySeries, seconds: number, rateLimited: boolean): DependencyTimeline {
   const timeline = {} as DependencyTimeline;
   const counters = [
     'first',
@@ -244,6 +276,7 @@ function toTimeline(d: DependencySeries, seconds: number): DependencyTimeline {
     'queueOps',
   ] as const;
   for (const key of counters) lazy(timeline, key, () => d[key].toArray(seconds));
+  if (rateLimited) lazy(timeline, 'rateLimited', () => d.rateLimited.toArray(seconds));
   // The budget's gauges are empty without a budget.
   for (const key of ['allowance', 'spent', 'denied'] as const)
     lazy(timeline, key, () => (d[key].length > 0 ? d[key].toArray(seconds) : []));

@@ -52,11 +52,14 @@ export async function simulate(scenario: Scenario, options: SimulateOptions = {}
     (n) => new DependencyModel(n, scenario.dependencies[n] as DependencySpec).unhealthy,
   );
   const seeds = deriveSeeds(seed, scenario.arrivals.length);
+  const specs = names.map((n) => scenario.dependencies[n] as DependencySpec);
+  const rateLimited = specs.map((spec) => spec.rateLimit !== undefined);
+  const throughput = specs.some((spec) => spec.rateLimit !== undefined || spec.limits !== undefined);
 
   const outputs: [ResolvedStrategy, EngineOutput][] = [];
   for (const [index, strategy] of strategies.entries()) {
     const clock = new FakeClock(0);
-    const runtime = createRuntime(strategy, scenario.workers.count, clock);
+    const runtime = createRuntime(strategy, scenario.workers.count, clock, scenario);
     const output = await runEngine(scenario, classes, names, runtime, clock, seeds, {
       ...(options.signal ? { signal: options.signal } : {}),
       onProgress: (finished, expected) =>
@@ -84,8 +87,18 @@ export async function simulate(scenario: Scenario, options: SimulateOptions = {}
     seed,
     seconds,
     workers: { count: scenario.workers.count, concurrency: scenario.workers.concurrency },
-    dependencies: names.map((name, i) => ({ name, unhealthy: [...(unhealthy[i] ?? [])] })),
-    strategies: outputs.map(([strategy, output]) => strategyResult(strategy, output, unhealthy, seconds)),
+    dependencies: names.map((name, i) => {
+      const { rateLimit, limits } = specs[i] as DependencySpec;
+      return {
+        name,
+        unhealthy: [...(unhealthy[i] ?? [])],
+        ...(rateLimit === undefined ? {} : { rateLimit: { ...rateLimit } }),
+        ...(limits === undefined ? {} : { limits: { ...limits } }),
+      };
+    }),
+    strategies: outputs.map(([strategy, output]) =>
+      strategyResult(strategy, output, unhealthy, seconds, rateLimited, throughput),
+    ),
   };
   if (scenario.description !== undefined) result.description = scenario.description;
   return result;

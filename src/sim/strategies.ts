@@ -4,6 +4,8 @@ import { DEFAULT_BREAKER_OPTIONS } from '../breaker/options.js';
 import type { Clock } from '../common/clock.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
 import { isValidationError, ValidationError } from '../errors/validation-error.js';
+import type { DependencyLimit } from '../runtime/limits/store.js';
+import type { LimitSettings } from './engine/limits.js';
 import type { SimBudget, StrategyRuntime } from './engine/runtime.js';
 import { SampledBudget } from './sampled-budget.js';
 import {
@@ -34,6 +36,7 @@ const LABELS: Record<StrategyKind, string> = {
   'per-worker-budgets': 'ceiling + per-worker budgets',
   'budget-and-breaker': 'ceiling + budget + breaker',
   'flow-control': 'flow control',
+  'budget-and-limits': 'ceiling + budget + limits',
 };
 
 /**
@@ -99,12 +102,18 @@ function builtIn(kind: StrategyKind, scenario: Scenario): ResolvedStrategy {
  * Builds the strategy's gates on `clock`: stormguard's own `RetryBudget` over a `MemoryBudgetStore`
  * (`SampledBudget`, which the engine reads synchronously), one shared by every worker (`fleet-budget`) or
  * one per worker (`per-worker-budgets`, which is how a budget kept in worker memory behaves), or none (`ceiling-only`); `budget-and-breaker` adds one fleet-wide
- * `CircuitBreaker` on a `MemoryBreakerStore`, and `flow-control` adds flow control's settings to those two.
+ * `CircuitBreaker` on a `MemoryBreakerStore`, `flow-control` adds flow control's settings to those two, and
+ * `budget-and-limits` adds the dependencies' `limits` (from `scenario`) to the fleet budget.
  *
  * @example
- * const runtime = createRuntime(strategy, scenario.workers.count, new FakeClock(0));
+ * const runtime = createRuntime(strategy, scenario.workers.count, new FakeClock(0), scenario);
  */
-export function createRuntime(strategy: ResolvedStrategy, workers: number, clock: Clock): StrategyRuntime {
+export function createRuntime(
+  strategy: ResolvedStrategy,
+  workers: number,
+  clock: Clock,
+  scenario?: Scenario,
+): StrategyRuntime {
   switch (strategy.kind) {
     case 'ceiling-only':
       return { budgetOf: () => undefined, budgets: [], budgetCount: 0 };
@@ -140,7 +149,25 @@ export function createRuntime(strategy: ResolvedStrategy, workers: number, clock
         },
       };
     }
+    case 'budget-and-limits':
+      return { ...sharedBudget(createBudget(strategy, clock)), limits: limitSettings(scenario) };
   }
+}
+
+/**
+ * The `budget-and-limits` strategy's limits: each dependency's `limits` in the scenario, the ramp of its
+ * `limitsOptions` (a worker's defaults: 30 s from 1/s), and one probe after a hold (there is no breaker).
+ */
+function limitSettings(scenario: Scenario | undefined): LimitSettings {
+  const limits: Record<string, DependencyLimit> = {};
+  for (const [name, dependency] of Object.entries(scenario?.dependencies ?? {}))
+    if (dependency.limits !== undefined) limits[name] = dependency.limits;
+  return {
+    limits,
+    slowStartMs: scenario?.limitsOptions?.slowStartMs ?? 30_000,
+    floorPerSecond: scenario?.limitsOptions?.floorPerSecond ?? 1,
+    probes: 1,
+  };
 }
 
 /** The most workers whose table of budgets is filled up front (beyond it, a sparse array). */

@@ -15,7 +15,8 @@ interface SimulateFlags {
   strategies?: string;
   report?: string;
   json?: boolean;
-  example?: boolean;
+  /** `true` for the default example, or an example's name. */
+  example?: boolean | string;
   chart: boolean;
   allowLarge?: boolean;
 }
@@ -29,6 +30,7 @@ export function register(program: Command, io: CliIO): void {
   withExamples(program.command('simulate'), [
     'stormguard simulate',
     'stormguard simulate --example > outage.yaml',
+    'stormguard simulate --example rate-limited-api > api.yaml',
     'stormguard simulate --scenario outage.yaml --seed 42 --report report.html',
   ])
     .description('simulate an outage: per-job ceilings vs fleet and per-worker retry budgets, side by side')
@@ -37,7 +39,10 @@ export function register(program: Command, io: CliIO): void {
     .option('--strategies <list>', 'comma-separated strategy names to run (default: all in the scenario)')
     .option('--report <file>', 'also write a self-contained HTML report with charts')
     .option('--json', 'print { scenario, seed, strategies: [...] } as JSON')
-    .option('--example', 'print a commented example scenario to start from, and exit')
+    .option(
+      '--example [name]',
+      'print a commented example scenario to start from, and exit (checkout-mail-outage, the default, or rate-limited-api)',
+    )
     .option('--no-chart', 'leave out the terminal chart of retries per second')
     .option(
       '--allow-large',
@@ -49,7 +54,7 @@ export function register(program: Command, io: CliIO): void {
 async function runSimulate(flags: SimulateFlags, io: CliIO): Promise<void> {
   if (flags.example) {
     const { exampleScenarioText } = await import('../../sim/scenario/example.js');
-    io.stdout.write(await exampleScenarioText());
+    io.stdout.write(await exampleScenarioText(flags.example === true ? undefined : flags.example));
     return;
   }
   if (flags.report !== undefined) await assertWritable(flags.report);

@@ -7,6 +7,7 @@ import type { Continuations } from './continuations.js';
 import type { EventQueue } from './event-queue.js';
 import type { SimFlowControl } from './flow.js';
 import type { JobTable } from './job-table.js';
+import type { SimLimits } from './limits.js';
 import type { RunRecorder } from './recorder.js';
 import type { StrategyRuntime } from './runtime.js';
 
@@ -40,6 +41,8 @@ export interface RunContext {
   readonly workerCount: number;
   /** Flow control (the `flow-control` strategy): the gate a worker asks before it takes a job. */
   readonly flow: SimFlowControl | undefined;
+  /** Fleet-wide limits (the `budget-and-limits` strategy): the slot a job takes before it starts. */
+  readonly limits: SimLimits | undefined;
   /** True when failures go through a budget or a breaker: `decide` is then awaited. */
   readonly gated: boolean;
   /** Breaker admissions and outcomes started by the current event, settled before the next one. */

@@ -13,6 +13,8 @@ export const CallOutcome = {
   Down: 2,
   Degraded: 3,
   Permanent: 4,
+  /** A 429 with Retry-After: the call came above the dependency's `rateLimit`. */
+  RateLimited: 5,
 } as const;
 export type CallOutcome = (typeof CallOutcome)[keyof typeof CallOutcome];
 
@@ -45,12 +47,19 @@ export class DependencyModel {
   readonly #state: DependencyState[] = [];
   readonly #baseErrorRate: number;
   readonly #baseLatency: number;
+  /** The calls answered per second under `rateLimit` (0: no rate limit). */
+  readonly #perSecond: number;
+  /** The second of the clock whose calls `#answered` counts, and how many it answered (not 429). */
+  #second = -1;
+  #answered = 0;
   #cursor = 0;
 
   /** The error each failing outcome raises, indexed by {@link CallOutcome}. */
   readonly errors: readonly Error[];
   /** The periods it was down or degraded, in time order. */
   readonly unhealthy: readonly UnhealthyPeriod[];
+  /** The Retry-After its 429s carry, in ms (1 s without a `rateLimit`). */
+  readonly retryAfterMs: number;
   /** Written by `call`: the last call's latency in ms (kept in a field so a call allocates nothing). */
   latencyMs = 0;
 
@@ -60,6 +69,8 @@ export class DependencyModel {
   ) {
     this.#baseErrorRate = spec.errorRate;
     this.#baseLatency = spec.latency;
+    this.#perSecond = spec.rateLimit?.perSecond ?? 0;
+    this.retryAfterMs = (spec.rateLimit?.retryAfterSeconds ?? 1) * 1_000;
     const phases = [...spec.timeline].sort((a, b) => a.from - b.from);
     const unhealthy: UnhealthyPeriod[] = [];
     for (const phase of phases) {
@@ -78,17 +89,21 @@ export class DependencyModel {
       new TransientError(`${name} is unavailable (503)`),
       new TransientError(`${name} timed out`),
       new PermanentError(`${name} rejected the request as malformed (400)`),
+      rateLimitedError(name, spec.rateLimit?.retryAfterSeconds ?? 1),
     ];
   }
 
   /**
    * Draws one call made at `t`: returns its outcome and sets `latencyMs`. `permanentRate` is the job
-   * class's share of requests that fail permanently whatever the dependency's state.
+   * class's share of requests that fail permanently whatever the dependency's state. Under a `rateLimit`,
+   * a call beyond `perSecond` in its second of the clock is answered 429 (with the phase's latency) and
+   * draws nothing more.
    */
   call(t: number, random: () => number, permanentRate: number): CallOutcome {
     const phase = this.#phaseAt(t);
     const mean = phase < 0 ? this.#baseLatency : (this.#latency[phase] as number);
     this.latencyMs = mean * (0.5 + random());
+    if (this.#perSecond > 0 && this.#overRate(t)) return CallOutcome.RateLimited;
     const errorRate = phase < 0 ? this.#baseErrorRate : (this.#errorRate[phase] as number);
     if (errorRate > 0 && random() < errorRate) {
       const state = phase < 0 ? 'up' : this.#state[phase];
@@ -110,9 +125,32 @@ export class DependencyModel {
     return 'up';
   }
 
+  /** True when the call at `t` is beyond the rate: its second has answered `perSecond` calls already. */
+  #overRate(t: number): boolean {
+    const second = Math.floor(t / 1_000);
+    if (second !== this.#second) {
+      this.#second = second;
+      this.#answered = 0;
+    }
+    if (this.#answered >= this.#perSecond) return true;
+    this.#answered++;
+    return false;
+  }
+
   #phaseAt(t: number): number {
     const until = this.#until;
     while (this.#cursor < until.length && t >= (until[this.#cursor] as number)) this.#cursor++;
     return this.#cursor < until.length && t >= (this.#from[this.#cursor] as number) ? this.#cursor : -1;
   }
+}
+
+/**
+ * The error a call above the rate meets, shaped as HTTP clients throw it (`status`, `headers`): the policy's
+ * classifier reads it as throttling with the server's Retry-After, as it reads a real 429.
+ */
+function rateLimitedError(name: string, retryAfterSeconds: number): Error {
+  return Object.assign(new Error(`${name} answered 429 Too Many Requests`), {
+    status: 429,
+    headers: { 'retry-after': String(retryAfterSeconds) },
+  });
 }

@@ -1,7 +1,7 @@
 import type { RandomSource } from '../../common/random.js';
 import type { DependencySpec } from '../scenario/schema.js';
 import { BREAKER_TURNS, type EngineJobClass, type RunContext } from './context.js';
-import { type CallOutcome, DependencyModel } from './dependency-model.js';
+import { CallOutcome, DependencyModel } from './dependency-model.js';
 import { ATTEMPT_DONE, event } from './events.js';
 import type { DependencySeries } from './recorder.js';
 import type { SimAdmission, SimBreaker, SimBreakerSnapshot } from './runtime.js';
@@ -127,6 +127,7 @@ export class DependencyStep {
       jobs.sent[job] = 1;
       s.first.add(t);
     } else s.retries.add(t);
+    if (outcome === CallOutcome.RateLimited) s.rateLimited.add(t);
     jobs.granted[job] = 0;
     jobs.attempts[job] = (jobs.attempts[job] as number) + 1;
     jobs.charged[job] = (jobs.charged[job] as number) + 1;

@@ -15,12 +15,14 @@ import {
   FLOW_WAKE,
   KIND_BITS,
   KIND_MASK,
+  LIMIT_WAKE,
   PACED_START,
   RETRY_DUE,
   TICK,
 } from './events.js';
 import { SimFlowControl } from './flow.js';
 import { JobTable } from './job-table.js';
+import { SimLimits } from './limits.js';
 import { BIN_MS, type EngineOutput, RunRecorder } from './recorder.js';
 import type { StrategyRuntime } from './runtime.js';
 import type { RunSeeds } from './seeds.js';
@@ -94,6 +96,11 @@ export async function runEngine(
         if (denial.mode === 'enforce' && d >= 0) flow.budgetDenied(d);
       });
 
+  const limits =
+    runtime.limits === undefined
+      ? undefined
+      : new SimLimits(runtime.limits, dependencyNames, (d, atMs) => queue.push(atMs, event(LIMIT_WAKE, d)));
+
   const run: RunContext = {
     scenario,
     classes,
@@ -108,6 +115,7 @@ export async function runEngine(
     slotCount,
     workerCount,
     flow,
+    limits,
     gated: budgeted || runtime.breaker !== undefined,
     admissions: [],
     continuations,
@@ -187,6 +195,9 @@ export async function runEngine(
           break;
         case PACED_START:
           worker.startPaced(value, t);
+          break;
+        case LIMIT_WAKE:
+          worker.limitWake(value, t);
           break;
       }
       continuations.run();

@@ -16,6 +16,8 @@ export const TICK = 3;
 export const FLOW_WAKE = 4;
 /** Flow control: slot `value`'s paced slot has come; it starts the job it holds. */
 export const PACED_START = 5;
+/** Limits: dependency `value`'s line of waiting slots is served (its pacer's next slot, or a hold's end). */
+export const LIMIT_WAKE = 6;
 
 export const KIND_BITS = 3;
 export const KIND_MASK = 7;

@@ -28,6 +28,8 @@ export interface DependencySeries {
   spent: BinnedSeries;
   /** Denials the budgets counted in their window (in shadow mode: denials they would have made). */
   denied: BinnedSeries;
+  /** Calls the dependency answered 429 (above its `rateLimit`). */
+  rateLimited: BinnedSeries;
 }
 
 /**
@@ -111,6 +113,8 @@ export class RunRecorder {
       allowance: new BinnedSeries(BIN_MS, 'gauge', gaugeBins),
       spent: new BinnedSeries(BIN_MS, 'gauge', gaugeBins),
       denied: new BinnedSeries(BIN_MS, 'gauge', gaugeBins),
+      // Grows from a small start: only a dependency with a rate limit ever counts here.
+      rateLimited: new BinnedSeries(BIN_MS, 'counter', 256),
     }));
   }
 

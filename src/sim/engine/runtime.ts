@@ -1,6 +1,7 @@
 import type { WindowCounts } from '../../budget/window.js';
 import type { BreakerGate, BudgetGate } from '../../policy/types.js';
 import type { FlowSettings } from './flow.js';
+import type { LimitSettings } from './limits.js';
 
 /** A retry budget as the engine drives it; stormguard's `RetryBudget` is one. */
 export interface SimBudget extends BudgetGate {
@@ -74,4 +75,6 @@ export interface StrategyRuntime {
   readonly breaker?: SimBreaker;
   /** Flow control's settings: with them, workers ask the flow gate before they take a job. */
   readonly flow?: FlowSettings;
+  /** Fleet-wide limits per dependency: with them, a job takes a slot of its dependency before it starts. */
+  readonly limits?: LimitSettings;
 }

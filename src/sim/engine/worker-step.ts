@@ -6,7 +6,7 @@ import { decideContext } from '../../runtime/decide-context.js';
 import { admit } from '../../runtime/flow-control/admission.js';
 import { settle } from '../../runtime/settle.js';
 import type { EngineJobClass, RunContext } from './context.js';
-import { CallOutcome } from './dependency-model.js';
+import { CallOutcome, type DependencyModel } from './dependency-model.js';
 import type { DependencyStep } from './dependency-step.js';
 import { event, PACED_START, RETRY_DUE } from './events.js';
 import type { SimFlowControl } from './flow.js';
@@ -84,13 +84,17 @@ export class WorkerStep {
    * anything: the breaker, then the budget. Under a breaker the call must then be acquired. Each is asked
    * now (the memory stores update synchronously, in event order) and answered before the next event.
    */
-  start(slot: number, job: number, t: number): void {
+  start(slot: number, job: number, t: number, leased = false): void {
     const { run } = this;
     const { jobs } = run;
     this.#slotJob[slot] = job;
     const jobClass = run.classes[jobs.jobClass[job] as number] as EngineJobClass;
     const d = jobClass.dependency;
-    (run.recorder.series[d] as DependencySeries).queueOps.add(t);
+    if (!leased) {
+      (run.recorder.series[d] as DependencySeries).queueOps.add(t);
+      // Under limits the slot first takes a slot of the dependency, or waits in its line with the job.
+      if (run.limits?.lineUp(d, slot, t) === true) return;
+    }
     if (run.gated && jobs.sent[job] === 1 && jobs.granted[job] === 0) {
       // Admission asks about the run about to start: the one after the attempts charged so far.
       const context = this.#contextFor(job, jobClass, slot, t, undefined, jobs.charged[job] as number);
@@ -105,6 +109,15 @@ export class WorkerStep {
     }
     this.calls.acquire(slot, job, d, t);
   }
+
+  /** Dependency `d`'s limit lets waiting slots through: each starts the job it holds (limits only). */
+  limitWake(d: number, t: number): void {
+    this.run.limits?.serve(d, t, this.#startLeased);
+  }
+
+  /** Starts the job slot `slot` holds, which has its dependency's slot. */
+  readonly #startLeased = (slot: number, t: number): void =>
+    this.start(slot, this.#slotJob[slot] as number, t, true);
 
   /** Slot `slot`'s paced slot has come: it starts the job it holds. */
   startPaced(slot: number, t: number): void {
@@ -121,6 +134,7 @@ export class WorkerStep {
     const d = jobClass.dependency;
     const s = run.recorder.series[d] as DependencySeries;
     const breaker = run.runtime.breaker;
+    run.limits?.answered(d, t, outcome, calls.models[d] as DependencyModel, jobClass.policy.retryAfter.maxMs);
     if (outcome === CallOutcome.Success) {
       s.successes.add(t);
       const worker = slot % run.workerCount;
@@ -201,6 +215,7 @@ export class WorkerStep {
    */
   #refusedAtAdmission(slot: number, job: number, d: number, t: number, decision: Decision): void {
     const { jobs } = this.run;
+    this.run.limits?.giveBack(d, t, false);
     (this.run.recorder.series[d] as DependencySeries).refused.add(t);
     jobs.attempts[job] = (jobs.attempts[job] as number) + 1;
     jobs.charged[job] = (jobs.charged[job] as number) + 1;

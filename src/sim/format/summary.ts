@@ -6,7 +6,9 @@ import { formatCount, formatDuration, formatOffset } from './numbers.js';
  * attempts and retries (and, for one that had an outage, the retries it received while down or degraded
  * and its busiest second in the two minutes after it recovered), the peak retry rate while a dependency
  * was down, attempts refused before calling, the queue operations the strategy caused, completions (with
- * and without a replay), dead letters by reason, time to drain and jobs lost. Plain text, no colour.
+ * and without a replay), dead letters by reason, time to drain and jobs lost; for a dependency with a
+ * `rateLimit`, the 429s it answered, and, in a scenario with rate limits or limits, the throughput
+ * (completed jobs per second until the drain). Plain text, no colour.
  *
  * @example
  * process.stdout.write(formatSummary(await simulate(defaultScenario())));
@@ -20,7 +22,13 @@ export function formatSummary(result: SimulationResult): string {
   if (result.description) lines.push(result.description);
   for (const d of result.dependencies) {
     const periods = d.unhealthy.map((p) => `${p.state} ${formatOffset(p.fromMs)}–${formatOffset(p.untilMs)}`);
-    lines.push(`${d.name}: ${periods.length > 0 ? periods.join(', ') : 'up throughout'}`);
+    const notes = [periods.length > 0 ? periods.join(', ') : 'up throughout'];
+    if (d.rateLimit)
+      notes.push(
+        `429 above ${formatCount(d.rateLimit.perSecond)}/s (Retry-After ${d.rateLimit.retryAfterSeconds} s)`,
+      );
+    if (d.limits) notes.push(`limits ${limitText(d.limits)}`);
+    lines.push(`${d.name}: ${notes.join('; ')}`);
   }
   lines.push('');
 
@@ -31,6 +39,8 @@ export function formatSummary(result: SimulationResult): string {
     const counts = (s: StrategyResult) => s.requests[d.name];
     rows.push([`${d.name}: first attempts`, (s) => formatCount(counts(s)?.first ?? 0)]);
     rows.push([`${d.name}: retries`, (s) => formatCount(counts(s)?.retries ?? 0)]);
+    if (d.rateLimit)
+      rows.push([`${d.name}: rate-limited answers (429)`, (s) => formatCount(counts(s)?.rateLimited ?? 0)]);
     if (d.unhealthy.length > 0) {
       rows.push([`  while down or degraded`, (s) => formatCount(counts(s)?.retriesWhileDown ?? 0)]);
       rows.push([
@@ -47,6 +57,8 @@ export function formatSummary(result: SimulationResult): string {
   rows.push(['dead-lettered', (s) => formatCount(sum(Object.values(s.deadLettered)))]);
   for (const reason of reasons) rows.push([`  ${reason}`, (s) => formatCount(s.deadLettered[reason] ?? 0)]);
   rows.push(['time to drain', (s) => (s.unfinished > 0 ? 'not drained' : formatDuration(s.drainMs))]);
+  if (strategies.some((s) => s.throughputPerSecond !== undefined))
+    rows.push(['throughput (completed/s)', (s) => (s.throughputPerSecond ?? 0).toFixed(1)]);
   rows.push(['jobs lost', (s) => formatCount(s.lost)]);
   if (strategies.some((s) => s.unfinished > 0))
     rows.push(['unfinished at the horizon', (s) => formatCount(s.unfinished)]);
@@ -63,6 +75,14 @@ export function formatSummary(result: SimulationResult): string {
   );
   for (const [label, cell] of rows) lines.push(row(label, strategies.map(cell)));
   return `${lines.join('\n')}\n`;
+}
+
+/** `maxInFlight 25, 50/s`. */
+function limitText(limits: { maxInFlight?: number; maxRatePerSecond?: number }): string {
+  const parts: string[] = [];
+  if (limits.maxInFlight !== undefined) parts.push(`maxInFlight ${formatCount(limits.maxInFlight)}`);
+  if (limits.maxRatePerSecond !== undefined) parts.push(`${limits.maxRatePerSecond}/s`);
+  return parts.join(', ') || 'none';
 }
 
 function sum(values: number[]): number {

@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import { formatDuration } from '../../common/duration.js';
+import { isValidationError } from '../../errors/validation-error.js';
 import { getPreset, presets } from '../../policy/presets.js';
 import { durationSchema as duration, policySchema } from '../../policy/schema.js';
+import { checkDependencyLimit } from '../../runtime/limits/limit-maths.js';
 import { formatCount } from '../format/numbers.js';
 
 const probability = () => z.number().min(0, 'must be between 0 and 1').max(1, 'must be between 0 and 1');
@@ -10,9 +12,10 @@ const name = () =>
 
 /**
  * The kinds of strategy the simulator knows: a per-job ceiling alone, plus a fleet budget, plus one budget
- * per worker, plus a fleet budget and a circuit breaker, or flow control (the fleet budget and breaker, with
- * workers that stop taking a down dependency's jobs and ramp back up after it recovers). A scenario that
- * names none runs all but `budget-and-breaker`.
+ * per worker, plus a fleet budget and a circuit breaker, flow control (the fleet budget and breaker, with
+ * workers that stop taking a down dependency's jobs and ramp back up after it recovers), or the fleet
+ * budget plus the dependencies' `limits` (`budget-and-limits`). A scenario that names none runs all but
+ * `budget-and-breaker` and `budget-and-limits`.
  *
  * @example
  * STRATEGY_KINDS.includes('flow-control'); // true
@@ -23,6 +26,7 @@ export const STRATEGY_KINDS = [
   'per-worker-budgets',
   'budget-and-breaker',
   'flow-control',
+  'budget-and-limits',
 ] as const;
 
 /** The strategies a scenario runs when it names none. */
@@ -103,12 +107,62 @@ const Phase = z
   })
   .refine((p) => p.until > p.from, { message: 'must end after it starts (until > from)', path: ['until'] });
 
+/**
+ * A dependency that answers `429 Too Many Requests` with `Retry-After: retryAfterSeconds` to every call
+ * beyond `perSecond` in one second of the clock (a fixed window: the calls it answers 429 do not count).
+ */
+const RateLimit = z.strictObject({
+  perSecond: z
+    .number()
+    .int('must be a whole number of calls per second')
+    .min(1, 'must be >= 1 (calls the dependency answers per second)'),
+  retryAfterSeconds: z
+    .number()
+    .int('must be a whole number of seconds (Retry-After is sent in whole seconds)')
+    .min(1, 'must be >= 1 (Retry-After in seconds)')
+    .max(31_536_000, 'must be at most 365 days')
+    .default(1),
+});
+
+/**
+ * Fleet-wide limits on the calls to a dependency, as a worker's `limits` option takes them (enforced by the
+ * `budget-and-limits` strategy): `maxInFlight` a whole number >= 1, `maxRatePerSecond` a finite number > 0.
+ */
+const Limits = z
+  .strictObject({
+    maxInFlight: z.number().optional(),
+    maxRatePerSecond: z.number().optional(),
+  })
+  .superRefine((limit, ctx) => {
+    try {
+      checkDependencyLimit(limit, 'limits');
+    } catch (error) {
+      if (!isValidationError(error)) throw error;
+      for (const issue of error.issues)
+        ctx.addIssue({ code: 'custom', path: [issue.path], message: issue.rule });
+    }
+  });
+
 const Dependency = z.strictObject({
   /** Mean latency of a call while up; each call draws uniformly from 0.5× to 1.5× the mean. */
   latency: duration().default(100),
   /** Share of calls that fail while up (background noise). */
   errorRate: probability().default(0),
   timeline: z.array(Phase).default([]),
+  /** Answers 429 with Retry-After above a rate (unset: no rate limit). */
+  rateLimit: RateLimit.optional(),
+  /** The fleet's limits on calls to it, enforced by `budget-and-limits` (the other strategies ignore them). */
+  limits: Limits.optional(),
+});
+
+/**
+ * How `budget-and-limits` comes back after a Retry-After hold, as a worker's `limitsOptions`: the rate starts
+ * at `floorPerSecond` after the first probe succeeds and doubles ten times over `slowStartMs`, up to the
+ * limit.
+ */
+const LimitsOptions = z.strictObject({
+  slowStartMs: duration().default(30_000),
+  floorPerSecond: z.number().gt(0, 'must be > 0 (calls per second)').default(1),
 });
 
 const JobClass = z
@@ -223,6 +277,8 @@ export const ScenarioSchema = z
     }),
     /** The breaker of the `budget-and-breaker` and `flow-control` strategies; unset fields take CircuitBreaker's defaults. */
     breaker: BreakerSettings.default({}),
+    /** How `budget-and-limits` ramps back after a Retry-After hold (default: 30 s from 1/s). */
+    limitsOptions: LimitsOptions.optional(),
     /** Flow control's settings (the `flow-control` strategy). */
     flowControl: FlowControlSettings.default({
       slowStartMs: 30_000,
@@ -294,6 +350,8 @@ export type Scenario = z.output<typeof ScenarioSchema>;
 export type BudgetSettings = z.output<typeof BudgetSettings>;
 export type BreakerSettings = z.output<typeof BreakerSettings>;
 export type FlowControlSettings = z.output<typeof FlowControlSettings>;
+export type LimitsOptions = z.output<typeof LimitsOptions>;
+export type RateLimitSpec = z.output<typeof RateLimit>;
 export type ArrivalSpec = Scenario['arrivals'][number];
 export type DependencySpec = Scenario['dependencies'][string];
 export type PhaseSpec = DependencySpec['timeline'][number];
