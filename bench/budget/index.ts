@@ -1,6 +1,8 @@
 /**
  * The fleet-wide retry budget against the naive fixed-bucket design (bench/baselines/naive-budget.ts), both on
- * one redis-server this script spawns on a free port, measured in the same run:
+ * one redis-server this script spawns on a free port, measured in the same run; the throughput cells also
+ * run a one-round-trip Lua reference (bench/baselines/lua-budget.ts: the same fixed buckets as one script
+ * call per decision, a denial not spent) in the same alternated rounds:
  *
  * - trySpend decisions per second at concurrency 1, 16 and 64, over one connection and over four;
  * - round trips and Redis commands per decision;
@@ -33,6 +35,7 @@ import { budgetWindow } from '../../src/budget/window.js';
 import { FakeClock } from '../../src/common/clock.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { TestRedis } from '../../tests/helpers/redis-server.js';
+import { LuaBudget } from '../baselines/lua-budget.js';
 import { NaiveBudget } from '../baselines/naive-budget.js';
 import { benchArgs, formatTable, median } from '../common.js';
 import { type PostgresResults, postgresBudgetBench, postgresReportRows } from './postgres.js';
@@ -45,12 +48,18 @@ const MINUTE = 60_000;
 
 type Design = 'stormguard' | 'naive';
 const DESIGNS: Design[] = ['stormguard', 'naive'];
-/** How a throughput cell decides: the budget, the naive design, or stormguard's store one call per decision. */
-type Decider = Design | 'stormguard-unshared';
+/**
+ * How a throughput cell decides: the budget, the naive design, the one-round-trip Lua reference, or
+ * stormguard's store one call per decision.
+ */
+type Decider = Design | 'lua' | 'stormguard-unshared';
+/** The designs a throughput cell runs, in alternated order. */
+const CELL_DESIGNS: Array<Design | 'lua'> = ['stormguard', 'naive', 'lua'];
 /** The requests each design's client sends; everything else Redis counts ran inside a script. */
-const CLIENT_COMMANDS: Record<Design, string[]> = {
+const CLIENT_COMMANDS: Record<Design | 'lua', string[]> = {
   stormguard: ['evalsha', 'eval'],
   naive: ['get', 'incr', 'expire'],
+  lua: ['evalsha', 'eval'],
 };
 
 const server = await TestRedis.start();
@@ -77,7 +86,7 @@ async function commandStats(): Promise<Map<string, number>> {
   return calls;
 }
 
-async function counts(design: Design): Promise<{ requests: number; commands: number }> {
+async function counts(design: Design | 'lua'): Promise<{ requests: number; commands: number }> {
   const stats = await commandStats();
   let commands = 0;
   for (const n of stats.values()) commands += n;
@@ -100,6 +109,10 @@ function deciders(
     if (design === 'naive') {
       const naive = new NaiveBudget(redis, clock ? { now: () => clock.now() / 1_000 } : {});
       return () => naive.trySpendRetry('search');
+    }
+    if (design === 'lua') {
+      const lua = new LuaBudget(redis, clock ? { now: () => clock.now() / 1_000 } : {});
+      return () => lua.trySpendRetry('search');
     }
     const budget = new RetryBudget({
       store: new RedisBudgetStore({ redis, prefix: 'bench', clock }),
@@ -150,6 +163,8 @@ interface Throughput {
   decisionsPerSecond: number;
   /** Median over the rounds of this round's stormguard / naive ratio (stormguard rows only). */
   ratioToNaive?: number;
+  /** Median over the rounds of this round's stormguard / Lua reference ratio (stormguard rows only). */
+  ratioToLua?: number;
   roundTripsPerDecision: number;
   commandsPerDecision: number;
 }
@@ -168,7 +183,7 @@ async function measureOnce(design: Decider, connectionCount: number, concurrency
   const started = performance.now();
   await run(decide, total, concurrency);
   const seconds = (performance.now() - started) / 1_000;
-  const { requests, commands } = await counts(design === 'naive' ? 'naive' : 'stormguard');
+  const { requests, commands } = await counts(design === 'stormguard-unshared' ? 'stormguard' : design);
   return {
     decisionsPerSecond: Math.round(total / seconds),
     roundTripsPerDecision: requests / total,
@@ -176,20 +191,21 @@ async function measureOnce(design: Decider, connectionCount: number, concurrency
   };
 }
 
-/** Both designs in one cell, `ROUNDS` paired rounds in alternating order. */
+/** The three designs in one cell, `ROUNDS` rounds in alternating order. */
 async function throughputCell(connectionCount: number, concurrency: number): Promise<Throughput[]> {
-  const rounds: Record<Design, Round[]> = { stormguard: [], naive: [] };
+  const rounds: Record<Design | 'lua', Round[]> = { stormguard: [], naive: [], lua: [] };
   for (let round = 0; round < ROUNDS; round++) {
-    const order: Design[] = round % 2 ? ['naive', 'stormguard'] : ['stormguard', 'naive'];
+    const order = round % 2 ? [...CELL_DESIGNS].reverse() : CELL_DESIGNS;
     for (const design of order) rounds[design].push(await measureOnce(design, connectionCount, concurrency));
   }
-  const ratios = rounds.stormguard.map((r, i) => r.decisionsPerSecond / rounds.naive[i]!.decisionsPerSecond);
-  return DESIGNS.map((design) => ({
+  const ratio = (to: 'naive' | 'lua') =>
+    median(rounds.stormguard.map((r, i) => r.decisionsPerSecond / rounds[to][i]!.decisionsPerSecond));
+  return CELL_DESIGNS.map((design) => ({
     design,
     connections: connectionCount,
     concurrency,
     decisionsPerSecond: Math.round(median(rounds[design].map((r) => r.decisionsPerSecond))),
-    ...(design === 'stormguard' ? { ratioToNaive: median(ratios) } : {}),
+    ...(design === 'stormguard' ? { ratioToNaive: ratio('naive'), ratioToLua: ratio('lua') } : {}),
     roundTripsPerDecision: median(rounds[design].map((r) => r.roundTripsPerDecision)),
     commandsPerDecision: median(rounds[design].map((r) => r.commandsPerDecision)),
   }));
@@ -329,7 +345,7 @@ if (json) {
 }
 
 function report(): string {
-  const rows: string[][] = [['', 'stormguard', 'naive', 'exact / goal']];
+  const rows: string[][] = [['', 'stormguard', 'naive', 'exact / goal', 'Lua reference', 'vs Lua']];
   const pick = (design: Decider, connectionCount: number, concurrency: number) =>
     results.throughput.find(
       (t) => t.design === design && t.connections === connectionCount && t.concurrency === concurrency,
@@ -338,12 +354,15 @@ function report(): string {
     for (const concurrency of CONCURRENCIES) {
       const ours = pick('stormguard', connectionCount, concurrency);
       const naive = pick('naive', connectionCount, concurrency);
+      const lua = pick('lua', connectionCount, concurrency);
       const ratio = ours.ratioToNaive ?? 0;
       rows.push([
         `decisions/s, ${connectionCount} conn, concurrency ${concurrency}`,
         String(ours.decisionsPerSecond),
         String(naive.decisionsPerSecond),
         `${ratio.toFixed(2)}x${concurrency === 64 ? ' (goal >= 2x)' : ''}`,
+        String(lua.decisionsPerSecond),
+        `${(ours.ratioToLua ?? 0).toFixed(2)}x`,
       ]);
     }
   const at64 = (design: Decider) => pick(design, 4, 64);

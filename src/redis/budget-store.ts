@@ -47,6 +47,9 @@ export interface RedisBudgetStoreOptions {
   readOnly?: boolean;
 }
 
+/** Dependency keys kept encoded at most; past it the cache starts over. */
+const KEY_CACHE_LIMIT = 10_000;
+
 const OPTION_NAMES = {
   redis: true,
   prefix: true,
@@ -87,6 +90,7 @@ export class RedisBudgetStore implements BudgetStore {
   readonly #spend;
   readonly #read;
   readonly #registry: DependencyRegistry;
+  readonly #keys = new Map<string, string>();
 
   constructor(options: RedisBudgetStoreOptions) {
     checkOptionNames('RedisBudgetStore', options, OPTION_NAMES);
@@ -98,7 +102,7 @@ export class RedisBudgetStore implements BudgetStore {
     this.#redis = redis;
     this.#clock = options.clock;
     this.#spend = defineScript(redis, {
-      command: 'stormguardBudgetSpendV2',
+      command: 'stormguardBudgetSpendV3',
       file: 'budget-spend-1.lua',
       numberOfKeys: 1,
     });
@@ -133,11 +137,13 @@ export class RedisBudgetStore implements BudgetStore {
     count: number,
   ): Promise<StoreSpend> {
     // The registry note (one command, about once a minute per dependency) travels with the script.
-    const [, reply] = (await Promise.all([
-      this.#registry.note(dependency),
-      this.#spend([budgetKey(this.prefix, dependency)], spendArgs(window, successes, count, this.#now())),
-    ])) as [unknown, (number | string)[]];
-    return spendOf(reply);
+    const note = this.#registry.note(dependency);
+    const spend = this.#spend([this.#key(dependency)], spendArgs(window, successes, count, this.#now()));
+    const reply = (note === undefined ? await spend : (await Promise.all([note, spend]))[1]) as (
+      | number
+      | string
+    )[];
+    return spendOf(reply, window);
   }
 
   async addSuccesses(
@@ -149,10 +155,7 @@ export class RedisBudgetStore implements BudgetStore {
   }
 
   async read(dependency: string): Promise<StoreRead | undefined> {
-    const reply = (await this.#read([budgetKey(this.prefix, dependency)], [this.#now()])) as (
-      | number
-      | string
-    )[];
+    const reply = (await this.#read([this.#key(dependency)], [this.#now()])) as (number | string)[];
     if (reply[0] === 0) return undefined;
     if (reply[0] === -1) throw new CorruptBudgetStateError(dependency, String(reply[1]));
     return readOf(reply);
@@ -173,6 +176,18 @@ export class RedisBudgetStore implements BudgetStore {
 
   async ping(): Promise<void> {
     await this.#redis.ping();
+  }
+
+  /** The dependency's key, encoded once per dependency (a decision's hot path asks for it every time). */
+  #key(dependency: string): string {
+    let key = this.#keys.get(dependency);
+    if (key === undefined) {
+      // A cache, not state: bounded by starting over.
+      if (this.#keys.size >= KEY_CACHE_LIMIT) this.#keys.clear();
+      key = budgetKey(this.prefix, dependency);
+      this.#keys.set(dependency, key);
+    }
+    return key;
   }
 
   #now(): string {
@@ -214,8 +229,20 @@ function readOf(reply: (number | string)[]): StoreRead {
   return read;
 }
 
-/** The reply of budget-spend-1.lua as a `StoreSpend`. */
-function spendOf(reply: (number | string)[]): StoreSpend {
+/**
+ * The reply of budget-spend-1.lua as a `StoreSpend`: five entries alone mean the caller's settings
+ * (`window`) govern, with none pending and nothing reset.
+ */
+function spendOf(reply: (number | string)[], window: BudgetWindow): StoreSpend {
+  if (reply.length === 5)
+    return {
+      granted: Number(reply[0]),
+      allowance: Number(reply[1]),
+      spent: Number(reply[2]),
+      denied: Number(reply[3]),
+      successes: Number(reply[4]),
+      window,
+    };
   const spend: StoreSpend = { granted: Number(reply[0]), ...readOf(reply) };
   if (reply[16] !== '' && reply[16] !== undefined) spend.reset = String(reply[16]);
   return spend;

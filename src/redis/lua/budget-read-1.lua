@@ -8,8 +8,9 @@
 
   Returns {0} when the key does not exist; {-1, problem} when it cannot be read; else
   {1, allowance, spent, denied, successes, bucketMs, buckets, ratioPpm, minAllowance, version,
-   pending (0 | 1), bucketMs, buckets, ratioPpm, minAllowance, version}, the four counts as decimal
-  strings (Redis turns Lua numbers into integer replies exactly only below 2^51; counts reach 2^53 - 1).
+   pending (0 | 1), bucketMs, buckets, ratioPpm, minAllowance, version}, the four counts as integers
+  below 2^51, else as decimal strings (Redis turns Lua numbers into integer replies exactly only below
+  2^51; counts reach 2^53 - 1).
 ]]
 --#include "includes/server-time.lua"
 --#include "includes/budget-window.lua"

@@ -23,9 +23,11 @@
     allowance  max(minAllowance, floor(ratioPpm * successes / 1e6)) of the governing settings, lowered to
                what a pending change leaves room for
     spent, denied, successes   the governing window's counts after this call
-    (the first five as decimal strings: Redis turns Lua numbers into integer replies exactly only below
-    2^51, and counts reach 2^53 - 1)
+    (the first five as integers below 2^51, else as decimal strings: Redis turns Lua numbers into
+    integer replies exactly only below 2^51, and counts reach 2^53 - 1)
     reset      "" or, when the stored state could not be read and was replaced, what was wrong with it
+  or, when the caller's settings govern, no change is pending and nothing was reset, the first five alone:
+           {granted, allowance, spent, denied, successes}
 ]]
 --#include "includes/server-time.lua"
 --#include "includes/budget-window.lua"

@@ -35,9 +35,14 @@ local function addCount(a, b)
   return s
 end
 
--- A count as reply text: Redis turns a Lua number into an integer reply exactly only below 2^51, and
--- counts go up to 2^53 - 1 ('%.0f' prints every such integer exactly).
+-- A count for a reply: Redis turns a Lua number into an integer reply exactly only below 2^51, and
+-- counts go up to 2^53 - 1, so a count from 2^51 up is sent as text ('%.0f' prints every such integer
+-- exactly). Readers take either (Number() in the store).
+local EXACT_REPLY = 2251799813685248
 local function countText(n)
+  if n < EXACT_REPLY then
+    return n
+  end
   return string.format('%.0f', n)
 end
 
@@ -110,24 +115,38 @@ end
 local function ringSums(ring, settings, now, current)
   local bucketMs, buckets = settings[1], settings[2]
   local s, g, d, oldS, oldD = 0, 0, 0, 0, 0
-  for k = 0, buckets do
-    local i = 2 + 4 * k
+  local i = 2
+  for _ = 0, buckets do
+    local a, b, c = ring[i + 1], ring[i + 2], ring[i + 3]
+    if
+      not (
+        a >= 0
+        and a <= MAX_COUNT
+        and a % 1 == 0
+        and b >= 0
+        and b <= MAX_COUNT
+        and b % 1 == 0
+        and c >= 0
+        and c <= MAX_COUNT
+        and c % 1 == 0
+      )
+    then
+      error('malformed counts')
+    end
     local age = current - ring[i]
-    for j = i + 1, i + 3 do
-      local v = ring[j]
-      if not (v >= 0 and v <= MAX_COUNT and v % 1 == 0) then
-        error('malformed counts')
-      end
-    end
     if age >= 0 and age <= buckets then
-      g = addCount(g, ring[i + 2])
+      -- Plain sums, saturated once below: the counts are whole and >= 0, so a sum is exact while it stays
+      -- at most 2^53 - 1 and at least 2^53 once it passes it (the same as saturating every addition).
+      g = g + b
       if age < buckets then
-        s, d = addCount(s, ring[i + 1]), addCount(d, ring[i + 3])
+        s, d = s + a, d + c
       else
-        oldS, oldD = ring[i + 1], ring[i + 3]
+        oldS, oldD = a, c
       end
     end
+    i = i + 4
   end
+  s, g, d = addCount(s, 0), addCount(g, 0), addCount(d, 0)
   -- An earlier time than the newest bucket counts as that bucket's start: the oldest bucket counts whole.
   local overlap = bucketMs - math.fmod(now, bucketMs)
   if current > intDiv(now, bucketMs) then
@@ -274,7 +293,8 @@ end
 
 -- budgetApply on the stored state, saved with its time to live (two windows of the longer settings). A
 -- state that cannot be read, or whose counts turn out malformed, is replaced by fresh state; the reply's
--- last entry says what was wrong ("" when nothing was). Returns the reply of budget-spend-1.lua.
+-- last entry says what was wrong ("" when nothing was). Returns the reply of budget-spend-1.lua: its first
+-- five entries alone when the caller's settings govern with none pending and nothing was reset.
 local function budgetWrite(key, caller, aged, count, now)
   local st, problem = budgetDecode(key)
   st = st or budgetFresh(caller)
@@ -289,6 +309,10 @@ local function budgetWrite(key, caller, aged, count, now)
     ttl = 2 * st.p[1] * st.p[2]
   end
   redis.call('SET', key, cmsgpack.pack(st), 'PX', ttl)
+  -- The caller's settings govern, none pending, nothing reset: the counts say it all (the usual reply).
+  if problem == nil and st.p == nil and sameSettings(st.g, caller) then
+    return { reply[1], reply[2], reply[3], reply[4], reply[5] }
+  end
   reply[17] = problem or ''
   return reply
 end
