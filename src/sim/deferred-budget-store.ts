@@ -13,8 +13,15 @@ const SWEEP_MIN_SIZE = 256;
 
 /** The success writes for one dependency not applied yet, in time order. */
 interface SuccessLog {
-  /** Per write: its time, its number of aged successes, then each as an age and a count. */
+  /**
+   * Per write: its time, its number of aged successes, then each as an age and a count. Only the first
+   * `used` entries hold writes: emptying the log keeps the array's room, so a log refilled for each success
+   * allocates nothing (a new backing store per success, promoted before its write expired, was most of
+   * per-worker budgets' garbage).
+   */
   readonly writes: number[];
+  /** Entries of `writes` in use. */
+  used: number;
   /** Writes in `writes`. */
   count: number;
   /**
@@ -85,8 +92,15 @@ export class DeferredSuccessStore implements BudgetStore {
     }
     const now = this.#clock.now();
     const log = this.#wrote(dependency, now);
-    log.writes.push(now, successes.length);
-    for (const { ageMs, count } of successes) log.writes.push(ageMs, count);
+    const writes = log.writes;
+    let at = log.used;
+    writes[at++] = now;
+    writes[at++] = successes.length;
+    for (const { ageMs, count } of successes) {
+      writes[at++] = ageMs;
+      writes[at++] = count;
+    }
+    log.used = at;
     if (++log.count >= LOG_LIMIT) this.#applyLog(dependency);
     return settings.answer;
   }
@@ -102,7 +116,13 @@ export class DeferredSuccessStore implements BudgetStore {
     if (this.#settings === undefined || this.#mixed) return false;
     const now = this.#clock.now();
     const log = this.#wrote(dependency, now);
-    log.writes.push(now, 1, 0, count);
+    const writes = log.writes;
+    const at = log.used;
+    writes[at] = now;
+    writes[at + 1] = 1;
+    writes[at + 2] = 0;
+    writes[at + 3] = count;
+    log.used = at + 4;
     if (++log.count >= LOG_LIMIT) this.#applyLog(dependency);
     return true;
   }
@@ -142,8 +162,9 @@ export class DeferredSuccessStore implements BudgetStore {
       const window = (this.#settings as { window: BudgetWindow }).window;
       if (log.keepUntil > now) {
         const writes = log.writes;
+        const used = log.used;
         let at = 0;
-        while (at < writes.length) {
+        while (at < used) {
           const time = writes[at] as number;
           const pairs = writes[at + 1] as number;
           const successes: AgedSuccesses[] = [];
@@ -157,7 +178,7 @@ export class DeferredSuccessStore implements BudgetStore {
           at += 2 + 2 * pairs;
         }
       }
-      log.writes.length = 0;
+      log.used = 0;
       log.count = 0;
     }
     this.#at = now;
@@ -173,10 +194,10 @@ export class DeferredSuccessStore implements BudgetStore {
     let log = this.#logs.get(dependency);
     if (!log) {
       if (this.#logs.size >= this.#sweepAtSize) this.#sweep(now);
-      log = { writes: [], count: 0, keepUntil: 0 };
+      log = { writes: [], used: 0, count: 0, keepUntil: 0 };
       this.#logs.set(dependency, log);
     } else if (log.keepUntil <= now && log.count > 0) {
-      log.writes.length = 0;
+      log.used = 0;
       log.count = 0;
     }
     const windowMs = (this.#settings as { window: BudgetWindow }).window.windowMs;
