@@ -8,7 +8,12 @@ export interface ReportData {
   /** Seconds from the start at each point. */
   t: number[];
   stepSeconds: number;
-  dependencies: { name: string; unhealthy: { from: number; until: number; state: string }[] }[];
+  dependencies: {
+    name: string;
+    unhealthy: { from: number; until: number; state: string }[];
+    /** Only for a dependency that answers 429 above a rate. */
+    rateLimit?: { perSecond: number; retryAfterSeconds: number };
+  }[];
   strategies: {
     label: string;
     /** Per dependency, per second averaged over the step. */
@@ -22,6 +27,12 @@ export interface ReportData {
     allowance: Record<string, number[]>;
     spent: Record<string, number[]>;
     deadLettered: Record<string, number>;
+    /** Per dependency with a `rateLimit` (only in a run that has one): calls it answered 429, per second. */
+    rateLimited?: Record<string, number[]>;
+    /** Per dependency with a `rateLimit`: successful calls per second, read against its rate. */
+    successes?: Record<string, number[]>;
+    /** Jobs completed per second until the drain (only in a run with rate limits or limits). */
+    throughputPerSecond?: number;
   }[];
 }
 
@@ -51,6 +62,9 @@ export function reportData(result: SimulationResult): ReportData {
   const points = Math.ceil(result.seconds / step);
   const perDependency = (pick: (name: string) => number[], fn: typeof averaged) =>
     Object.fromEntries(result.dependencies.map((d) => [d.name, fn(pick(d.name), step, points)]));
+  const limited = result.dependencies.filter((d) => d.rateLimit !== undefined);
+  const perLimited = (pick: (name: string) => number[]) =>
+    Object.fromEntries(limited.map((d) => [d.name, averaged(pick(d.name), step, points)]));
   return {
     t: Array.from({ length: points }, (_, p) => p * step),
     stepSeconds: step,
@@ -61,6 +75,7 @@ export function reportData(result: SimulationResult): ReportData {
         until: u.untilMs / 1_000,
         state: u.state,
       })),
+      ...(d.rateLimit === undefined ? {} : { rateLimit: { ...d.rateLimit } }),
     })),
     strategies: result.strategies.map((s) => ({
       label: s.label,
@@ -71,6 +86,13 @@ export function reportData(result: SimulationResult): ReportData {
       allowance: perDependency((n) => s.timeline[n]?.allowance ?? [], sampled),
       spent: perDependency((n) => s.timeline[n]?.spent ?? [], sampled),
       deadLettered: s.deadLettered,
+      ...(limited.length === 0
+        ? {}
+        : {
+            rateLimited: perLimited((n) => s.timeline[n]?.rateLimited ?? []),
+            successes: perLimited((n) => s.timeline[n]?.successes ?? []),
+          }),
+      ...(s.throughputPerSecond === undefined ? {} : { throughputPerSecond: s.throughputPerSecond }),
     })),
   };
 }

@@ -46,8 +46,9 @@ function escapeHtml(text: string): string {
 /**
  * A self-contained HTML report of a simulation, viewable offline: ECharts is inlined, the data is embedded.
  * Charts: the load on each dependency over time (outages shaded), first attempts against retries per
- * strategy, each budget's allowance against its spend, the queue operations each strategy causes, and dead
- * letters by reason; plus the terminal summary as a table (with refusals, queue operations, retries while
+ * strategy, each budget's allowance against its spend, the queue operations each strategy causes, for a
+ * dependency that answers 429 above a rate its successes against that rate, its 429s and each strategy's
+ * throughput, and dead letters by reason; plus the terminal summary as a table (with refusals, queue operations, retries while
  * down and the rush after recovery).
  *
  * @example
@@ -75,7 +76,11 @@ export async function renderReport(result: SimulationResult): Promise<string> {
 <section><h2>First attempts vs retries</h2><p>Requests per second, by strategy (and attempts a breaker refused, which send nothing).</p><div id="split"></div></section>
 <section><h2>Retry budget: allowance vs spend</h2><p>Retries the budget allows in its window, and retries it has granted (per-worker budgets add up).</p><div id="budget"></div></section>
 <section><h2>Queue operations</h2><p>Job fetches, re-delays, parks, releases and pauses per second: the queue work each strategy causes (a breaker that refuses calls turns them into fetches and re-delays; flow control pauses instead).</p><div id="queue"></div></section>
-<section><h2>Dead letters</h2><p>By reason, per strategy: where the work went instead of the dependency.</p><div id="dead"></div></section>
+${
+  result.dependencies.some((d) => d.rateLimit !== undefined)
+    ? '<section><h2>Rate-limited answers</h2><p>Successful calls per second against the rate the dependency answers (dashed), and the calls it answered 429 with Retry-After, by strategy; then jobs completed per second until each drained.</p><div id="limited"></div></section>\n'
+    : ''
+}<section><h2>Dead letters</h2><p>By reason, per strategy: where the work went instead of the dependency.</p><div id="dead"></div></section>
 <script id="report-data" type="application/json">${data}</script>
 <script>${scriptSafe(echarts)}</script>
 <script>${scriptSafe(REPORT_SCRIPT)}</script>

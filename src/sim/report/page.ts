@@ -3,7 +3,7 @@ export const REPORT_STYLE = `
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 1180px; padding: 16px 24px; color: #1f2328; background: #fff; }
 h1 { font-size: 22px; margin: 8px 0 4px; } h2 { font-size: 17px; margin: 28px 0 4px; } p { margin: 2px 0 8px; color: #57606a; }
 pre { background: #f6f8fa; padding: 12px; overflow-x: auto; font-size: 12.5px; border-radius: 6px; }
-#load, #split, #budget, #queue, #dead { width: 100%; }
+#load, #split, #budget, #queue, #limited, #dead { width: 100%; }
 .chart { width: 100%; height: 300px; }
 `;
 
@@ -93,6 +93,29 @@ export const REPORT_SCRIPT = `
     return series;
   });
   make('queue', 320).setOption(queue);
+
+  data.dependencies.forEach(function (d) {
+    if (!d.rateLimit) return;
+    var ok = base('Successful calls per second to ' + d.name + ' (it answers ' + d.rateLimit.perSecond + '/s)', 'calls/s');
+    ok.series = data.strategies.map(function (s, i) {
+      var series = { name: s.label, type: 'line', showSymbol: false, lineStyle: { width: 1.5 }, color: palette[i % palette.length], data: points(s.successes[d.name]) };
+      if (i === 0) series.markLine = { silent: true, symbol: 'none', label: { formatter: d.rateLimit.perSecond + '/s' }, lineStyle: { type: 'dashed', color: '#555' }, data: [{ yAxis: d.rateLimit.perSecond }] };
+      return series;
+    });
+    make('limited', 300).setOption(ok);
+    var limited = base('429 answers per second from ' + d.name + ' (Retry-After ' + d.rateLimit.retryAfterSeconds + ' s)', '429/s');
+    limited.series = data.strategies.map(function (s, i) {
+      return { name: s.label, type: 'line', showSymbol: false, lineStyle: { width: 1.5 }, color: palette[i % palette.length], data: points(s.rateLimited[d.name]) };
+    });
+    make('limited', 300).setOption(limited);
+  });
+  if (data.dependencies.some(function (d) { return d.rateLimit; })) {
+    var throughput = { animation: false, title: { text: 'Jobs completed per second until the drain', left: 'center', top: 0, textStyle: { fontSize: 13 } },
+      tooltip: { trigger: 'axis', axisPointer: { type: 'shadow' } }, grid: { left: 200, right: 40, top: 40, bottom: 30 },
+      xAxis: { type: 'value', name: 'jobs/s' }, yAxis: { type: 'category', data: data.strategies.map(function (s) { return s.label; }) },
+      series: [{ type: 'bar', data: data.strategies.map(function (s, i) { return { value: s.throughputPerSecond || 0, itemStyle: { color: palette[i % palette.length] } }; }) }] };
+    make('limited', 60 + 50 * data.strategies.length).setOption(throughput);
+  }
 
   var reasons = [];
   data.strategies.forEach(function (s) { Object.keys(s.deadLettered).forEach(function (r) { if (reasons.indexOf(r) < 0) reasons.push(r); }); });
