@@ -34,8 +34,8 @@ export interface CircuitBreakerOptions extends Partial<BreakerOptions> {
   clock?: Clock;
   /**
    * With a shared store (RedisBreakerStore), how long a closed breaker's state is reused without asking
-   * the store, in ms (whole number >= 0; 0 asks every time). Default 250. Within it, `acquire` on a
-   * closed breaker answers locally and successes are counted locally and sent as one batch per
+   * the store, in ms (whole number >= 0; 0 asks every time). Default 250. Within it, `acquire` and
+   * `check` (decide's view) on a closed breaker answer locally and successes are counted locally and sent as one batch per
    * dependency at most every `stateCacheMs` (and on `flush()` / `close()`); failures and half-open probe
    * outcomes still go to the store at once. An open breaker is answered locally for `stateCacheMs` too
    * (or until it half-opens, when sooner); half-open always asks the store. The price: a breaker a peer
@@ -161,12 +161,14 @@ export class CircuitBreaker implements BreakerGate {
 
   /**
    * The breaker as `decide` sees it: its state and, unless closed, when it half-opens. Changes nothing.
+   * With the state cache on, a closed or open state learned within `stateCacheMs` answers without asking
+   * the store, as `acquire` does (the same staleness bound); a half-open or unknown one asks.
    *
    * @example
    * const { state, halfOpenAtMs } = await breaker.check('search');
    */
   async check(dependency: string): Promise<BreakerVerdict> {
-    const snapshot = await this.state(dependency);
+    const snapshot = this.#cache?.trusted(checkDependency(dependency)) ?? (await this.state(dependency));
     const verdict: BreakerVerdict = { state: snapshot.state };
     if (snapshot.halfOpenAtMs !== undefined) {
       verdict.halfOpenAtMs = snapshot.halfOpenAtMs;

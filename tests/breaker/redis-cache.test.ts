@@ -89,6 +89,40 @@ describe('CircuitBreaker state cache on a RedisBreakerStore', () => {
     }
   });
 
+  it("check (decide's view) answers from the cache like acquire: no round trip after the outcome that taught it", async () => {
+    const redis = new Redis(server.connection);
+    try {
+      // A cache period no slow machine outlasts: what is asserted is where the answer comes from.
+      const breaker = breakerOn(redis, `cache-${++run}`, 60_000);
+      await expect(
+        breaker.execute('mail', () => Promise.reject(new TransientError('503'))),
+      ).rejects.toThrow();
+      let before = await scriptCalls();
+      expect(await breaker.check('mail')).toEqual({ state: 'closed' });
+      expect((await scriptCalls()) - before).toBe(0);
+      for (let i = 0; i < 2; i++)
+        await expect(
+          breaker.execute('mail', () => Promise.reject(new TransientError('503'))),
+        ).rejects.toThrow();
+      before = await scriptCalls();
+      const open = await breaker.check('mail');
+      expect((await scriptCalls()) - before).toBe(0);
+      expect(open.state).toBe('open');
+      expect(open.halfOpenAtMs).toBe((await breaker.state('mail')).halfOpenAtMs);
+
+      // Without the cache every check is a round trip.
+      const uncached = breakerOn(redis, `cache-${++run}`, 0);
+      await expect(
+        uncached.execute('mail', () => Promise.reject(new TransientError('503'))),
+      ).rejects.toThrow();
+      before = await scriptCalls();
+      expect(await uncached.check('mail')).toEqual({ state: 'closed' });
+      expect((await scriptCalls()) - before).toBe(1);
+    } finally {
+      await redis.quit();
+    }
+  });
+
   it('rejects a stateCacheMs that is not a whole number of ms >= 0', () => {
     expect(() => new CircuitBreaker({ stateCacheMs: -1 })).toThrow(
       'stateCacheMs: -1 is invalid; use a whole number of ms >= 0',

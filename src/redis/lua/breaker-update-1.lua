@@ -47,7 +47,8 @@
   flight (one presumed lost after coolDownMs is dropped), cfg options JSON, xs / xr / xb / xa the override's
   state, reason, who and when, "s:<bucket>" / "f:<bucket>" successes
   and failures per window sub-bucket (bucket = floor(now / bucketMs); the last 10 buckets are live).
-  A write rewrites the hash and sets PEXPIRE 2 x (windowMs + coolDownMs): an idle breaker forgets.
+  A write rewrites the hash (HSET of every field, HDEL of fields it no longer has) and sets PEXPIRE
+  2 x (windowMs + coolDownMs): an idle breaker forgets.
   "peek", and an "acquire" that admits no probe and changes no state, write nothing.
 ]]
 
@@ -243,7 +244,13 @@ elseif records or overrides or (op == 'acquire' and (probe or #transitions > 0))
     put('xb', held.by)
     put('xa', held.atMs)
   end
-  redis.call('DEL', key)
+  -- The hash becomes exactly `fields`: what it held and no longer should is deleted (usually nothing).
+  local keep, gone = {}, {}
+  for i = 1, #fields, 2 do keep[fields[i]] = true end
+  for field in pairs(h) do
+    if not keep[field] then gone[#gone + 1] = field end
+  end
+  if #gone > 0 then redis.call('HDEL', key, unpack(gone)) end
   redis.call('HSET', key, unpack(fields))
   -- An operator's hold lasts until a reset lifts it; anything else forgets when idle.
   if held == nil then redis.call('PEXPIRE', key, 2 * (o.windowMs + o.coolDownMs)) end
