@@ -1,4 +1,6 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,6 +14,7 @@ import { parseScenario, parseScenarioText } from '../../src/sim/scenario/load.js
 import type { Scenario } from '../../src/sim/scenario/schema.js';
 import { simulate } from '../../src/sim/simulate.js';
 import { launchChromium } from '../helpers/chromium.js';
+import { cli, ensureCliBuilt } from '../helpers/cli.js';
 import { STRATEGY_JSON_FIELDS } from './json-shape.js';
 
 const API = 'partner-api';
@@ -228,4 +231,36 @@ describe('rate limits and limits in a scenario are validated', () => {
     expect(scenario.dependencies.api?.rateLimit).toEqual({ perSecond: 5, retryAfterSeconds: 1 });
     expect(scenario.dependencies.api?.limits).toEqual({ maxInFlight: 2, maxRatePerSecond: 4.5 });
   });
+});
+
+describe('stormguard simulate --example rate-limited-api (built binary)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'stormguard-sim-rate-limited-'));
+  beforeAll(() => ensureCliBuilt('simulate'), 120_000);
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('prints the scenario, which runs as printed; an unknown example is refused with exit code 2', async () => {
+    const example = await cli('simulate', '--example', 'rate-limited-api');
+    expect(example.code).toBe(0);
+    expect(example.stdout).toBe(await exampleScenarioText('rate-limited-api'));
+    const file = join(dir, 'api.yaml');
+    writeFileSync(file, example.stdout);
+    const run = await cli(
+      'simulate',
+      '--scenario',
+      file,
+      '--strategies',
+      'ceiling-only,budget-and-limits',
+      '--json',
+    );
+    expect(run.code).toBe(0);
+    const [ceiling, limits] = JSON.parse(run.stdout).strategies;
+    expect(ceiling.requests[API].rateLimited).toBeGreaterThan(3_000);
+    expect(limits.requests[API].rateLimited).toBe(0);
+    expect(limits.throughputPerSecond).toBeGreaterThanOrEqual(49.95);
+    const unknown = await cli('simulate', '--example', 'nope');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toBe(
+      'stormguard: --example: "nope" is not an example scenario; use one of: checkout-mail-outage, rate-limited-api\n',
+    );
+  }, 60_000);
 });
