@@ -52,6 +52,44 @@ describe('RedisBreakerStore specifics', () => {
     }
   });
 
+  it('renews the expiry once a quarter of it has passed, not on every write; a held breaker never expires', async () => {
+    const redis = new Redis(server.connection);
+    const pexpires = async () =>
+      Number(/cmdstat_pexpire:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
+    try {
+      const store = new RedisBreakerStore({ redis, prefix: 'expiry' });
+      // A long window, so the whole test runs within the first quarter of the expiry.
+      const options = resolveBreakerOptions({
+        windowMs: 60_000,
+        coolDownMs: 30_000,
+        consecutiveFailures: 100,
+      });
+      const key = store.keyOf('search');
+      await store.record('search', 'failure', options);
+      const first = await redis.pttl(key);
+      expect(first).toBeGreaterThan(0);
+      expect(first).toBeLessThanOrEqual(180_000);
+      const before = await pexpires();
+      for (let i = 0; i < 5; i++) await store.record('search', i % 2 ? 'failure' : 'success', options);
+      expect(await pexpires()).toBe(before);
+      const ttl = await redis.pttl(key);
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(first);
+      expect((await store.read('search', options)).volume).toBe(6);
+
+      // A hold keeps the hash without expiry, through the writes made while it holds.
+      await store.override('search', 'force-closed', { reason: 'maintenance', by: 'test' }, options);
+      expect(await redis.pttl(key)).toBe(-1);
+      await store.record('search', 'failure', options);
+      expect(await redis.pttl(key)).toBe(-1);
+      await store.override('search', 'reset', { reason: 'done', by: 'test' }, options);
+      await store.record('search', 'failure', options);
+      expect(await redis.pttl(key)).toBeGreaterThan(0);
+    } finally {
+      await redis.quit();
+    }
+  });
+
   it('rejects an empty or over-long prefix, and bad settings', () => {
     const redis = new Redis({ ...server.connection, lazyConnect: true });
     expect(() => new RedisBreakerStore({ redis, prefix: '' })).toThrow(/prefix "": must not be empty/);

@@ -45,10 +45,12 @@
   Hash fields: st state, cf consecutive failures, oa opened at, ha half-opens at, pa probes admitted,
   ps probe successes, hp when the half-open period began, "p:<seq>" admission time of each probe in
   flight (one presumed lost after coolDownMs is dropped), cfg options JSON, xs / xr / xb / xa the override's
-  state, reason, who and when, "s:<bucket>" / "f:<bucket>" successes
+  state, reason, who and when, et when the hash's expiry runs out, "s:<bucket>" / "f:<bucket>" successes
   and failures per window sub-bucket (bucket = floor(now / bucketMs); the last 10 buckets are live).
-  A write rewrites the hash (HSET of every field, HDEL of fields it no longer has) and sets PEXPIRE
-  2 x (windowMs + coolDownMs): an idle breaker forgets.
+  A write rewrites the hash (HSET of every field, HDEL of fields it no longer has). An idle breaker
+  forgets: a write sets PEXPIRE 2 x (windowMs + coolDownMs) once a quarter of the last one has passed
+  (field "et": when it runs out), so the hash lives 1.5 to 2 x (windowMs + coolDownMs) past its last write;
+  a held breaker's hash has no expiry (PERSIST).
   "peek", and an "acquire" that admits no probe and changes no state, write nothing.
 ]]
 
@@ -244,6 +246,17 @@ elseif records or overrides or (op == 'acquire' and (probe or #transitions > 0))
     put('xb', held.by)
     put('xa', held.atMs)
   end
+  -- The expiry: an idle breaker forgets 2 x (windowMs + coolDownMs) after the write that last set it,
+  -- renewed once a quarter of that has passed (or the options ask for more), so most writes leave it be
+  -- and a breaker never forgets sooner than 1.5 x (windowMs + coolDownMs) after its last write. "et" keeps
+  -- when it runs out, on the script's clock. An operator's hold lasts until a reset lifts it: no expiry.
+  local ttl, expiresAt = 2 * (o.windowMs + o.coolDownMs), num(h.et)
+  local renew = held == nil and (expiresAt == nil or expiresAt - now < ttl * 3 / 4)
+  if renew then
+    put('et', now + ttl)
+  elseif held == nil then
+    put('et', expiresAt)
+  end
   -- The hash becomes exactly `fields`: what it held and no longer should is deleted (usually nothing).
   local keep, gone = {}, {}
   for i = 1, #fields, 2 do keep[fields[i]] = true end
@@ -252,8 +265,11 @@ elseif records or overrides or (op == 'acquire' and (probe or #transitions > 0))
   end
   if #gone > 0 then redis.call('HDEL', key, unpack(gone)) end
   redis.call('HSET', key, unpack(fields))
-  -- An operator's hold lasts until a reset lifts it; anything else forgets when idle.
-  if held == nil then redis.call('PEXPIRE', key, 2 * (o.windowMs + o.coolDownMs)) end
+  if renew then
+    redis.call('PEXPIRE', key, ttl)
+  elseif held and expiresAt ~= nil then
+    redis.call('PERSIST', key)
+  end
 end
 
 local view = {
