@@ -1,42 +1,85 @@
 /**
- * One worker process of bench/fleet. Started once with the target's address; then, for each run the parent
+ * One worker process of bench/fleet. Started once with its cell's address; then, for each run the parent
  * sends: `start` builds a worker (bare BullMQ or stormguard's createWorker) without running it and answers
  * `ready`; `go` runs it and reports `progress` (jobs completed) every 50 ms; `stop` closes it (stormguard's
  * budget flushes its batched successes then, and those commands count) and answers `stopped` with the time
- * of the last completion and the CPU time this process spent from `go` to then. The stormguard side keeps one budget and one dead-letter store for the life of the
- * process, as a deployed worker does.
+ * of the last completion, the CPU time this process spent from `go` to then, the attempts that failed on
+ * purpose and, when asked, the Redis scripts its clients registered (to name them in a MONITOR breakdown).
+ * The stormguard side keeps one budget and one dead-letter store for the life of the process, as a deployed
+ * worker does; no limits, breaker, flow control or tracing.
  *
- *   node --import tsx bench/fleet/worker-process.ts '<target address JSON>'
+ * On the retry path every job's first attempt throws a transient error and its second succeeds: bare
+ * BullMQ retries it through the job's `attempts: 2` and a fixed 10 ms backoff, stormguard through its
+ * policy (a fixed 10 ms delay) and a budget whose floor grants every retry.
+ *
+ *   node --import tsx bench/fleet/worker-process.ts '<cell address JSON>'
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'bullmq';
+import type { Cluster, Redis } from 'ioredis';
+import pg from 'pg';
 import { RetryBudget } from '../../src/budget/retry-budget.js';
+import type { BudgetStore } from '../../src/budget/store.js';
 import { createWorker } from '../../src/bullmq/worker.js';
+import { definePolicy } from '../../src/policy/define-policy.js';
 import { presets } from '../../src/policy/presets.js';
+import { PostgresBudgetStore } from '../../src/postgres/budget-store.js';
+import { PostgresDeadLetterStore } from '../../src/postgres/dead-letter-store.js';
 import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
+import type { DeadLetterStore } from '../../src/runtime/contracts.js';
 import { nowMs, reply, serve } from '../../tests/helpers/ipc-process.js';
-import { connect, type TargetAddress } from '../redis-target.js';
+import { connect } from '../redis-target.js';
+import { type ScriptRegistry, scriptRegistry } from '../retry-path/monitor.js';
+import { type FleetRun, queueConnection, RETRY_DELAY_MS } from './run.js';
+import type { BackendAddress, CellAddress } from './servers.js';
 
-/** What the parent asks one run to be. */
-export interface FleetRun {
-  queue: string;
-  /** BullMQ prefix (hash-tagged on a cluster). */
-  prefix: string;
-  side: 'bare' | 'stormguard';
-  /** Milliseconds each job takes (0: a no-op). */
-  jobMs: number;
-  concurrency: number;
+const retryPolicy = definePolicy({
+  name: 'fleet-retry',
+  maxAttempts: 3,
+  backoff: { type: 'fixed', delayMs: RETRY_DELAY_MS },
+  jitter: 'none',
+});
+
+/** A transient failure, as a dependency that timed out throws. */
+function transient(): Error {
+  return Object.assign(new Error('downstream timed out'), { code: 'ETIMEDOUT' });
 }
 
-const address = JSON.parse(process.argv[2] ?? '') as TargetAddress;
-const stores = connect(address);
-const budget = new RetryBudget({ store: new RedisBudgetStore({ redis: stores, prefix: 'app' }), log: false });
-const deadLetters = new RedisDeadLetterStore({ redis: stores, prefix: 'app' });
+/** stormguard's stores for the life of the process. */
+function storesOn(address: BackendAddress): {
+  budget: BudgetStore;
+  deadLetters: DeadLetterStore;
+  client: Redis | Cluster | undefined;
+  close(): Promise<void>;
+} {
+  if (address.kind === 'redis') {
+    const redis = connect(address.target);
+    return {
+      budget: new RedisBudgetStore({ redis, prefix: 'app' }),
+      deadLetters: new RedisDeadLetterStore({ redis, prefix: 'app' }),
+      client: redis,
+      close: async () => redis.disconnect(),
+    };
+  }
+  const pool = new pg.Pool({ connectionString: address.url, max: 4 });
+  return {
+    budget: new PostgresBudgetStore({ connection: pool, prefix: 'app' }),
+    deadLetters: new PostgresDeadLetterStore({ connection: pool, prefix: 'app' }),
+    client: undefined,
+    close: () => pool.end(),
+  };
+}
+
+const address = JSON.parse(process.argv[2] ?? '') as CellAddress;
+const stores = storesOn(address.stores);
+// Every retry is granted (the floor covers them all): what the retry path measures is the cost of a grant.
+const budget = new RetryBudget({ store: stores.budget, minAllowance: 1_000_000, log: false });
 
 let worker: Worker | undefined;
-let connection: ReturnType<typeof connect> | undefined;
+let queue: Awaited<ReturnType<typeof queueConnection>> | undefined;
 let completed = 0;
+let failedOnPurpose = 0;
 let lastCompletedAt = 0;
 let progress: NodeJS.Timeout | undefined;
 let cpuAtGo: NodeJS.CpuUsage | undefined;
@@ -46,33 +89,53 @@ serve(async (message) => {
     case 'start': {
       const run = message.run as FleetRun;
       completed = 0;
+      failedOnPurpose = 0;
       lastCompletedAt = 0;
-      connection = connect(address);
+      queue = await queueConnection(address.queue);
       const work = run.jobMs > 0 ? () => sleep(run.jobMs) : async () => {};
+      const retry = run.path === 'retry';
+      const redisOnly = queue.backend === undefined ? { prefix: run.prefix } : {};
+      const backendArgument = (queue.backend === undefined ? [] : [queue.backend]) as [];
       worker =
         run.side === 'bare'
           ? new Worker(
               run.queue,
-              async () => {
+              async (job) => {
+                if (retry && job.attemptsMade === 0) {
+                  failedOnPurpose++;
+                  throw transient();
+                }
                 await work();
                 return 'ok';
               },
-              { connection, prefix: run.prefix, concurrency: run.concurrency, autorun: false },
+              {
+                connection: queue.connection as never,
+                ...redisOnly,
+                concurrency: run.concurrency,
+                autorun: false,
+              },
+              ...backendArgument,
             )
           : createWorker(
               run.queue,
-              async (_job, ctx) => {
+              async (_job, ctx) =>
                 // A downstream call, as a real job makes: its success is counted in the budget (batched).
-                await ctx.call('downstream', work);
-                return 'ok';
-              },
+                ctx.call('downstream', async () => {
+                  if (retry && ctx.attempt === 1) {
+                    failedOnPurpose++;
+                    throw transient();
+                  }
+                  await work();
+                  return 'ok';
+                }),
               {
-                connection,
-                policy: presets.idempotentInternal,
-                deadLetters,
+                connection: queue.connection as never,
+                ...(queue.backend === undefined ? {} : { backend: queue.backend as never }),
+                policy: retry ? retryPolicy : presets.idempotentInternal,
+                deadLetters: stores.deadLetters,
                 budget,
                 concurrency: run.concurrency,
-                workerOptions: { prefix: run.prefix, autorun: false },
+                workerOptions: { ...redisOnly, autorun: false },
                 onWarning: () => undefined,
               },
             );
@@ -80,6 +143,7 @@ serve(async (message) => {
         completed++;
         lastCompletedAt = nowMs();
       });
+      worker.on('error', (error) => process.stderr.write(`${run.side} worker: ${String(error)}\n`));
       await worker.waitUntilReady();
       reply({ type: 'ready' });
       return;
@@ -100,15 +164,25 @@ serve(async (message) => {
     case 'stop': {
       clearInterval(progress);
       await worker?.close();
-      connection?.disconnect();
-      worker = undefined;
       const cpu = process.cpuUsage(cpuAtGo);
-      reply({ type: 'stopped', completed, lastCompletedAt, cpuMicros: cpu.user + cpu.system });
+      const scripts: ScriptRegistry[] = [];
+      if (message.scripts)
+        for (const client of [queue?.client, stores.client]) if (client) scripts.push(scriptRegistry(client));
+      queue?.close();
+      worker = undefined;
+      reply({
+        type: 'stopped',
+        completed,
+        failedOnPurpose,
+        lastCompletedAt,
+        cpuMicros: cpu.user + cpu.system,
+        scripts,
+      });
       return;
     }
     case 'exit': {
       await budget.close();
-      stores.disconnect();
+      await stores.close();
       process.exit(0);
     }
   }
