@@ -14,6 +14,7 @@ import { RedisBudgetStore } from '../../src/redis/budget-store.js';
 import { RedisDeadLetterStore } from '../../src/redis/dead-letter-store.js';
 import { RedisFlowStore } from '../../src/redis/flow-store.js';
 import type { DeadLetterRecord } from '../../src/runtime/contracts.js';
+import { exampleScenarioText } from '../../src/sim/scenario/example.js';
 import { ROOT } from '../helpers/cli.js';
 
 export interface FixtureContext {
@@ -95,6 +96,10 @@ export const FIXTURES: Record<string, Fixture> = {
       throw new Error('fixture config: docs/api.md has no ```yaml block starting "# stormguard.config.yaml"');
     const body = page.slice(page.indexOf('\n', start) + 1, page.indexOf('\n```', start));
     writeFileSync(join(cwd, 'stormguard.config.yaml'), `${body}\n`);
+  },
+  /** The simulator's rate-limited API example (docs/simulator.md), as `--example rate-limited-api` prints it. */
+  'rate-limited-api': async ({ cwd }) => {
+    writeFileSync(join(cwd, 'api.yaml'), await exampleScenarioText('rate-limited-api'));
   },
 };
 
