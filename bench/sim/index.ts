@@ -15,7 +15,7 @@
  */
 import { cpus } from 'node:os';
 import { parseScenario } from '../../src/sim/scenario/load.js';
-import { STRATEGY_KINDS } from '../../src/sim/scenario/schema.js';
+import { DEFAULT_STRATEGIES, STRATEGY_KINDS } from '../../src/sim/scenario/schema.js';
 import { simulate } from '../../src/sim/simulate.js';
 import { benchScenario } from './scenario.js';
 
@@ -32,8 +32,6 @@ interface Row {
 
 const json = process.argv.includes('--json');
 const sizes = process.argv.includes('--quick') ? [100_000] : [100_000, 1_000_000];
-/** The strategies `stormguard simulate` runs by default; the goal applies to them. */
-const DEFAULT_STRATEGIES = STRATEGY_KINDS.filter((k) => k !== 'budget-and-breaker');
 
 async function measure(jobs: number, strategy: string): Promise<Omit<Row, 'vsBaseline'>> {
   const scenario = parseScenario(benchScenario(jobs));
