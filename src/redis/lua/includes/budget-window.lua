@@ -11,18 +11,21 @@
 -- A key that does not decode to that shape (written by hand, by another version, or of another type) is
 -- reported and replaced by fresh state: it affects its own dependency only.
 
+-- Library functions as locals: a global lookup costs about as much as the call itself in a script.
+local fmod, type, pcall = math.fmod, type, pcall
+
 local PPM = 1000000
 local MAX_COUNT = 9007199254740991
 local FORMAT = 2
 
 -- floor(a / b) for non-negative integers, exact (fmod is exact where a float division may round up).
 local function intDiv(a, b)
-  return (a - math.fmod(a, b)) / b
+  return (a - fmod(a, b)) / b
 end
 
 -- floor(a * b / d), exact for 0 <= a <= 2^53 - 1, 0 <= b <= d <= 9e7: every product stays below 2^53.
 local function mulDiv(a, b, d)
-  local r = math.fmod(a, d)
+  local r = fmod(a, d)
   return ((a - r) / d) * b + intDiv(r * b, d)
 end
 
@@ -83,7 +86,7 @@ end
 
 -- The index in `ring` of bucket `bucket`'s slot, emptied first if it still holds an older bucket.
 local function slotOf(ring, settings, bucket)
-  local i = 2 + 4 * math.fmod(bucket, settings[2] + 1)
+  local i = 2 + 4 * fmod(bucket, settings[2] + 1)
   if ring[i] ~= bucket then
     ring[i], ring[i + 1], ring[i + 2], ring[i + 3] = bucket, 0, 0, 0
   end
@@ -148,7 +151,7 @@ local function ringSums(ring, settings, now, current)
   end
   s, g, d = addCount(s, 0), addCount(g, 0), addCount(d, 0)
   -- An earlier time than the newest bucket counts as that bucket's start: the oldest bucket counts whole.
-  local overlap = bucketMs - math.fmod(now, bucketMs)
+  local overlap = bucketMs - fmod(now, bucketMs)
   if current > intDiv(now, bucketMs) then
     overlap = bucketMs
   end
@@ -156,7 +159,7 @@ local function ringSums(ring, settings, now, current)
 end
 
 local function isCount(v)
-  return type(v) == 'number' and v == math.floor(v) and v >= -1 and v <= MAX_COUNT
+  return type(v) == 'number' and v % 1 == 0 and v >= -1 and v <= MAX_COUNT
 end
 
 -- The ring's shape; its counts are checked as ringSums reads them.
