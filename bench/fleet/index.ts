@@ -51,6 +51,8 @@ interface Measurement {
   cpuMicrosPerJob: number;
   commandsPerJob: number;
   commands: Record<string, number>;
+  /** Jobs that ended failed, not on purpose (counted as ended). */
+  lostJobs: number;
   breakdown?: Breakdown;
 }
 
@@ -68,6 +70,8 @@ interface SideFigures {
   serverCpuMicrosPerJob: Spread;
   commandsPerJob: number;
   jobsPerSecond: number;
+  /** Jobs that ended failed, not on purpose, over all rounds. */
+  lostJobs: number;
 }
 
 interface Row {
@@ -186,6 +190,7 @@ async function measure(
     cpuMicrosPerJob: workerCpu + serverCpu,
     commandsPerJob: commandTotal(used) / jobs,
     commands: used.commands,
+    lostJobs: stopped.reduce((sum, s) => sum + (s.lost as number), 0),
     ...(breakdown ? { breakdown } : {}),
   };
 }
@@ -208,6 +213,7 @@ function sideFigures(runs: Measurement[]): SideFigures {
     serverCpuMicrosPerJob: spread(runs.map((r) => r.serverCpuMicrosPerJob)),
     commandsPerJob: median(runs.map((r) => r.commandsPerJob)),
     jobsPerSecond: median(runs.map((r) => r.jobsPerSecond)),
+    lostJobs: runs.reduce((sum, r) => sum + r.lostJobs, 0),
   };
 }
 
@@ -368,6 +374,11 @@ if (options.json) {
     r.loadAverage.toFixed(2),
   ]);
   process.stdout.write(`${formatTable([header, ...table], 3)}\n`);
+  for (const r of rows)
+    if (r.bare.lostJobs + r.stormguard.lostJobs > 0)
+      process.stdout.write(
+        `${r.cell} ${r.path} ${r.processes}: jobs that ended failed (not on purpose) over the rounds: bare ${r.bare.lostJobs}, stormguard ${r.stormguard.lostJobs}\n`,
+      );
   if (breakdown) {
     process.stdout.write(
       `\nredis, retry path, ${breakdown.processes} process(es), ${breakdown.jobs} jobs under MONITOR: stormguard's extra commands per retried job by component\n`,

@@ -1,10 +1,10 @@
 /**
  * One worker process of bench/fleet. Started once with its cell's address; then, for each run the parent
  * sends: `start` builds a worker (bare BullMQ or stormguard's createWorker) without running it and answers
- * `ready`; `go` runs it and reports `progress` (jobs completed) every 50 ms; `stop` closes it (stormguard's
+ * `ready`; `go` runs it and reports `progress` (jobs ended: completed, or failed for good) every 50 ms; `stop` closes it (stormguard's
  * budget flushes its batched successes then, and those commands count) and answers `stopped` with the time
- * of the last completion, the CPU time this process spent from `go` to then, the attempts that failed on
- * purpose and, when asked, the Redis scripts its clients registered (to name them in a MONITOR breakdown).
+ * of the last completion, the CPU time this process spent from `go` to then, the jobs that ended failed
+ * (not on purpose), the attempts that failed on purpose and, when asked, the Redis scripts its clients registered (to name them in a MONITOR breakdown).
  * The stormguard side keeps one budget and one dead-letter store for the life of the process, as a deployed
  * worker does; no limits, breaker, flow control or tracing.
  *
@@ -79,6 +79,8 @@ const budget = new RetryBudget({ store: stores.budget, minAllowance: 1_000_000, 
 let worker: Worker | undefined;
 let queue: Awaited<ReturnType<typeof queueConnection>> | undefined;
 let completed = 0;
+/** Jobs that ended failed, not on purpose. */
+let lost = 0;
 let failedOnPurpose = 0;
 let lastCompletedAt = 0;
 let progress: NodeJS.Timeout | undefined;
@@ -89,6 +91,7 @@ serve(async (message) => {
     case 'start': {
       const run = message.run as FleetRun;
       completed = 0;
+      lost = 0;
       failedOnPurpose = 0;
       lastCompletedAt = 0;
       queue = await queueConnection(address.queue);
@@ -143,6 +146,14 @@ serve(async (message) => {
         completed++;
         lastCompletedAt = nowMs();
       });
+      // A job that ends failed ends the run all the same (BullMQ 6's PostgreSQL backend fails a job whose
+      // completion hit a deadlock between workers): the parent counts it and says so.
+      worker.on('failed', (job) => {
+        if (job && job.attemptsMade >= (job.opts.attempts ?? 1)) {
+          lost++;
+          lastCompletedAt = nowMs();
+        }
+      });
       worker.on('error', (error) => process.stderr.write(`${run.side} worker: ${String(error)}\n`));
       await worker.waitUntilReady();
       reply({ type: 'ready' });
@@ -152,8 +163,8 @@ serve(async (message) => {
       cpuAtGo = process.cpuUsage();
       let reported = -1;
       progress = setInterval(() => {
-        if (completed !== reported) reply({ type: 'progress', completed });
-        reported = completed;
+        if (completed + lost !== reported) reply({ type: 'progress', completed: completed + lost });
+        reported = completed + lost;
       }, 50);
       worker?.run().catch((error: unknown) => {
         process.stderr.write(`worker stopped: ${String(error)}\n`);
@@ -173,6 +184,7 @@ serve(async (message) => {
       reply({
         type: 'stopped',
         completed,
+        lost,
         failedOnPurpose,
         lastCompletedAt,
         cpuMicros: cpu.user + cpu.system,
