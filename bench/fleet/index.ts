@@ -21,13 +21,16 @@
  * (bench/retry-path's monitor), with the fleet's smallest size.
  *
  *   npx tsx bench/fleet/index.ts [--cells redis,cluster,postgres] [--procs 1,2,4,8] [--paths success,retry]
- *     [--jobs 10000] [--rounds 3] [--concurrency 10] [--job-ms 0] [--quick] [--json]
+ *     [--jobs 10000] [--rounds 3] [--concurrency 10] [--job-ms 0] [--cpu-prof <folder>] [--quick] [--json]
  *
- * `--quick`: 1 000 jobs, two rounds. Progress goes to stderr. For what a worker's CPU goes to, profile
- * the worker processes: `NODE_OPTIONS='--cpu-prof --cpu-prof-dir=<dir>'` (each process writes a profile
- * when it exits).
+ * `--quick`: 1 000 jobs, two rounds. Progress goes to stderr. `--cpu-prof <folder>`: every worker process
+ * profiles each run (V8's CPU profiler, from `go` to the worker closed) into
+ * `<folder>/<side>-<path>-<queue>-<pid>.cpuprofile`, for what a side's CPU goes to; the profiler's own
+ * cost is then in the CPU figures.
  */
+import { mkdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -292,7 +295,11 @@ for (const name of options.cells) {
   servers.push(cell.server);
   const all = Array.from(
     { length: size },
-    () => new IpcProcess(new URL('./worker-process.ts', import.meta.url), [JSON.stringify(cell.address)]),
+    () =>
+      new IpcProcess(new URL('./worker-process.ts', import.meta.url), [
+        JSON.stringify(cell.address),
+        ...(options.cpuProf ? [options.cpuProf] : []),
+      ]),
   );
   try {
     await Promise.all(all.map((p) => p.next('up')));
@@ -431,6 +438,7 @@ function args() {
       rounds: { type: 'string' },
       concurrency: { type: 'string', default: '10' },
       'job-ms': { type: 'string', default: '0' },
+      'cpu-prof': { type: 'string' },
       quick: { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
     },
@@ -457,5 +465,7 @@ function args() {
     );
     process.exit(2);
   }
-  return { jobs, rounds, concurrency, jobMs, procs, cells, paths, json: values.json === true };
+  const cpuProf = values['cpu-prof'] === undefined ? undefined : resolve(values['cpu-prof']);
+  if (cpuProf) mkdirSync(cpuProf, { recursive: true });
+  return { jobs, rounds, concurrency, jobMs, procs, cells, paths, cpuProf, json: values.json === true };
 }

@@ -12,8 +12,14 @@
  * BullMQ retries it through the job's `attempts: 2` and a fixed 10 ms backoff, stormguard through its
  * policy (a fixed 10 ms delay) and a budget whose floor grants every retry.
  *
- *   node --import tsx bench/fleet/worker-process.ts '<cell address JSON>'
+ * With a profile folder, each run from `go` to `stopped` is profiled (V8's CPU profiler) and written there as
+ * `<side>-<path>-<queue>-<pid>.cpuprofile`.
+ *
+ *   node --import tsx bench/fleet/worker-process.ts '<cell address JSON>' [<profile folder>]
  */
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'bullmq';
 import type { Cluster, Redis } from 'ioredis';
@@ -72,6 +78,10 @@ function storesOn(address: BackendAddress): {
 }
 
 const address = JSON.parse(process.argv[2] ?? '') as CellAddress;
+const profileDir = process.argv[3];
+const profiler = profileDir ? new Session() : undefined;
+profiler?.connect();
+let profiled: FleetRun | undefined;
 const stores = storesOn(address.stores);
 // Every retry is granted (the floor covers them all): what the retry path measures is the cost of a grant.
 const budget = new RetryBudget({ store: stores.budget, minAllowance: 1_000_000, log: false });
@@ -90,6 +100,7 @@ serve(async (message) => {
   switch (message.type) {
     case 'start': {
       const run = message.run as FleetRun;
+      profiled = run;
       completed = 0;
       lost = 0;
       failedOnPurpose = 0;
@@ -160,6 +171,10 @@ serve(async (message) => {
       return;
     }
     case 'go': {
+      if (profiler) {
+        await profiler.post('Profiler.enable');
+        await profiler.post('Profiler.start');
+      }
       cpuAtGo = process.cpuUsage();
       let reported = -1;
       progress = setInterval(() => {
@@ -176,6 +191,11 @@ serve(async (message) => {
       clearInterval(progress);
       await worker?.close();
       const cpu = process.cpuUsage(cpuAtGo);
+      if (profiler && profileDir && profiled) {
+        const { profile } = await profiler.post('Profiler.stop');
+        const name = `${profiled.side}-${profiled.path}-${profiled.queue}-${process.pid}.cpuprofile`;
+        writeFileSync(join(profileDir, name), JSON.stringify(profile));
+      }
       const scripts: ScriptRegistry[] = [];
       if (message.scripts)
         for (const client of [queue?.client, stores.client]) if (client) scripts.push(scriptRegistry(client));
