@@ -14,12 +14,20 @@ const SWEEP_MIN_SIZE = 256;
 /** The success writes for one dependency not applied yet, in time order. */
 interface SuccessLog {
   /**
-   * Per write: its time, its number of aged successes, then each as an age and a count. Only the first
-   * `used` entries hold writes: emptying the log keeps the array's room, so a log refilled for each success
-   * allocates nothing (a new backing store per success, promoted before its write expired, was most of
-   * per-worker budgets' garbage).
+   * True when the log's first write is held in `firstAt` and `firstCount`: one that `logSuccess` made (one
+   * count at age 0), the only write most logs of per-worker budgets ever hold before they expire, kept in
+   * the log itself so that logging it touches no array.
    */
-  readonly writes: number[];
+  first: boolean;
+  firstAt: number;
+  firstCount: number;
+  /**
+   * The other writes, in order after the first: per write, its time, its number of aged successes, then
+   * each as an age and a count; built on the first such write. Only the first `used` entries hold writes:
+   * emptying the log keeps the array's room, so a log refilled for each success allocates nothing (a new
+   * backing store per success, promoted before its write expired, was most of per-worker budgets' garbage).
+   */
+  writes: number[] | undefined;
   /** Entries of `writes` in use. */
   used: number;
   /** Writes in `writes`. */
@@ -92,6 +100,7 @@ export class DeferredSuccessStore implements BudgetStore {
     }
     const now = this.#clock.now();
     const log = this.#wrote(dependency, now);
+    if (log.writes === undefined) log.writes = [];
     const writes = log.writes;
     let at = log.used;
     writes[at++] = now;
@@ -116,13 +125,20 @@ export class DeferredSuccessStore implements BudgetStore {
     if (this.#settings === undefined || this.#mixed) return false;
     const now = this.#clock.now();
     const log = this.#wrote(dependency, now);
-    const writes = log.writes;
-    const at = log.used;
-    writes[at] = now;
-    writes[at + 1] = 1;
-    writes[at + 2] = 0;
-    writes[at + 3] = count;
-    log.used = at + 4;
+    if (log.count === 0) {
+      log.first = true;
+      log.firstAt = now;
+      log.firstCount = count;
+    } else {
+      if (log.writes === undefined) log.writes = [];
+      const writes = log.writes;
+      const at = log.used;
+      writes[at] = now;
+      writes[at + 1] = 1;
+      writes[at + 2] = 0;
+      writes[at + 3] = count;
+      log.used = at + 4;
+    }
     if (++log.count >= LOG_LIMIT) this.#applyLog(dependency);
     return true;
   }
@@ -161,7 +177,11 @@ export class DeferredSuccessStore implements BudgetStore {
     if (log && log.count > 0) {
       const window = (this.#settings as { window: BudgetWindow }).window;
       if (log.keepUntil > now) {
-        const writes = log.writes;
+        if (log.first) {
+          this.#at = log.firstAt;
+          this.#inner.addSuccesses(dependency, [{ ageMs: 0, count: log.firstCount }], window);
+        }
+        const writes = log.writes as number[];
         const used = log.used;
         let at = 0;
         while (at < used) {
@@ -178,6 +198,7 @@ export class DeferredSuccessStore implements BudgetStore {
           at += 2 + 2 * pairs;
         }
       }
+      log.first = false;
       log.used = 0;
       log.count = 0;
     }
@@ -194,9 +215,18 @@ export class DeferredSuccessStore implements BudgetStore {
     let log = this.#logs.get(dependency);
     if (!log) {
       if (this.#logs.size >= this.#sweepAtSize) this.#sweep(now);
-      log = { writes: [], used: 0, count: 0, keepUntil: 0 };
+      log = {
+        first: false,
+        firstAt: 0,
+        firstCount: 0,
+        writes: undefined,
+        used: 0,
+        count: 0,
+        keepUntil: 0,
+      };
       this.#logs.set(dependency, log);
     } else if (log.keepUntil <= now && log.count > 0) {
+      log.first = false;
       log.used = 0;
       log.count = 0;
     }
