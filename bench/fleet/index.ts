@@ -288,10 +288,15 @@ const startLoad = loadavg().map(round2);
 const rows: Row[] = [];
 const servers: string[] = [];
 let breakdown: Awaited<ReturnType<typeof retryBreakdown>> | undefined;
+const failures: string[] = [];
 for (const name of options.cells) {
   const size = Math.max(...options.procs);
   process.stderr.write(`${name}: starting the server(s) and ${size} worker processes\n`);
-  const cell = await startCell(name);
+  const cell = await startCell(name).catch((error: unknown) => {
+    failures.push(`${name}: ${error instanceof Error ? error.message : String(error)}`);
+    return undefined;
+  });
+  if (!cell) continue;
   servers.push(cell.server);
   const all = Array.from(
     { length: size },
@@ -320,17 +325,22 @@ for (const name of options.cells) {
         breakdown = await retryBreakdown(cell, all.slice(0, Math.min(...options.procs)));
       }
     }
+  } catch (error) {
+    // A cell that fails ends there; the other cells still run, and what was measured is printed.
+    failures.push(`${name}: ${error instanceof Error ? error.message : String(error)}`);
   } finally {
     await Promise.all(all.map((p) => p.close()));
     await cell.close();
   }
 }
+for (const failure of failures) process.stderr.write(`failed: ${failure}\n`);
+if (failures.length > 0) process.exitCode = 1;
 const endLoad = loadavg().map(round2);
 
 const { jobs, rounds, concurrency, jobMs } = options;
 if (options.json) {
   process.stdout.write(
-    `${JSON.stringify({ jobs, rounds, concurrency, jobMs, loadAverage: { start: startLoad, end: endLoad }, servers, rows, retryBreakdown: breakdown }, null, 2)}\n`,
+    `${JSON.stringify({ jobs, rounds, concurrency, jobMs, loadAverage: { start: startLoad, end: endLoad }, servers, rows, retryBreakdown: breakdown, failures }, null, 2)}\n`,
   );
 } else {
   const spreadName = rounds >= 10 ? 'p10–p90' : 'min–max';

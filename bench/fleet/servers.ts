@@ -61,8 +61,9 @@ async function startPostgres(): Promise<CellServers> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-  await client.end();
+  // Read while the backend still runs: it ends with the connection.
   const postmaster = parentOf(rows[0]?.pid ?? 0);
+  await client.end();
   const address: BackendAddress = { kind: 'postgres', url };
   return {
     address: { name: 'postgres', queue: address, stores: address },
