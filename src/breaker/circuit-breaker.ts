@@ -35,12 +35,13 @@ export interface CircuitBreakerOptions extends Partial<BreakerOptions> {
   /**
    * With a shared store (RedisBreakerStore), how long a closed breaker's state is reused without asking
    * the store, in ms (whole number >= 0; 0 asks every time). Default 250. Within it, `acquire` and
-   * `check` (decide's view) on a closed breaker answer locally and successes are counted locally and sent as one batch per
-   * dependency at most every `stateCacheMs` (and on `flush()` / `close()`); failures and half-open probe
-   * outcomes still go to the store at once. An open breaker is answered locally for `stateCacheMs` too
-   * (or until it half-opens, when sooner); half-open always asks the store. The price: a breaker a peer
-   * opens may admit this process's calls for up to `stateCacheMs` more; the bound: an operator's override
-   * (force open, force closed, reset) reaches this process within `stateCacheMs`. An in-process store (MemoryBreakerStore) is never cached.
+   * `check` (decide's view) on a closed breaker answer locally and successes are counted locally and sent
+   * as one batch per dependency at most every `stateCacheMs` (and on `flush()` / `close()`); failures and
+   * half-open probe outcomes still go to the store at once. An open breaker is answered locally for
+   * `stateCacheMs` too (or until it half-opens, when sooner); half-open always asks the store. The price: a
+   * breaker a peer opens may admit this process's calls (and let decide retry them) for up to
+   * `stateCacheMs` more; the bound: an operator's override (force open, force closed, reset) reaches this
+   * process within `stateCacheMs`. An in-process store (MemoryBreakerStore) is never cached.
    */
   stateCacheMs?: number;
   /** Per-dependency overrides of the breaker options, e.g. `{ payments: { coolDownMs: 120_000 } }`. Default none. */
