@@ -24,9 +24,10 @@
  *     [--jobs 10000] [--rounds 3] [--concurrency 10] [--job-ms 0] [--cpu-prof <folder>] [--quick] [--json]
  *
  * `--quick`: 1 000 jobs, two rounds. Progress goes to stderr. `--cpu-prof <folder>`: every worker process
- * profiles each run (V8's CPU profiler, from `go` to the worker closed) into
- * `<folder>/<side>-<path>-<queue>-<pid>.cpuprofile`, for what a side's CPU goes to; the profiler's own
- * cost is then in the CPU figures.
+ * profiles each measured run (V8's CPU profiler, from `go` to the worker closed; not the warm-up or the
+ * MONITOR runs) into `<folder>/<side>-<path>-<queue>-<pid>-<jobs>jobs.cpuprofile`; the profiler's own cost
+ * is then in the CPU figures. `npx tsx bench/fleet/profile-summary.ts <folder>` says what each side's
+ * CPU per job went to.
  */
 import { mkdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -104,8 +105,9 @@ async function measure(
   side: Side,
   path: Path,
   jobs: number,
-  monitor?: { monitor: CommandMonitor; admin: Redis },
+  how: { monitor?: { monitor: CommandMonitor; admin: Redis }; warmUp?: boolean } = {},
 ): Promise<Measurement> {
+  const { monitor } = how;
   const queueName = `fleet-${side}-${runCount++}`;
   const producer = await queueConnection(cell.address.queue);
   const queue = new Queue(
@@ -131,6 +133,7 @@ async function measure(
     path,
     jobMs: options.jobMs,
     concurrency: options.concurrency,
+    profile: monitor === undefined && how.warmUp !== true,
   };
   await Promise.all(fleet.map((p) => p.request({ type: 'start', run }, 'ready')));
   const done = new Array<number>(fleet.length).fill(0);
@@ -264,8 +267,8 @@ async function retryBreakdown(cell: CellServers, fleet: IpcProcess[]) {
   await monitor.start(admin);
   const jobs = Math.min(options.jobs, 1_000);
   try {
-    const bare = await measure(cell, fleet, 'bare', 'retry', jobs, { monitor, admin });
-    const ours = await measure(cell, fleet, 'stormguard', 'retry', jobs, { monitor, admin });
+    const bare = await measure(cell, fleet, 'bare', 'retry', jobs, { monitor: { monitor, admin } });
+    const ours = await measure(cell, fleet, 'stormguard', 'retry', jobs, { monitor: { monitor, admin } });
     const rows: { component: string; command: string; bare: number; stormguard: number }[] = [];
     const keys = new Set<string>();
     for (const b of [bare.breakdown, ours.breakdown])
@@ -311,7 +314,8 @@ for (const name of options.cells) {
     for (const path of options.paths) {
       // Warm-up, discarded: the first runs pay for JIT compilation and script loading in every process.
       process.stderr.write(`${name}: ${path} path, warm-up\n`);
-      for (const side of SIDES) await measure(cell, all, side, path, Math.min(options.jobs, 500));
+      for (const side of SIDES)
+        await measure(cell, all, side, path, Math.min(options.jobs, 500), { warmUp: true });
       for (const processes of options.procs) {
         process.stderr.write(`${name}: ${path} path, ${processes} processes, ${options.rounds} rounds\n`);
         const r = await row(cell, all.slice(0, processes), path);

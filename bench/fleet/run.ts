@@ -17,6 +17,8 @@ export interface FleetRun {
   /** Milliseconds each job takes (0: a no-op). */
   jobMs: number;
   concurrency: number;
+  /** Profile this run (with a profile folder): not a warm-up or a MONITOR run. */
+  profile: boolean;
 }
 
 /** The retry path's delay before the second attempt, on both sides. */

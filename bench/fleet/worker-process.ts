@@ -12,8 +12,8 @@
  * BullMQ retries it through the job's `attempts: 2` and a fixed 10 ms backoff, stormguard through its
  * policy (a fixed 10 ms delay) and a budget whose floor grants every retry.
  *
- * With a profile folder, each run from `go` to `stopped` is profiled (V8's CPU profiler) and written there as
- * `<side>-<path>-<queue>-<pid>.cpuprofile`.
+ * With a profile folder, each measured run from `go` to `stopped` is profiled (V8's CPU profiler) and
+ * written there as `<side>-<path>-<queue>-<pid>-<jobs this process ended>jobs.cpuprofile`.
  *
  *   node --import tsx bench/fleet/worker-process.ts '<cell address JSON>' [<profile folder>]
  */
@@ -171,7 +171,7 @@ serve(async (message) => {
       return;
     }
     case 'go': {
-      if (profiler) {
+      if (profiler && profiled?.profile) {
         await profiler.post('Profiler.enable');
         await profiler.post('Profiler.start');
       }
@@ -191,9 +191,9 @@ serve(async (message) => {
       clearInterval(progress);
       await worker?.close();
       const cpu = process.cpuUsage(cpuAtGo);
-      if (profiler && profileDir && profiled) {
+      if (profiler && profileDir && profiled?.profile) {
         const { profile } = await profiler.post('Profiler.stop');
-        const name = `${profiled.side}-${profiled.path}-${profiled.queue}-${process.pid}.cpuprofile`;
+        const name = `${profiled.side}-${profiled.path}-${profiled.queue}-${process.pid}-${completed + lost}jobs.cpuprofile`;
         writeFileSync(join(profileDir, name), JSON.stringify(profile));
       }
       const scripts: ScriptRegistry[] = [];
