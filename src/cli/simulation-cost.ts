@@ -7,31 +7,39 @@ import { expectedJobs } from '../sim/scenario/schema.js';
 /**
  * CPU time by strategy kind, in ns: per second of one dependency's timeline (the virtual seconds up to
  * the horizon, for every dependency: budgets are sampled and series kept per second, whatever the jobs),
- * and per attempt the scenario allows (each job × its class's maxAttempts; most jobs use fewer, so the
- * estimate errs high, as a refusal should). Calibrated with bench/sim-scale (10 000 workers, 50
- * dependencies, a virtual day, 4 500 000 timeline seconds) on a 2-core machine: at 1 000 000 jobs
- * ceiling-only took 7.4 s of CPU, fleet-budget 11.3 s, flow-control 19.1 s, budget-and-breaker 20.2 s; at
- * 10 000 000 jobs 7.8 s, 11.5 s, 40.5 s and 62.8 s (docs/benchmarks.md); per-worker budgets 35 s at
- * 1 000 000 jobs, most of it per worker.
+ * and per attempt the scenario allows (each job × its class's maxAttempts; most jobs use fewer). Fitted to
+ * bench/sim-scale (10 000 workers, 50 dependencies, a virtual day, 4 500 000 timeline seconds) on a
+ * 2-core machine at 1 000 000 and 10 000 000 jobs, then raised by about a quarter so the estimate errs
+ * high, as a refusal should, and holds on a loaded machine (a load average of 10 adds up to a fifth): at
+ * 10 000 000 jobs ceiling-only took 6.0 s of CPU, fleet-budget 10.0 s, per-worker-budgets 43.7 s,
+ * budget-and-breaker 41.8 to 50.7 s, flow-control 49.2 s, budget-and-limits 10.3 s; at 1 000 000 jobs
+ * 0.9 s, 2.5 s, 4.4 s, 6.7 s, 6.5 s and 2.5 s.
  */
 const NS_PER_TIMELINE_SECOND: Readonly<Record<StrategyKind, number>> = {
-  'ceiling-only': 1_600,
-  'fleet-budget': 2_400,
-  'per-worker-budgets': 2_400,
-  'budget-and-breaker': 3_600,
-  'flow-control': 3_800,
-  'budget-and-limits': 2_400,
+  'ceiling-only': 60,
+  'fleet-budget': 400,
+  'per-worker-budgets': 400,
+  'budget-and-breaker': 800,
+  'flow-control': 700,
+  'budget-and-limits': 400,
 };
 const NS_PER_ATTEMPT: Readonly<Record<StrategyKind, number>> = {
-  'ceiling-only': 30,
-  'fleet-budget': 30,
-  'per-worker-budgets': 30,
+  'ceiling-only': 170,
+  'fleet-budget': 260,
+  'per-worker-budgets': 1_200,
   'budget-and-breaker': 950,
-  'flow-control': 500,
+  'flow-control': 1_000,
   'budget-and-limits': 500,
 };
-/** Per-worker budgets add a budget per worker to every attempt. */
-const NS_PER_ATTEMPT_PER_WORKER = 0.5;
+/**
+ * Per-worker budgets build a budget per worker on its first call (about 25 µs each) and keep a log and a
+ * sampled use per worker and dependency it writes for (about 2 µs to start each): at most one per job.
+ */
+const NS_PER_WORKER_BUDGET = 30_000;
+const NS_PER_BUDGET_PAIR = 2_500;
+/** Memory of per-worker budgets: a budget per worker, and a log and a use per worker and dependency written. */
+const BYTES_PER_WORKER_BUDGET = 2_048;
+const BYTES_PER_BUDGET_PAIR = 800;
 /** Memory: a job's row, and one second of one dependency's per-second series (11 of them, kept per strategy). */
 const BYTES_PER_JOB = 25;
 const BYTES_PER_TIMELINE_SECOND = 11 * 8;
@@ -56,15 +64,15 @@ export interface SimulationCost {
   strategies: number;
   /** Estimated CPU seconds for every strategy, one after another. */
   seconds: number;
-  /** Estimated peak memory, in MB: the job rows and every strategy's per-second series. */
+  /** Estimated peak memory, in MB: the job rows, every strategy's per-second series, per-worker budgets. */
   memoryMb: number;
 }
 
 /**
  * The cost of running `strategies` (their kinds) over `scenario`: its timeline seconds (horizon ×
- * dependencies) and jobs × attempts at each strategy's calibrated cost (per-worker budgets also ×
- * workers), and memory for the job rows plus each strategy's
- * per-second series over the horizon and the dependencies.
+ * dependencies) and jobs × attempts at each strategy's calibrated cost (per-worker budgets also per
+ * worker and per worker-dependency pair written), and memory for the job rows plus each strategy's
+ * per-second series over the horizon and the dependencies (and per-worker budgets' own).
  *
  * @example
  * estimateSimulationCost(defaultScenario(), ['ceiling-only', 'fleet-budget']).seconds; // well under 1
@@ -89,15 +97,21 @@ export function estimateSimulationCost(
     lastArrivalMs = Math.max(lastArrivalMs, arrival.until ?? arrival.at ?? arrival.from ?? 0);
   const drainMs = Math.max(DRAIN_MS, ...classes.map((c) => c.policy.maxAgeMs ?? 0));
   const seconds = Math.ceil(Math.min(scenario.horizon, lastArrivalMs + drainMs) / 1_000);
-  const timelineSeconds = seconds * Object.keys(scenario.dependencies).length;
-  let ns = 0;
-  for (const kind of strategies)
-    ns +=
-      timelineSeconds * NS_PER_TIMELINE_SECOND[kind] +
-      attempts *
-        (NS_PER_ATTEMPT[kind] + (kind === 'per-worker-budgets' ? workers * NS_PER_ATTEMPT_PER_WORKER : 0));
+  const dependencies = Object.keys(scenario.dependencies).length;
+  const timelineSeconds = seconds * dependencies;
   const jobs = expectedJobs(scenario.arrivals);
-  const bytes = jobs * BYTES_PER_JOB + strategies.length * timelineSeconds * BYTES_PER_TIMELINE_SECOND;
+  // Per-worker budgets: the worker-dependency pairs written, at most one per job.
+  const pairs = Math.min(workers * dependencies, jobs);
+  let ns = 0;
+  let bytes = jobs * BYTES_PER_JOB;
+  for (const kind of strategies) {
+    ns += timelineSeconds * NS_PER_TIMELINE_SECOND[kind] + attempts * NS_PER_ATTEMPT[kind];
+    bytes += timelineSeconds * BYTES_PER_TIMELINE_SECOND;
+    if (kind === 'per-worker-budgets') {
+      ns += workers * NS_PER_WORKER_BUDGET + pairs * NS_PER_BUDGET_PAIR;
+      bytes += workers * BYTES_PER_WORKER_BUDGET + pairs * BYTES_PER_BUDGET_PAIR;
+    }
+  }
   return {
     jobs,
     attempts,
