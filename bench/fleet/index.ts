@@ -2,7 +2,8 @@
  * What a fleet of worker processes costs per job in CPU, worker and server together: 1, 2, 4 and 8 worker
  * processes (each its own Node process with one BullMQ worker, concurrency 10) on one redis-server, on a
  * three-master Redis Cluster and on PostgreSQL (BullMQ 6's PostgreSQL backend and stormguard's PostgreSQL
- * stores, no Redis), with no limits configured. In each cell a fleet of stormguard's createWorker and a bare
+ * stores, no Redis; or, with `--cells redis-pg`, BullMQ on Redis and stormguard's stores on PostgreSQL), with
+ * no limits configured. In each cell a fleet of stormguard's createWorker and a bare
  * BullMQ fleet of the same size run the same number of jobs in the same processes, round by round in
  * alternating order, after a discarded warm-up. Two paths:
  * - `success`: every job succeeds (a no-op inside `ctx.call`, whose success the budget counts, batched);
@@ -471,11 +472,11 @@ function args() {
     !whole(concurrency, 1) ||
     !whole(jobMs, 0) ||
     !procs.every((n) => whole(n, 1) && n <= 64) ||
-    !cells.every((c) => ['redis', 'cluster', 'postgres'].includes(c)) ||
+    !cells.every((c) => ['redis', 'cluster', 'postgres', 'redis-pg'].includes(c)) ||
     !paths.every((p) => ['success', 'retry'].includes(p))
   ) {
     process.stderr.write(
-      '--jobs, --rounds and --concurrency must be whole numbers >= 1, --job-ms one >= 0, --procs a comma-separated list of 1 to 64, --cells of redis, cluster and postgres, --paths of success and retry\n',
+      '--jobs, --rounds and --concurrency must be whole numbers >= 1, --job-ms one >= 0, --procs a comma-separated list of 1 to 64, --cells of redis, cluster, postgres and redis-pg, --paths of success and retry\n',
     );
     process.exit(2);
   }

@@ -4,7 +4,9 @@
  * - `redis`: one redis-server, BullMQ and stormguard's Redis stores on it;
  * - `cluster`: a three-master Redis Cluster, the same;
  * - `postgres`: one PostgreSQL, BullMQ 6's PostgreSQL backend and stormguard's PostgreSQL stores on it, no
- *   Redis at all (as the end-to-end tests' PostgreSQL world and bench/worker wire it).
+ *   Redis at all (as the end-to-end tests' PostgreSQL world and bench/worker wire it);
+ * - `redis-pg`: BullMQ on one redis-server, stormguard's PostgreSQL stores on one PostgreSQL (CPU and
+ *   commands of both, summed).
  *
  * CPU: on Redis `INFO cpu` (used_cpu_sys + used_cpu_user) summed over the masters; on PostgreSQL `/proc`:
  * utime + stime of the postmaster and of every process it started that is still running (backends,
@@ -18,7 +20,7 @@ import pg from 'pg';
 import { type ServerCounters, startTarget, type TargetAddress } from '../redis-target.js';
 import { postgresBackend } from '../worker/backends.js';
 
-export type CellName = 'redis' | 'cluster' | 'postgres';
+export type CellName = 'redis' | 'cluster' | 'postgres' | 'redis-pg';
 
 /** Where BullMQ or stormguard's stores live, as a process needs it to connect. */
 export type BackendAddress = { kind: 'redis'; target: TargetAddress } | { kind: 'postgres'; url: string };
@@ -44,18 +46,45 @@ export interface CellServers {
 
 /** Starts the servers of the cell named `name`. */
 export async function startCell(name: CellName): Promise<CellServers> {
-  if (name === 'postgres') return startPostgres();
-  const target = await startTarget(name);
-  const backend: BackendAddress = { kind: 'redis', target: target.address };
+  if (name === 'postgres') {
+    const postgres = await startPostgres();
+    return { ...postgres, address: { name, queue: postgres.backend, stores: postgres.backend } };
+  }
+  const redis = await startRedis(name === 'cluster' ? 'cluster' : 'redis');
+  if (name !== 'redis-pg')
+    return { ...redis, address: { name, queue: redis.backend, stores: redis.backend } };
+  const postgres = await startPostgres().catch(async (error: unknown) => {
+    await redis.close();
+    throw error;
+  });
   return {
-    address: { name, queue: backend, stores: backend },
+    address: { name, queue: redis.backend, stores: postgres.backend },
+    server: `${redis.server} (BullMQ); ${postgres.server} (stormguard's stores)`,
+    async counters() {
+      const [r, p] = await Promise.all([redis.counters(), postgres.counters()]);
+      return { cpuSeconds: r.cpuSeconds + p.cpuSeconds, commands: { ...r.commands, ...p.commands } };
+    },
+    async close() {
+      await redis.close();
+      await postgres.close();
+    },
+  };
+}
+
+/** One server kind of a cell: where it is, and its counters. */
+type Started = Omit<CellServers, 'address'> & { backend: BackendAddress };
+
+async function startRedis(name: 'redis' | 'cluster'): Promise<Started> {
+  const target = await startTarget(name);
+  return {
+    backend: { kind: 'redis', target: target.address },
     server: target.server,
     counters: () => target.counters(),
     close: () => target.close(),
   };
 }
 
-async function startPostgres(): Promise<CellServers> {
+async function startPostgres(): Promise<Started> {
   const backend = await postgresBackend();
   const url = (backend.connection as { connectionString: string }).connectionString;
   const client = new pg.Client({ connectionString: url });
@@ -64,9 +93,8 @@ async function startPostgres(): Promise<CellServers> {
   // Read while the backend still runs: it ends with the connection.
   const postmaster = parentOf(rows[0]?.pid ?? 0);
   await client.end();
-  const address: BackendAddress = { kind: 'postgres', url };
   return {
-    address: { name: 'postgres', queue: address, stores: address },
+    backend: { kind: 'postgres', url },
     server: backend.server,
     async counters() {
       return {
