@@ -207,9 +207,9 @@ function spread(xs: number[]): Spread {
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
   const wide = sorted.length >= 10;
   return {
-    median: median(sorted),
-    low: wide ? at(0.1) : (sorted[0] as number),
-    high: wide ? at(0.9) : (sorted.at(-1) as number),
+    median: round3(median(sorted)),
+    low: round3(wide ? at(0.1) : (sorted[0] as number)),
+    high: round3(wide ? at(0.9) : (sorted.at(-1) as number)),
   };
 }
 
@@ -218,8 +218,8 @@ function sideFigures(runs: Measurement[]): SideFigures {
     cpuMicrosPerJob: spread(runs.map((r) => r.cpuMicrosPerJob)),
     workerCpuMicrosPerJob: spread(runs.map((r) => r.workerCpuMicrosPerJob)),
     serverCpuMicrosPerJob: spread(runs.map((r) => r.serverCpuMicrosPerJob)),
-    commandsPerJob: median(runs.map((r) => r.commandsPerJob)),
-    jobsPerSecond: median(runs.map((r) => r.jobsPerSecond)),
+    commandsPerJob: round3(median(runs.map((r) => r.commandsPerJob))),
+    jobsPerSecond: Math.round(median(runs.map((r) => r.jobsPerSecond))),
     lostJobs: runs.reduce((sum, r) => sum + r.lostJobs, 0),
   };
 }
