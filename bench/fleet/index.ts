@@ -22,7 +22,7 @@
  * (bench/retry-path's monitor), with the fleet's smallest size.
  *
  *   npx tsx bench/fleet/index.ts [--cells redis,cluster,postgres] [--procs 1,2,4,8] [--paths success,retry]
- *     [--jobs 10000] [--rounds 3] [--concurrency 10] [--job-ms 0] [--cpu-prof <folder>] [--quick] [--json]
+ *     [--jobs 2000] [--rounds 3] [--concurrency 10] [--job-ms 0] [--cpu-prof <folder>] [--quick] [--json]
  *
  * `--quick`: 1 000 jobs, two rounds. Progress goes to stderr. `--cpu-prof <folder>`: every worker process
  * profiles each measured run (V8's CPU profiler, from `go` to the worker closed; not the warm-up or the
@@ -458,7 +458,7 @@ function args() {
       json: { type: 'boolean', default: false },
     },
   });
-  const jobs = Number(values.jobs ?? (values.quick ? 1_000 : 10_000));
+  const jobs = Number(values.jobs ?? (values.quick ? 1_000 : 2_000));
   const rounds = Number(values.rounds ?? (values.quick ? 2 : 3));
   const concurrency = Number(values.concurrency);
   const jobMs = Number(values['job-ms']);
