@@ -87,12 +87,10 @@ async function startRedis(name: 'redis' | 'cluster'): Promise<Started> {
 async function startPostgres(): Promise<Started> {
   const backend = await postgresBackend();
   const url = (backend.connection as { connectionString: string }).connectionString;
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-  // Read while the backend still runs: it ends with the connection.
-  const postmaster = parentOf(rows[0]?.pid ?? 0);
-  await client.end();
+  const postmaster = await postmasterOf(url).catch(async (error: unknown) => {
+    await backend.close();
+    throw error;
+  });
   return {
     backend: { kind: 'postgres', url },
     server: backend.server,
@@ -115,6 +113,19 @@ function statFields(pid: number | string): string[] | undefined {
     return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
     return undefined; // ended between the listing and the read
+  }
+}
+
+/** The pid of the postmaster behind `url`: the parent of the backend serving a connection to it. */
+async function postmasterOf(url: string): Promise<number> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    // Read while the backend still runs: it ends with the connection.
+    return parentOf(rows[0]?.pid ?? 0);
+  } finally {
+    await client.end();
   }
 }
 
