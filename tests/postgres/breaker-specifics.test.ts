@@ -19,7 +19,9 @@ afterAll(async () => {
 describe('PostgresBreakerStore specifics', () => {
   it('keeps a dependency in one row of the named schema, on the server clock', async () => {
     const schema = uniqueSchema();
-    const store = new PostgresBreakerStore({ connection: pool, schema });
+    // A first use migrates the schema: on a loaded machine that outlasts the 500 ms default, and the
+    // store would answer from its local fallback, writing nothing.
+    const store = new PostgresBreakerStore({ connection: pool, schema, timeoutMs: 30_000 });
     const options = resolveBreakerOptions({ windowMs: 1_000, coolDownMs: 500 });
     const before = Date.now();
     const { snapshot } = await store.record('search', 'failure', options);
@@ -35,16 +37,16 @@ describe('PostgresBreakerStore specifics', () => {
 
   it('lists every dependency of its schema and prefix with the options its breaker last wrote', async () => {
     const schema = uniqueSchema();
-    const store = new PostgresBreakerStore({ connection: pool, schema });
+    const store = new PostgresBreakerStore({ connection: pool, schema, timeoutMs: 30_000 });
     const options = resolveBreakerOptions({ consecutiveFailures: 1 });
     await store.record('search', 'failure', options);
     await store.record('mail', 'success', options);
-    await new PostgresBreakerStore({ connection: pool, schema: uniqueSchema() }).record(
+    await new PostgresBreakerStore({ connection: pool, schema: uniqueSchema(), timeoutMs: 30_000 }).record(
       'crm',
       'success',
       options,
     );
-    await new PostgresBreakerStore({ connection: pool, schema, prefix: 'other' }).record(
+    await new PostgresBreakerStore({ connection: pool, schema, prefix: 'other', timeoutMs: 30_000 }).record(
       'erp',
       'success',
       options,
