@@ -140,6 +140,18 @@ describe('LimitController', () => {
     expect(events[0]?.payload).toMatchObject({ by: 'in-flight', waitedMs: 120, outcome: 'held' });
   });
 
+  it('calls the in-flight cap keeps waiting ask again together, one exchange per poll, not one each', async () => {
+    const { controller, exchanges, sleeps } = setup({ openai: { maxInFlight: 1 } }, { maxPaceWaitMs: 120 });
+    expect((await controller.acquire('openai')).type).toBe('slot');
+    const answers = await Promise.all(Array.from({ length: 20 }, () => controller.acquire('openai')));
+    expect(answers.every((a) => a.type === 'held' && a.by === 'in-flight')).toBe(true);
+    // The first slot's take, the twenty refused together, then two polls of the lane (at 50 and 100 ms),
+    // each one exchange for all twenty. The last 20 ms to the deadline is a timer of the first waiter's
+    // own: here a sleep moves the fake clock on at once, so the others find their deadline passed.
+    expect(exchanges.map((e) => e.take.length)).toEqual([1, 20, 20, 20, 1]);
+    expect(sleeps).toEqual([50, 50, 20]);
+  });
+
   it('a dependency with no limit in force costs one state read per stateCacheMs and no exchange', async () => {
     const { controller, exchanges, reads, clock } = setup({}, { stateCacheMs: 250 });
     for (let i = 0; i < 5; i++) expect((await controller.acquire('mail')).type).toBe('slot');

@@ -119,8 +119,10 @@ interface Lane {
   sending: boolean;
   scheduled: boolean;
   renewTimer: NodeJS.Timeout | undefined;
-  /** Calls waiting for a slot the in-flight cap refused: woken by a give-back of this process. */
+  /** Calls waiting for a slot the in-flight cap refused: woken by a give-back of this process, or the poll. */
   waiters: Array<() => void>;
+  /** When the lane's poll wakes its waiters to ask again (local clock), while one is set. */
+  pollAtMs: number | undefined;
   state: LimitState | undefined;
   readAtMs: number | undefined;
   reading: Promise<void> | undefined;
@@ -459,6 +461,20 @@ export class LimitController {
         resolve();
       };
       lane.waiters.push(finish);
+      // One poll per dependency in a process: every call the cap keeps waiting asks again at the lane's
+      // poll, all in one exchange, rather than each on a timer of its own (hundreds of waiting calls
+      // would otherwise send an exchange every few milliseconds). A call whose deadline comes first
+      // keeps a timer for it.
+      const at = this.#settings.clock.now() + ms;
+      if (lane.pollAtMs !== undefined && lane.pollAtMs <= at) return;
+      if (lane.pollAtMs === undefined && ms >= IN_FLIGHT_POLL_MS) {
+        lane.pollAtMs = at;
+        void this.#sleep(ms).then(() => {
+          lane.pollAtMs = undefined;
+          for (const wake of lane.waiters.splice(0)) wake();
+        });
+        return;
+      }
       void this.#sleep(ms).then(finish);
     });
   }
@@ -483,6 +499,7 @@ export class LimitController {
         scheduled: false,
         renewTimer: undefined,
         waiters: [],
+        pollAtMs: undefined,
         state: undefined,
         readAtMs: undefined,
         reading: undefined,
