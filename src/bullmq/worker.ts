@@ -80,6 +80,15 @@ export interface DeadLetteredMarker {
  */
 const UNBOUNDED_STALLS = 2_147_483_647;
 
+/**
+ * How many times a job's completion is written on BullMQ's PostgreSQL backend when its transaction loses a
+ * conflict: the server picks one victim per deadlock, so a second try almost always commits.
+ */
+const COMPLETION_TRIES = 5;
+
+/** PostgreSQL's deadlock and serialization failures: the transaction was rolled back and may run again. */
+const TRANSACTION_CONFLICTS = new Set(['40P01', '40001']);
+
 /** BullMQ's own control-flow errors: a processor may throw them on purpose, and they pass through untouched. */
 const BULLMQ_CONTROL_ERRORS = new Set([
   'DelayedError',
@@ -131,6 +140,13 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
   /** Dead letters being filed for jobs BullMQ failed without running them; close() waits for them. */
   readonly #filing = new Set<Promise<void>>();
   #closed: Promise<void> | undefined;
+  /**
+   * True on a backend (BullMQ 6's PostgreSQL): a job's completion that lost a transaction conflict (SQLSTATE
+   * 40P01, 40001) is written again (see `handleCompleted`). On Redis no completion can fail that way.
+   */
+  readonly #retriesConflicts: boolean;
+  /** Jitters the pause between two writes of a completion. */
+  readonly #random: () => number;
   /** The run loop's errors: backoff while fetching fails, one clear error and a close when no retry can fix it. */
   readonly #runLoop = new RunLoopErrors({
     queue: this.name,
@@ -166,6 +182,8 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
       ...backendArgument,
     );
     this.policy = policy;
+    this.#retriesConflicts = backend !== undefined;
+    this.#random = options.random ?? systemRandom;
     this.#budget = options.budget;
     this.#breaker = options.breaker;
     const fallback = options.deadLetters === undefined ? defaultDeadLetters(connection) : undefined;
@@ -304,6 +322,28 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
     return this.#runLoop.fetch(() => super.moveToActive(...args)) as ReturnType<
       Worker<Data, Result, Name>['moveToActive']
     >;
+  }
+
+  /**
+   * BullMQ's completion of a job whose processor succeeded. On BullMQ's PostgreSQL backend the completion's
+   * transaction can lose a deadlock (SQLSTATE 40P01) against another worker's: the server rolls it back,
+   * and BullMQ would fail the job whose work is done (into its failed set, the result gone). The job is
+   * still active under this worker's lock, so the completion is written again, up to
+   * {@link COMPLETION_TRIES} times; the last conflict goes to BullMQ as before.
+   */
+  protected override async handleCompleted(
+    ...args: Parameters<Worker<Data, Result, Name>['handleCompleted']>
+  ): ReturnType<Worker<Data, Result, Name>['handleCompleted']> {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await super.handleCompleted(...args);
+      } catch (error) {
+        if (!this.#retriesConflicts || !isTransactionConflict(error) || tries >= COMPLETION_TRIES)
+          throw error;
+        // The other transaction holds its locks until it commits: a short, growing pause lets it.
+        await new Promise((resolve) => setTimeout(resolve, tries * tries * 5 * (1 + this.#random())));
+      }
+    }
   }
 
   /** Every 'error' event meets the run loop first: an error no retry can fix is reported once, as one clear error. */
@@ -610,6 +650,15 @@ function checkKeyLifetime(policy: RetryPolicy, guardTtlMs: number | undefined): 
 function isNamed(error: unknown, names: ReadonlySet<string>): boolean {
   return (
     typeof error === 'object' && error !== null && names.has((error as { name?: unknown }).name as string)
+  );
+}
+
+/** A PostgreSQL error whose transaction was rolled back for a deadlock or a serialization failure. */
+function isTransactionConflict(error: unknown): boolean {
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    TRANSACTION_CONFLICTS.has((error as { code?: unknown }).code as string)
   );
 }
 

@@ -1,0 +1,106 @@
+import { createPostgresBackend, Queue } from 'bullmq';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createWorker } from '../../src/bullmq/worker.js';
+import { PostgresDeadLetterStore } from '../../src/postgres/dead-letter-store.js';
+import { postgresBed } from '../helpers/postgres-bed.js';
+import { quoteIdentifier, uniqueSchema } from '../helpers/postgres-server.js';
+import { waitFor } from '../helpers/redis-server.js';
+
+/**
+ * BullMQ's PostgreSQL backend completes a job in one transaction; between worker processes it can lose a
+ * deadlock (SQLSTATE 40P01), and BullMQ then fails the job whose processor succeeded. Here the server
+ * itself raises 40P01 from a trigger on every other completion (a sequence counts them: a rolled-back
+ * transaction does not take its `nextval` back), so every job's first completion is a deadlock victim.
+ */
+const JOBS = 20;
+
+const bed = postgresBed();
+let pool: pg.Pool;
+beforeAll(() => {
+  pool = new pg.Pool({ connectionString: bed.url, max: 2 });
+});
+afterAll(async () => {
+  await pool?.end();
+});
+
+/** Makes the server fail a completion with 40P01 when `fails(n)` holds for the completion's number n. */
+async function deadlockCompletions(bullSchema: string, fails: string): Promise<void> {
+  const schema = quoteIdentifier(bullSchema);
+  await pool.query(`CREATE SEQUENCE ${schema}.completion_tries`);
+  await pool.query(`
+    CREATE FUNCTION ${schema}.deadlock_completion() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE n bigint := nextval('${bullSchema}.completion_tries');
+    BEGIN
+      IF ${fails} THEN
+        RAISE EXCEPTION 'deadlock detected' USING ERRCODE = '40P01';
+      END IF;
+      RETURN NEW;
+    END $$`);
+  await pool.query(`
+    CREATE TRIGGER deadlock_completion BEFORE UPDATE ON ${schema}.job FOR EACH ROW
+    WHEN (OLD.state = 'active' AND NEW.state = 'completed')
+    EXECUTE FUNCTION ${schema}.deadlock_completion()`);
+}
+
+async function runJobs(fails: string) {
+  const bullSchema = uniqueSchema('bq');
+  const storeSchema = uniqueSchema();
+  const connection = { connectionString: bed.url, schema: bullSchema, migrate: true };
+  const queue = new Queue('charges', { connection } as never, createPostgresBackend as never);
+  await queue.waitUntilReady();
+  await deadlockCompletions(bullSchema, fails);
+  const deadLetters = new PostgresDeadLetterStore({ connection: pool, schema: storeSchema });
+  const runs = new Map<string, number>();
+  const worker = createWorker(
+    'charges',
+    async (job) => {
+      runs.set(job.id ?? '', (runs.get(job.id ?? '') ?? 0) + 1);
+      return { charged: (job.data as { n: number }).n };
+    },
+    {
+      connection: connection as never,
+      backend: createPostgresBackend as never,
+      policy: 'idempotent-internal',
+      deadLetters,
+      workerOptions: { autorun: false },
+      onWarning: () => undefined,
+    },
+  );
+  const errors: string[] = [];
+  worker.on('error', (error) => errors.push(error.message));
+  try {
+    await worker.waitUntilReady();
+    await queue.addBulk(Array.from({ length: JOBS }, (_, n) => ({ name: 'charge', data: { n } })));
+    void worker.run();
+    await waitFor(
+      async () => {
+        const counts = await queue.getJobCounts('completed', 'failed');
+        return (counts.completed ?? 0) + (counts.failed ?? 0) === JOBS;
+      },
+      30_000,
+      `${JOBS} jobs to end`,
+    );
+    await worker.close();
+    const completed = await queue.getJobs(['completed'], 0, JOBS);
+    const failed = await queue.getJobs(['failed'], 0, JOBS);
+    const { records } = await deadLetters.list('charges', { limit: 100 });
+    return { completed, failed, records, runs, errors };
+  } finally {
+    await worker.close();
+    await queue.close();
+  }
+}
+
+describe('a job whose completion loses a deadlock on BullMQ PostgreSQL', () => {
+  it('is completed all the same, with its result, the processor run once', async () => {
+    const { completed, failed, records, runs, errors } = await runJobs('n % 2 = 1');
+    expect(failed.map((job) => `${job.id}: ${job.failedReason}`)).toEqual([]);
+    expect(records).toEqual([]);
+    expect(completed.map((job) => job.returnvalue).sort((a, b) => a.charged - b.charged)).toEqual(
+      Array.from({ length: JOBS }, (_, n) => ({ charged: n })),
+    );
+    expect([...runs.values()]).toEqual(Array(JOBS).fill(1));
+    expect(errors).toEqual([]);
+  });
+});
