@@ -246,6 +246,8 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
     // Every error the processor hands BullMQ for a failure is stormguard's own: a 'failed' event with any
     // other error is a job BullMQ failed without calling the processor. Only failures are remembered.
     const ours = new WeakSet<Error>();
+    // Jobs whose processor succeeded: a 'failed' event for one is a completion BullMQ could not write.
+    const succeeded = new WeakSet<object>();
     bound.process = async (job, token) => {
       warnOnAttemptsMismatch(job, queueName, policy, warnedNames, warn);
       const outcome: RunOutcome<Result> = await runtime.run(
@@ -256,6 +258,7 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
       // Flow control paused the queue (BullMQ's rate limit: no worker of the queue fetches until it ends)
       // and hands this job back: it goes back to wait as it was.
       if (outcome.type === 'paused') throw Worker.RateLimitError();
+      if (outcome.type === 'completed') succeeded.add(job);
       return settleInBullMQ(job as Job, outcome, queueName, ours);
     };
     this.flow?.startReleasing((jobId) => this.#promote(jobId));
@@ -289,7 +292,10 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
       // filed now, so it is found where every other dead letter is.
       if (!job || ours.has(error)) return;
       const handle = bullmqJobHandle(job as Job, undefined, queueName);
-      const filing = endedUnprocessed(runtime, handle, (job as Job).failedReason ?? '');
+      const why = (job as Job).failedReason ?? '';
+      const filing = succeeded.has(job)
+        ? endedUncompleted(runtime, handle, error, why)
+        : endedUnprocessed(runtime, handle, why);
       this.#filing.add(filing);
       void filing.finally(() => this.#filing.delete(filing));
     });
@@ -500,6 +506,21 @@ function endedUnprocessed(runtime: JobRuntime, handle: JobHandle, why: string): 
       retryable: false,
       reason: 'unprocessed',
     },
+  );
+}
+
+/**
+ * Files the dead letter of a job whose processor succeeded but whose completion BullMQ could not write
+ * (on its PostgreSQL backend, a deadlock that outlasted every try): BullMQ failed it instead. Its work is
+ * done and its result is gone, so the record says so: a replay runs the processor again.
+ */
+function endedUncompleted(runtime: JobRuntime, handle: JobHandle, error: Error, why: string): Promise<void> {
+  return runtime.deadLetterEnded(
+    handle,
+    error,
+    'permanent',
+    `the processor succeeded but BullMQ could not record the job's completion (${why}) and failed it: its work is done and its result was not kept; a replay runs the processor again`,
+    { retryable: false, reason: 'completion-failed' },
   );
 }
 

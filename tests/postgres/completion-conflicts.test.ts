@@ -103,4 +103,17 @@ describe('a job whose completion loses a deadlock on BullMQ PostgreSQL', () => {
     expect([...runs.values()]).toEqual(Array(JOBS).fill(1));
     expect(errors).toEqual([]);
   });
+
+  it('that keeps losing ends failed with a dead letter saying its processor succeeded, run once', async () => {
+    const { completed, failed, records, runs } = await runJobs('true');
+    expect(completed).toEqual([]);
+    expect(failed.map((job) => job.failedReason)).toEqual(Array(JOBS).fill('deadlock detected'));
+    expect(records).toHaveLength(JOBS);
+    for (const record of records) {
+      expect(record.reason).toBe('permanent');
+      expect(record.lastError.classification).toEqual({ retryable: false, reason: 'completion-failed' });
+      expect(record.detail).toContain('the processor succeeded');
+    }
+    expect([...runs.values()]).toEqual(Array(JOBS).fill(1));
+  });
 });
