@@ -334,15 +334,34 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
    * BullMQ's completion of a job whose processor succeeded. On BullMQ's PostgreSQL backend the completion's
    * transaction can lose a deadlock (SQLSTATE 40P01) against another worker's: the server rolls it back,
    * and BullMQ would fail the job whose work is done (into its failed set, the result gone). The job is
-   * still active under this worker's lock, so the completion is written again, up to
-   * {@link COMPLETION_TRIES} times; the last conflict goes to BullMQ as before.
+   * still active under this worker's lock, so the completion is written again (see `#againOnConflict`).
    */
-  protected override async handleCompleted(
+  protected override handleCompleted(
     ...args: Parameters<Worker<Data, Result, Name>['handleCompleted']>
   ): ReturnType<Worker<Data, Result, Name>['handleCompleted']> {
+    return this.#againOnConflict(() => super.handleCompleted(...args));
+  }
+
+  /**
+   * BullMQ's end of a failed attempt: the move to failed, or the fetch after a `DelayedError`. A move to
+   * failed that loses a deadlock would leave the job active until its lock runs out and the stalled-job
+   * check brings it back (a stall counted against it): it is written again instead.
+   */
+  protected override handleFailed(
+    ...args: Parameters<Worker<Data, Result, Name>['handleFailed']>
+  ): ReturnType<Worker<Data, Result, Name>['handleFailed']> {
+    return this.#againOnConflict(() => super.handleFailed(...args));
+  }
+
+  /**
+   * Runs `write` (BullMQ's end of a job, one transaction on PostgreSQL) and, on BullMQ 6's PostgreSQL
+   * backend, runs it again when the server rolled it back for a deadlock or a serialization failure, up to
+   * {@link COMPLETION_TRIES} times; the last conflict goes to BullMQ as before.
+   */
+  async #againOnConflict<T>(write: () => Promise<T>): Promise<T> {
     for (let tries = 1; ; tries++) {
       try {
-        return await super.handleCompleted(...args);
+        return await write();
       } catch (error) {
         if (!this.#retriesConflicts || !isTransactionConflict(error) || tries >= COMPLETION_TRIES)
           throw error;

@@ -2,6 +2,7 @@ import { createPostgresBackend, Queue } from 'bullmq';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWorker } from '../../src/bullmq/worker.js';
+import { PermanentError } from '../../src/errors/permanent-error.js';
 import { PostgresDeadLetterStore } from '../../src/postgres/dead-letter-store.js';
 import { postgresBed } from '../helpers/postgres-bed.js';
 import { quoteIdentifier, uniqueSchema } from '../helpers/postgres-server.js';
@@ -24,8 +25,11 @@ afterAll(async () => {
   await pool?.end();
 });
 
-/** Makes the server fail a completion with 40P01 when `fails(n)` holds for the completion's number n. */
-async function deadlockCompletions(bullSchema: string, fails: string): Promise<void> {
+/**
+ * Makes the server fail a job's move from active to `state` with 40P01 when `fails` holds for the move's
+ * number n (1, 2, …).
+ */
+async function deadlockEnds(bullSchema: string, state: 'completed' | 'failed', fails: string): Promise<void> {
   const schema = quoteIdentifier(bullSchema);
   await pool.query(`CREATE SEQUENCE ${schema}.completion_tries`);
   await pool.query(`
@@ -39,23 +43,24 @@ async function deadlockCompletions(bullSchema: string, fails: string): Promise<v
     END $$`);
   await pool.query(`
     CREATE TRIGGER deadlock_completion BEFORE UPDATE ON ${schema}.job FOR EACH ROW
-    WHEN (OLD.state = 'active' AND NEW.state = 'completed')
+    WHEN (OLD.state = 'active' AND NEW.state = '${state}')
     EXECUTE FUNCTION ${schema}.deadlock_completion()`);
 }
 
-async function runJobs(fails: string) {
+async function runJobs(fails: string, state: 'completed' | 'failed' = 'completed') {
   const bullSchema = uniqueSchema('bq');
   const storeSchema = uniqueSchema();
   const connection = { connectionString: bed.url, schema: bullSchema, migrate: true };
   const queue = new Queue('charges', { connection } as never, createPostgresBackend as never);
   await queue.waitUntilReady();
-  await deadlockCompletions(bullSchema, fails);
+  await deadlockEnds(bullSchema, state, fails);
   const deadLetters = new PostgresDeadLetterStore({ connection: pool, schema: storeSchema });
   const runs = new Map<string, number>();
   const worker = createWorker(
     'charges',
     async (job) => {
       runs.set(job.id ?? '', (runs.get(job.id ?? '') ?? 0) + 1);
+      if (state === 'failed') throw new PermanentError('card number is not valid');
       return { charged: (job.data as { n: number }).n };
     },
     {
@@ -63,7 +68,8 @@ async function runJobs(fails: string) {
       backend: createPostgresBackend as never,
       policy: 'idempotent-internal',
       deadLetters,
-      workerOptions: { autorun: false },
+      // A job left active is brought back by the stalled-job check within seconds, not 30.
+      workerOptions: { autorun: false, lockDuration: 2_000, stalledInterval: 500 },
       onWarning: () => undefined,
     },
   );
@@ -114,6 +120,16 @@ describe('a job whose completion loses a deadlock on BullMQ PostgreSQL', () => {
       expect(record.lastError.classification).toEqual({ retryable: false, reason: 'completion-failed' });
       expect(record.detail).toContain('the processor succeeded');
     }
+    expect([...runs.values()]).toEqual(Array(JOBS).fill(1));
+  });
+
+  it('a failure that loses a deadlock is written again: the job ends failed at once, never stalled', async () => {
+    const { failed, records, runs, errors } = await runJobs('n % 2 = 1', 'failed');
+    expect(errors).toEqual([]);
+    expect(failed.map((job) => [job.failedReason, job.stalledCounter])).toEqual(
+      Array(JOBS).fill([expect.stringContaining('card number is not valid'), 0]),
+    );
+    expect(records).toHaveLength(JOBS);
     expect([...runs.values()]).toEqual(Array(JOBS).fill(1));
   });
 });
