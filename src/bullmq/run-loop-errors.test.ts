@@ -46,6 +46,17 @@ describe('run-loop errors', () => {
     expect(waits).toEqual([1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000, 1_000]);
   });
 
+  it('fetches again at once after a deadlock, 3 in a row, then backs off; a success resets the count', async () => {
+    const { loop, waits } = loopOf();
+    const deadlocked = () => Promise.reject(Object.assign(new Error('deadlock detected'), { code: '40P01' }));
+    for (let i = 0; i < 5; i++) await expect(loop.fetch(deadlocked)).rejects.toThrow('deadlock detected');
+    await loop.fetch(async () => 'job');
+    expect(waits).toEqual([1_000, 2_000]);
+    for (let i = 0; i < 3; i++) await expect(loop.fetch(deadlocked)).rejects.toThrow('deadlock detected');
+    expect(await loop.fetch(async () => 'job')).toBe('job');
+    expect(waits).toEqual([1_000, 2_000]);
+  });
+
   it('a schema BullMQ never migrated is reported once, as one clear error, and no fetch runs after it', async () => {
     const { loop, fatal, stop } = loopOf();
     const missing = bullError('SchemaMigrationRequiredError');

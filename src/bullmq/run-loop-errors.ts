@@ -7,8 +7,15 @@
  * without a round trip, so a worker logged about 48 000 errors a second and ran no job: a log storm is a
  * retry storm. Here the loop backs off instead (1 s doubling to 30 s, reset by a fetch that succeeds), and
  * an error no retry can fix (the schema missing, too new, or a server too old) ends the worker with one
- * error that says what to do.
+ * error that says what to do. A fetch the server rolled back for a deadlock between workers (a claim that
+ * promotes due delayed jobs, SQLSTATE 40P01) is fetched again at once, up to {@link CONFLICT_REFETCHES}
+ * in a row, as BullMQ would, rather than pausing the worker's fetching for 1 s.
  */
+
+import { isTransactionConflict } from './transaction-conflict.js';
+
+/** Fetches rolled back for a transaction conflict, in a row, that are fetched again at once. */
+export const CONFLICT_REFETCHES = 3;
 
 /** The first wait after a failed fetch. */
 export const RUN_LOOP_FIRST_BACKOFF_MS = 1_000;
@@ -83,6 +90,8 @@ export class RunLoopErrors {
   readonly #options: RunLoopErrorsOptions;
   readonly #sleep: (ms: number, until: Promise<void>) => Promise<void>;
   #failures = 0;
+  /** Fetches rolled back for a transaction conflict in a row (0 after a success). */
+  #conflicts = 0;
   #fatal = false;
 
   constructor(options: RunLoopErrorsOptions) {
@@ -106,9 +115,14 @@ export class RunLoopErrors {
     try {
       const next = await fetchNext();
       this.#failures = 0;
+      this.#conflicts = 0;
       return next;
     } catch (error) {
       if (this.absorbs(error)) return this.#untilStopped();
+      if (isTransactionConflict(error) && this.#conflicts < CONFLICT_REFETCHES) {
+        this.#conflicts++;
+        throw error;
+      }
       this.#failures++;
       throw error;
     }

@@ -32,6 +32,7 @@ import { BULLMQ_DEFAULT_PREFIX, clusterPrefixProblem } from './cluster-prefix.js
 import { defaultDeadLetters } from './default-dead-letters.js';
 import { defaultLimitStore, hasDefaultLimitStore } from './default-limit-store.js';
 import { RunLoopErrors } from './run-loop-errors.js';
+import { isTransactionConflict } from './transaction-conflict.js';
 import {
   checkWorkerOptionNames,
   type StormguardWorkerOptions,
@@ -85,9 +86,6 @@ const UNBOUNDED_STALLS = 2_147_483_647;
  * conflict: the server picks one victim per deadlock, so a second try almost always commits.
  */
 const COMPLETION_TRIES = 5;
-
-/** PostgreSQL's deadlock and serialization failures: the transaction was rolled back and may run again. */
-const TRANSACTION_CONFLICTS = new Set(['40P01', '40001']);
 
 /** BullMQ's own control-flow errors: a processor may throw them on purpose, and they pass through untouched. */
 const BULLMQ_CONTROL_ERRORS = new Set([
@@ -690,15 +688,6 @@ function checkKeyLifetime(policy: RetryPolicy, guardTtlMs: number | undefined): 
 function isNamed(error: unknown, names: ReadonlySet<string>): boolean {
   return (
     typeof error === 'object' && error !== null && names.has((error as { name?: unknown }).name as string)
-  );
-}
-
-/** A PostgreSQL error whose transaction was rolled back for a deadlock or a serialization failure. */
-function isTransactionConflict(error: unknown): boolean {
-  return (
-    typeof error === 'object' &&
-    error !== null &&
-    TRANSACTION_CONFLICTS.has((error as { code?: unknown }).code as string)
   );
 }
 
