@@ -59,6 +59,8 @@ class Api {
   running = 0;
   maxRunning = 0;
   readonly runningBy = new Map<number, number>();
+  /** Calls answered 'hang' and still open. */
+  hungOpen = 0;
   answerMs = 20;
   answer: (call: Call, index: number) => Answer = () => ({ status: 200 });
   readonly #hung = new Set<() => void>();
@@ -107,6 +109,10 @@ class Api {
     };
     const answer = this.answer(call, index);
     if (answer === 'hang') {
+      this.hungOpen++;
+      response.once('close', () => {
+        this.hungOpen--;
+      });
       const later = () => {
         this.#hung.delete(later);
         if (!response.destroyed) send({ status: 200 });
@@ -253,7 +259,8 @@ describe('fleet-wide limits end to end (three worker processes at concurrency 50
 
     // From here the api holds every call: the fleet fills its slots with calls that stay in flight.
     api.answer = () => 'hang';
-    await waitFor(() => api.running >= MAX_IN_FLIGHT, 10_000, `${MAX_IN_FLIGHT} calls held by the api`);
+    // Calls that started before the switch end within answerMs: wait until every call in flight is held.
+    await waitFor(() => api.hungOpen >= MAX_IN_FLIGHT, 10_000, `${MAX_IN_FLIGHT} calls held by the api`);
     expect(api.running, 'calls the api holds once the fleet has filled its slots').toBe(MAX_IN_FLIGHT);
     expect((await fleet.stores.flow.limitState('api')).inFlight).toBe(MAX_IN_FLIGHT);
     const [victimIndex, victimSlots] = [...api.runningBy].sort((a, b) => b[1] - a[1])[0] ?? [0, 0];
