@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatSummary } from '../../src/sim/format/summary.js';
@@ -15,6 +15,7 @@ import type { Scenario } from '../../src/sim/scenario/schema.js';
 import { simulate } from '../../src/sim/simulate.js';
 import { launchChromium } from '../helpers/chromium.js';
 import { cli, ensureCliBuilt } from '../helpers/cli.js';
+import { inkedCanvases, openReport } from '../helpers/report-page.js';
 import { STRATEGY_JSON_FIELDS } from './json-shape.js';
 
 const API = 'partner-api';
@@ -115,38 +116,9 @@ describe('the report of the rate-limited API renders in headless Chromium', () =
   });
 
   it('draws the successes against the rate, the 429s and the throughput, without a console error', async () => {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, offline: true });
-    const page = await context.newPage();
-    const errors: string[] = [];
-    page.on('console', (message) => {
-      if (message.type() === 'error') errors.push(message.text());
-    });
-    page.on('pageerror', (error) => errors.push(error.message));
-    await page.goto(pathToFileURL(reportPath).href);
-    await page.waitForSelector('body[data-ready="true"]', { timeout: 20_000 });
+    const { context, page, errors } = await openReport(browser, reportPath);
     // Coloured pixels (series, bars, legend marks) in each canvas of the section.
-    const coloured = await page.$$eval('#limited canvas', (canvases) =>
-      canvases.map((canvas) => {
-        const context = (
-          canvas as unknown as {
-            getContext(kind: '2d'): {
-              getImageData(x: number, y: number, w: number, h: number): { data: Uint8ClampedArray };
-            } | null;
-          }
-        ).getContext('2d');
-        if (!context || canvas.width === 0 || canvas.height === 0) return 0;
-        const { data } = context.getImageData(0, 0, canvas.width, canvas.height);
-        let n = 0;
-        for (let i = 0; i < data.length; i += 4)
-          if (
-            data[i + 3]! > 128 &&
-            Math.max(data[i]!, data[i + 1]!, data[i + 2]!) - Math.min(data[i]!, data[i + 1]!, data[i + 2]!) >
-              80
-          )
-            n++;
-        return n;
-      }),
-    );
+    const coloured = (await inkedCanvases(page, '#limited canvas')).map((canvas) => canvas.coloured);
     // Successes against the rate, 429s, throughput.
     expect(coloured.length).toBe(3);
     for (const n of coloured) expect(n).toBeGreaterThan(1_000);
