@@ -76,12 +76,22 @@ describe('SimLimits', () => {
   });
 
   it('a dependency without limits is never held, and a stale wake does nothing', () => {
-    const { limits, started, serve } = setup({ maxRatePerSecond: 10 });
+    const { limits, wakes, started, serve } = setup({ maxRatePerSecond: 10 });
     expect(limits.limited(1)).toBe(false);
     expect(limits.lineUp(1, 0, 0)).toBe(false);
     limits.answered(1, 10, CallOutcome.RateLimited, model, 3_000);
     expect(limits.holds).toEqual([0, 0]);
     serve(42);
     expect(started).toEqual([]);
+    // With a wake set for 100 ms, a serve at any other time (a wake since superseded) does nothing: it
+    // starts nothing and asks for no other wake; the one at 100 ms starts the slot.
+    expect(limits.lineUp(0, 0, 0)).toBe(false);
+    expect(limits.lineUp(0, 1, 0)).toBe(true);
+    expect(wakes).toEqual([100]);
+    serve(42);
+    expect(started).toEqual([]);
+    expect(wakes).toEqual([100]);
+    serve(100);
+    expect(started).toEqual([1]);
   });
 });
