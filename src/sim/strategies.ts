@@ -112,7 +112,7 @@ export function createRuntime(
   strategy: ResolvedStrategy,
   workers: number,
   clock: Clock,
-  scenario?: Scenario,
+  scenario: Scenario,
 ): StrategyRuntime {
   switch (strategy.kind) {
     case 'ceiling-only':
@@ -158,14 +158,14 @@ export function createRuntime(
  * The `budget-and-limits` strategy's limits: each dependency's `limits` in the scenario, the ramp of its
  * `limitsOptions` (a worker's defaults: 30 s from 1/s), and one probe after a hold (there is no breaker).
  */
-function limitSettings(scenario: Scenario | undefined): LimitSettings {
+function limitSettings(scenario: Scenario): LimitSettings {
   const limits: Record<string, DependencyLimit> = {};
-  for (const [name, dependency] of Object.entries(scenario?.dependencies ?? {}))
+  for (const [name, dependency] of Object.entries(scenario.dependencies))
     if (dependency.limits !== undefined) limits[name] = dependency.limits;
   return {
     limits,
-    slowStartMs: scenario?.limitsOptions?.slowStartMs ?? 30_000,
-    floorPerSecond: scenario?.limitsOptions?.floorPerSecond ?? 1,
+    slowStartMs: scenario.limitsOptions?.slowStartMs ?? 30_000,
+    floorPerSecond: scenario.limitsOptions?.floorPerSecond ?? 1,
     probes: 1,
   };
 }

@@ -116,7 +116,7 @@ describe('bounded simulator input', () => {
     });
     const [strategy] = resolveStrategies(scenario);
     const clock = new FakeClock(0);
-    const runtime = createRuntime(strategy!, scenario.workers.count, clock);
+    const runtime = createRuntime(strategy!, scenario.workers.count, clock, scenario);
     // Nothing is built before a worker needs it.
     expect(runtime.budgets.length).toBe(0);
     const output = await runEngine(

@@ -21,7 +21,7 @@ export function parseScenario(input: ScenarioInput | unknown): Scenario {
   const scenario = parseWith(ScenarioSchema, input, 'scenario');
   compileJobClasses(scenario);
   // Build each strategy's budget once, so settings the budget refuses are reported now, naming the field.
-  for (const strategy of resolveStrategies(scenario)) createRuntime(strategy, 1, new FakeClock(0));
+  for (const strategy of resolveStrategies(scenario)) createRuntime(strategy, 1, new FakeClock(0), scenario);
   return scenario;
 }
 
