@@ -12,7 +12,7 @@
  * in a row, as BullMQ would, rather than pausing the worker's fetching for 1 s.
  */
 
-import { isTransactionConflict } from './transaction-conflict.js';
+import { isTransactionRollback } from '../policy/classify/database.js';
 
 /** Fetches rolled back for a transaction conflict, in a row, that are fetched again at once. */
 export const CONFLICT_REFETCHES = 3;
@@ -119,7 +119,7 @@ export class RunLoopErrors {
       return next;
     } catch (error) {
       if (this.absorbs(error)) return this.#untilStopped();
-      if (isTransactionConflict(error) && this.#conflicts < CONFLICT_REFETCHES) {
+      if (isTransactionRollback(error) && this.#conflicts < CONFLICT_REFETCHES) {
         this.#conflicts++;
         throw error;
       }

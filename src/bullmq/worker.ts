@@ -5,6 +5,7 @@ import { formatDuration } from '../common/duration.js';
 import { EventBus } from '../common/events.js';
 import { systemRandom } from '../common/random.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
+import { isTransactionRollback } from '../policy/classify/database.js';
 import type { RetryPolicy } from '../policy/types.js';
 import type { CallContext } from '../runtime/call-context.js';
 import type { DeadLetterStore } from '../runtime/contracts.js';
@@ -32,7 +33,6 @@ import { BULLMQ_DEFAULT_PREFIX, clusterPrefixProblem } from './cluster-prefix.js
 import { defaultDeadLetters } from './default-dead-letters.js';
 import { defaultLimitStore, hasDefaultLimitStore } from './default-limit-store.js';
 import { RunLoopErrors } from './run-loop-errors.js';
-import { isTransactionConflict } from './transaction-conflict.js';
 import {
   checkWorkerOptionNames,
   type StormguardWorkerOptions,
@@ -348,7 +348,17 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
   protected override handleFailed(
     ...args: Parameters<Worker<Data, Result, Name>['handleFailed']>
   ): ReturnType<Worker<Data, Result, Name>['handleFailed']> {
-    return this.#againOnConflict(() => super.handleFailed(...args));
+    const [error, job] = args;
+    // After BullMQ's control errors (a retry's DelayedError, a rate limit) the only write is the fetch
+    // of the next job, which the run loop already tries again (`moveToActive`): not twice over here.
+    if (isNamed(error, BULLMQ_CONTROL_ERRORS)) return super.handleFailed(...args);
+    // A move to failed adds the error's stack to the job before it writes: each try starts from the
+    // stacks the job had, so a job written again keeps one copy.
+    const stacktrace = [...(job.stacktrace ?? [])];
+    return this.#againOnConflict(() => {
+      job.stacktrace = [...stacktrace];
+      return super.handleFailed(...args);
+    });
   }
 
   /**
@@ -361,7 +371,7 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
       try {
         return await write();
       } catch (error) {
-        if (!this.#retriesConflicts || !isTransactionConflict(error) || tries >= COMPLETION_TRIES)
+        if (!this.#retriesConflicts || !isTransactionRollback(error) || tries >= COMPLETION_TRIES)
           throw error;
         // The other transaction holds its locks until it commits: a short, growing pause lets it.
         await new Promise((resolve) => setTimeout(resolve, tries * tries * 5 * (1 + this.#random())));

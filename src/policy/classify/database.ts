@@ -2,6 +2,27 @@ import type { Classification } from '../types.js';
 import { numberField, stringField } from './fields.js';
 
 /**
+ * Postgres SQLSTATEs of a transaction the server rolled back: serialization failure (40001) and deadlock
+ * (40P01). Nothing it did was kept, so running it again is safe.
+ *
+ * @example
+ * TRANSACTION_ROLLBACK_SQLSTATES.has('40P01'); // true
+ */
+export const TRANSACTION_ROLLBACK_SQLSTATES: ReadonlySet<string> = new Set(['40001', '40P01']);
+
+/**
+ * True for a Postgres error whose transaction the server rolled back ({@link TRANSACTION_ROLLBACK_SQLSTATES}),
+ * its SQLSTATE read as the classifier reads it (`code`, `sqlState` or `sqlstate`).
+ *
+ * @example
+ * isTransactionRollback(Object.assign(new Error('deadlock detected'), { code: '40P01' })); // true
+ */
+export function isTransactionRollback(error: unknown): boolean {
+  const sqlState = stringField(error, 'code', 'sqlState', 'sqlstate');
+  return sqlState !== undefined && TRANSACTION_ROLLBACK_SQLSTATES.has(sqlState);
+}
+
+/**
  * Postgres SQLSTATEs worth another attempt: serialization failure (40001), deadlock (40P01), lock not
  * available (55P03), admin shutdown (57P01), crash shutdown (57P02), cannot connect now (57P03, a server
  * starting up), too many connections (53300), and every connection exception (class 08).
@@ -10,8 +31,7 @@ import { numberField, stringField } from './fields.js';
  * TRANSIENT_SQLSTATES.has('40001'); // true: a serialization failure succeeds when run again
  */
 export const TRANSIENT_SQLSTATES: ReadonlySet<string> = new Set([
-  '40001',
-  '40P01',
+  ...TRANSACTION_ROLLBACK_SQLSTATES,
   '55P03',
   '57P01',
   '57P02',
