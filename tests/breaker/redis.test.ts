@@ -90,6 +90,35 @@ describe('RedisBreakerStore specifics', () => {
     }
   });
 
+  it('renews the expiry with the write that comes once a quarter of it has passed', async () => {
+    const redis = new Redis(server.connection);
+    const pexpires = async () =>
+      Number(/cmdstat_pexpire:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
+    try {
+      const clock = new FakeClock(1_700_000_000_000);
+      const store = new RedisBreakerStore({ redis, prefix: 'renewal', timeOverride: clock });
+      // An expiry of 2 x (windowMs + coolDownMs) = 180 s; a quarter of it is 45 s.
+      const options = resolveBreakerOptions({
+        windowMs: 60_000,
+        coolDownMs: 30_000,
+        consecutiveFailures: 100,
+      });
+      const key = store.keyOf('search');
+      await store.record('search', 'failure', options);
+      const before = await pexpires();
+      clock.advance(44_000);
+      await store.record('search', 'failure', options);
+      expect(await pexpires(), 'within the first quarter').toBe(before);
+      clock.advance(2_000);
+      await store.record('search', 'failure', options);
+      expect(await pexpires(), 'past the first quarter').toBe(before + 1);
+      // Renewed for the whole expiry from that write: more than the 134 s the first one had left.
+      expect(await redis.pttl(key)).toBeGreaterThan(170_000);
+    } finally {
+      await redis.quit();
+    }
+  });
+
   it('rejects an empty or over-long prefix, and bad settings', () => {
     const redis = new Redis({ ...server.connection, lazyConnect: true });
     expect(() => new RedisBreakerStore({ redis, prefix: '' })).toThrow(/prefix "": must not be empty/);
