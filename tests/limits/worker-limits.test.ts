@@ -192,7 +192,7 @@ describe('limits in a BullMQ worker', () => {
     expect((await store.limitState('api')).inFlight).toBe(0);
   });
 
-  it('a job name the dependencies mapping leaves out takes no slot of the mapped dependency, and runs while it is paused', async () => {
+  it('a job name the dependencies mapping leaves out takes no slot of the mapped dependency, so its pause holds it not', async () => {
     const { queueName, queue, dlq } = bed.queues('unmapped');
     const store = flowStore();
     await store.overrideLimits('api', { paused: true, reason: 'test: api paused', by: 'test' });
