@@ -27,6 +27,12 @@ function cli(...args: string[]): Promise<CliResult> {
 async function withFilledDlq(records: number, run: (dlq: DeadLetterQueue, source: Queue) => Promise<void>) {
   const queue = uniqueQueue('cli');
   const source = new Queue(queue, { connection: env.connection });
+  // The queue writes its meta key a moment after it connects; a test that snapshots the keys waits for it.
+  await waitFor(
+    async () => (await env.redis.exists(`bull:${queue}:meta`)) === 1,
+    5_000,
+    'the queue meta key',
+  );
   const dlq = deadLetterQueue(queue, {
     store: new RedisDeadLetterStore({ redis: env.redis }),
     queue: source,
