@@ -12,6 +12,8 @@ function bullError(name: string, message = `BullMQ: ${name}`): Error {
 function loopOf() {
   const waits: number[] = [];
   const fatal: Error[] = [];
+  /** Each conflict told: true when fetched again at once. */
+  const conflicts: boolean[] = [];
   let stop: () => void = () => {};
   const stopped = new Promise<void>((resolve) => {
     stop = resolve;
@@ -20,11 +22,12 @@ function loopOf() {
     queue: 'payments',
     stopped,
     onFatal: (error) => fatal.push(error),
+    onConflict: (_error, again) => conflicts.push(again),
     sleep: async (ms) => {
       waits.push(ms);
     },
   });
-  return { loop, waits, fatal, stop };
+  return { loop, waits, fatal, conflicts, stop };
 }
 
 describe('run-loop errors', () => {
@@ -47,7 +50,7 @@ describe('run-loop errors', () => {
   });
 
   it('fetches again at once after a deadlock, 3 in a row, then backs off; a success resets the count', async () => {
-    const { loop, waits } = loopOf();
+    const { loop, waits, conflicts } = loopOf();
     const deadlocked = () => Promise.reject(Object.assign(new Error('deadlock detected'), { code: '40P01' }));
     for (let i = 0; i < 5; i++) await expect(loop.fetch(deadlocked)).rejects.toThrow('deadlock detected');
     await loop.fetch(async () => 'job');
@@ -55,6 +58,8 @@ describe('run-loop errors', () => {
     for (let i = 0; i < 3; i++) await expect(loop.fetch(deadlocked)).rejects.toThrow('deadlock detected');
     expect(await loop.fetch(async () => 'job')).toBe('job');
     expect(waits).toEqual([1_000, 2_000]);
+    // Every conflict is told, the ones fetched again at once as such.
+    expect(conflicts).toEqual([true, true, true, false, false, true, true, true]);
   });
 
   it('a schema BullMQ never migrated is reported once, as one clear error, and no fetch runs after it', async () => {

@@ -74,6 +74,8 @@ export interface RunLoopErrorsOptions {
   stopped: Promise<void>;
   /** Called once, with the clear error, for the first error no retry fixes: report it and close. */
   onFatal(error: Error): void;
+  /** Told of every fetch the server rolled back for a transaction conflict; `again`: fetched again at once. */
+  onConflict?(error: unknown, again: boolean): void;
   /** Waits `ms`, or less when `until` settles first. Default: a timer. */
   sleep?(ms: number, until: Promise<void>): Promise<void>;
 }
@@ -119,9 +121,13 @@ export class RunLoopErrors {
       return next;
     } catch (error) {
       if (this.absorbs(error)) return this.#untilStopped();
-      if (isTransactionRollback(error) && this.#conflicts < CONFLICT_REFETCHES) {
-        this.#conflicts++;
-        throw error;
+      if (isTransactionRollback(error)) {
+        const again = this.#conflicts < CONFLICT_REFETCHES;
+        this.#options.onConflict?.(error, again);
+        if (again) {
+          this.#conflicts++;
+          throw error;
+        }
       }
       this.#failures++;
       throw error;

@@ -5,7 +5,7 @@ import { formatDuration } from '../common/duration.js';
 import { EventBus } from '../common/events.js';
 import { systemRandom } from '../common/random.js';
 import { InvalidInputError } from '../errors/invalid-input-error.js';
-import { isTransactionRollback } from '../policy/classify/database.js';
+import { isTransactionRollback, transactionRollbackState } from '../policy/classify/database.js';
 import type { RetryPolicy } from '../policy/types.js';
 import type { CallContext } from '../runtime/call-context.js';
 import type { DeadLetterStore } from '../runtime/contracts.js';
@@ -150,6 +150,7 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
     queue: this.name,
     stopped: new Promise<void>((resolve) => this.once('closing', () => resolve())),
     onFatal: (error) => this.#closeOnFatal(error),
+    onConflict: (error, again) => this.#conflicted('fetch', error, again),
   });
 
   constructor(
@@ -337,7 +338,7 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
   protected override handleCompleted(
     ...args: Parameters<Worker<Data, Result, Name>['handleCompleted']>
   ): ReturnType<Worker<Data, Result, Name>['handleCompleted']> {
-    return this.#againOnConflict(() => super.handleCompleted(...args));
+    return this.#againOnConflict('completion', () => super.handleCompleted(...args));
   }
 
   /**
@@ -355,7 +356,7 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
     // A move to failed adds the error's stack to the job before it writes: each try starts from the
     // stacks the job had, so a job written again keeps one copy.
     const stacktrace = [...(job.stacktrace ?? [])];
-    return this.#againOnConflict(() => {
+    return this.#againOnConflict('failure', () => {
       job.stacktrace = [...stacktrace];
       return super.handleFailed(...args);
     });
@@ -366,17 +367,25 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
    * backend, runs it again when the server rolled it back for a deadlock or a serialization failure, up to
    * {@link COMPLETION_TRIES} times; the last conflict goes to BullMQ as before.
    */
-  async #againOnConflict<T>(write: () => Promise<T>): Promise<T> {
+  async #againOnConflict<T>(what: 'completion' | 'failure', write: () => Promise<T>): Promise<T> {
     for (let tries = 1; ; tries++) {
       try {
         return await write();
       } catch (error) {
-        if (!this.#retriesConflicts || !isTransactionRollback(error) || tries >= COMPLETION_TRIES)
-          throw error;
+        if (!this.#retriesConflicts || !isTransactionRollback(error)) throw error;
+        const again = tries < COMPLETION_TRIES;
+        this.#conflicted(what, error, again);
+        if (!again) throw error;
         // The other transaction holds its locks until it commits: a short, growing pause lets it.
         await new Promise((resolve) => setTimeout(resolve, tries * tries * 5 * (1 + this.#random())));
       }
     }
+  }
+
+  /** Tells the `write-conflict` event of a write the server rolled back. */
+  #conflicted(write: WorkerEvents['write-conflict']['write'], error: unknown, again: boolean): void {
+    const code = transactionRollbackState(error) ?? 'unknown';
+    this.events.emit('write-conflict', { queue: this.name, write, code, again });
   }
 
   /** Every 'error' event meets the run loop first: an error no retry can fix is reported once, as one clear error. */

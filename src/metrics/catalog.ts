@@ -166,6 +166,14 @@ export const METRICS = {
     labels: ['queue', 'reason'],
     source: 'events',
   },
+  writeConflicts: {
+    name: 'write_conflicts_total',
+    otel: { name: 'stormguard.write_conflicts', unit: '{write}' },
+    type: 'counter',
+    help: 'Writes of the queue engine its server rolled back for a transaction conflict (BullMQ on PostgreSQL: a deadlock between workers), by write (completion, failure, fetch) and outcome (written-again, or gave-up once the tries ran out).',
+    labels: ['queue', 'write', 'outcome'],
+    source: 'events',
+  },
   budgetGrants: {
     name: 'budget_grants_total',
     otel: { name: 'stormguard.budget.grants', unit: '{retry}' },

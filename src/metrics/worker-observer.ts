@@ -53,6 +53,13 @@ export function observeWorkerEvents(worker: ObservableWorker, ctx: ObserverConte
         reason: LabelBounds.closed(e.reason, DEAD_LETTER_REASON_SET),
       }),
     ),
+    worker.events.on('write-conflict', (e) =>
+      m.writeConflicts.inc({
+        queue: bounds.open('queue', e.queue),
+        write: LabelBounds.closed(e.write, CONFLICTED_WRITES),
+        outcome: e.again ? 'written-again' : 'gave-up',
+      }),
+    ),
     worker.events.on('completed', (e) => {
       const labels = job(e);
       m.completed.inc(labels);
@@ -101,6 +108,7 @@ export function observeWorkerEvents(worker: ObservableWorker, ctx: ObserverConte
 }
 
 const FLOW_HOLD_KINDS: ReadonlySet<string> = new Set(['pause', 'park']);
+const CONFLICTED_WRITES: ReadonlySet<string> = new Set(['completion', 'failure', 'fetch']);
 const LIMIT_REFUSALS: ReadonlySet<string> = new Set(['paused', 'hold', 'in-flight', 'rate']);
 const LIMIT_WAIT_OUTCOMES: ReadonlySet<string> = new Set(['granted', 'held']);
 const LIMIT_HOLD_REASONS: ReadonlySet<string> = new Set(['retry-after']);

@@ -111,6 +111,22 @@ describe('worker events', () => {
     expect([count('budget-exhausted'), count('breaker-open')]).toEqual([2, 1]);
   });
 
+  it('counts the writes the queue engine had rolled back, by write and outcome', async () => {
+    const { worker, scrape } = setup();
+    worker.emit('write-conflict', { queue: 'index', write: 'completion', code: '40P01', again: true });
+    worker.emit('write-conflict', { queue: 'index', write: 'completion', code: '40001', again: true });
+    worker.emit('write-conflict', { queue: 'index', write: 'completion', code: '40P01', again: false });
+    worker.emit('write-conflict', { queue: 'index', write: 'fetch', code: '40P01', again: true });
+    const s = await scrape();
+    const count = (write: string, outcome: string) =>
+      sampleValue(s, 'stormguard_write_conflicts_total', { queue: 'index', write, outcome });
+    expect([
+      count('completion', 'written-again'),
+      count('completion', 'gave-up'),
+      count('fetch', 'written-again'),
+    ]).toEqual([2, 1, 1]);
+  });
+
   it("counts the records retention evicted, by queue and by the evicted records' reason", async () => {
     const { worker, scrape } = setup();
     worker.emit('dead-letters-evicted', {

@@ -75,6 +75,12 @@ async function runJobs(fails: string, state: 'completed' | 'failed' = 'completed
   );
   const errors: string[] = [];
   worker.on('error', (error) => errors.push(error.message));
+  // Every write-conflict event, tallied as "write code again".
+  const conflicts: Record<string, number> = {};
+  worker.events.on('write-conflict', (e) => {
+    const key = `${e.write} ${e.code} ${e.again ? 'again' : 'gave up'}`;
+    conflicts[key] = (conflicts[key] ?? 0) + 1;
+  });
   try {
     await worker.waitUntilReady();
     await queue.addBulk(Array.from({ length: JOBS }, (_, n) => ({ name: 'charge', data: { n } })));
@@ -91,7 +97,7 @@ async function runJobs(fails: string, state: 'completed' | 'failed' = 'completed
     const completed = await queue.getJobs(['completed'], 0, JOBS);
     const failed = await queue.getJobs(['failed'], 0, JOBS);
     const { records } = await deadLetters.list('charges', { limit: 100 });
-    return { completed, failed, records, runs, errors };
+    return { completed, failed, records, runs, errors, conflicts };
   } finally {
     await worker.close();
     await queue.close();
@@ -100,7 +106,7 @@ async function runJobs(fails: string, state: 'completed' | 'failed' = 'completed
 
 describe('a job whose completion loses a deadlock on BullMQ PostgreSQL', () => {
   it('is completed all the same, with its result, the processor run once', async () => {
-    const { completed, failed, records, runs, errors } = await runJobs('n % 2 = 1');
+    const { completed, failed, records, runs, errors, conflicts } = await runJobs('n % 2 = 1');
     expect(failed.map((job) => `${job.id}: ${job.failedReason}`)).toEqual([]);
     expect(records).toEqual([]);
     expect(completed.map((job) => job.returnvalue).sort((a, b) => a.charged - b.charged)).toEqual(
@@ -108,10 +114,12 @@ describe('a job whose completion loses a deadlock on BullMQ PostgreSQL', () => {
     );
     expect([...runs.values()]).toEqual(Array(JOBS).fill(1));
     expect(errors).toEqual([]);
+    // Each job's first completion was rolled back and written again, and told.
+    expect(conflicts).toEqual({ 'completion 40P01 again': JOBS });
   });
 
   it('that keeps losing ends failed with a dead letter saying its processor succeeded, run once', async () => {
-    const { completed, failed, records, runs } = await runJobs('true');
+    const { completed, failed, records, runs, conflicts } = await runJobs('true');
     expect(completed).toEqual([]);
     expect(failed.map((job) => job.failedReason)).toEqual(Array(JOBS).fill('deadlock detected'));
     expect(records).toHaveLength(JOBS);
@@ -121,10 +129,12 @@ describe('a job whose completion loses a deadlock on BullMQ PostgreSQL', () => {
       expect(record.detail).toContain('the processor succeeded');
     }
     expect([...runs.values()]).toEqual(Array(JOBS).fill(1));
+    // Five tries a job: four written again, the last given up.
+    expect(conflicts).toEqual({ 'completion 40P01 again': 4 * JOBS, 'completion 40P01 gave up': JOBS });
   });
 
   it('a failure that loses a deadlock is written again: the job ends failed at once, never stalled', async () => {
-    const { failed, records, runs, errors } = await runJobs('n % 2 = 1', 'failed');
+    const { failed, records, runs, errors, conflicts } = await runJobs('n % 2 = 1', 'failed');
     expect(errors).toEqual([]);
     expect(failed.map((job) => [job.failedReason, job.stalledCounter])).toEqual(
       Array(JOBS).fill([expect.stringContaining('card number is not valid'), 0]),
@@ -133,5 +143,6 @@ describe('a job whose completion loses a deadlock on BullMQ PostgreSQL', () => {
     expect(failed.map((job) => job.stacktrace?.length)).toEqual(Array(JOBS).fill(1));
     expect(records).toHaveLength(JOBS);
     expect([...runs.values()]).toEqual(Array(JOBS).fill(1));
+    expect(conflicts).toEqual({ 'failure 40P01 again': JOBS });
   });
 });

@@ -18,8 +18,19 @@ export const TRANSACTION_ROLLBACK_SQLSTATES: ReadonlySet<string> = new Set(['400
  * isTransactionRollback(Object.assign(new Error('deadlock detected'), { code: '40P01' })); // true
  */
 export function isTransactionRollback(error: unknown): boolean {
+  return transactionRollbackState(error) !== undefined;
+}
+
+/**
+ * The SQLSTATE of a Postgres error whose transaction the server rolled back (see
+ * {@link isTransactionRollback}), or `undefined` for any other error.
+ *
+ * @example
+ * transactionRollbackState(Object.assign(new Error('deadlock detected'), { code: '40P01' })); // '40P01'
+ */
+export function transactionRollbackState(error: unknown): string | undefined {
   const sqlState = stringField(error, 'code', 'sqlState', 'sqlstate');
-  return sqlState !== undefined && TRANSACTION_ROLLBACK_SQLSTATES.has(sqlState);
+  return sqlState !== undefined && TRANSACTION_ROLLBACK_SQLSTATES.has(sqlState) ? sqlState : undefined;
 }
 
 /**
