@@ -556,6 +556,8 @@ export class AmqpConsumer<Data = unknown, Result = unknown> {
       if (session?.consumerTag !== undefined)
         await session.consume.cancel(session.consumerTag).catch(() => {});
       await this.flow?.stop();
+      // Messages waiting for a limit's slot before they start are held now, not at the end of their wait.
+      this.limits?.stopWaiting();
       await Promise.all(this.#inFlight);
       try {
         await this.#options.budget?.flush();

@@ -421,6 +421,8 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
         await this.#autoReplay?.stop();
         await this.#replayQueue?.close();
         await this.flow?.stop();
+        // Jobs waiting for a limit's slot before they start are held now, not at the end of their wait.
+        this.limits?.stopWaiting();
         await super.close(force);
       } finally {
         // Successes already counted must reach the store even when BullMQ's close fails.

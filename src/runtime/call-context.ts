@@ -58,7 +58,8 @@ export interface CallOptions {
  * const limits: CallLimits = new LimitController({ openai: { maxInFlight: 25 } }, { store }, settings);
  */
 export interface CallLimits {
-  acquire(dependency: string, cost: number): Promise<LimitAnswer>;
+  /** `beforeStart`: the job has not started yet (its known dependency), which may wait longer. */
+  acquire(dependency: string, cost: number, how?: { beforeStart?: boolean }): Promise<LimitAnswer>;
   release(slot: LimitSlot, ok: boolean): void;
   noteFailure(dependency: string, error: unknown): Promise<unknown>;
 }

@@ -646,7 +646,7 @@ export class JobRuntime {
     for (const known of upFront) {
       let answer: LimitAnswer;
       try {
-        answer = await limits.acquire(known, 1);
+        answer = await limits.acquire(known, 1, { beforeStart: true });
       } catch (error) {
         // Limits that fail are reported; the job runs (its calls still ask for their slots).
         this.#report(error);

@@ -21,6 +21,7 @@ describe('limits options', () => {
       ]),
       stateCacheMs: 250,
       maxPaceWaitMs: 1_000,
+      maxStartWaitMs: 30_000,
       slowStartMs: 30_000,
       floorPerSecond: 1,
     });

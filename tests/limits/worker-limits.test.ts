@@ -174,7 +174,8 @@ describe('limits in a BullMQ worker', () => {
         concurrency: 20,
         dependencies: { call: 'api' },
         limits: { api: { maxInFlight: 3 } },
-        limitsOptions: { store, maxPaceWaitMs: 20 },
+        // No wait before the start beyond maxPaceWaitMs: a job the cap keeps pauses the queue.
+        limitsOptions: { store, maxPaceWaitMs: 20, maxStartWaitMs: 0 },
       },
     );
     const log = recordEvents(worker.events);
@@ -190,6 +191,52 @@ describe('limits in a BullMQ worker', () => {
     expect(await dlq.count()).toBe(0);
     await worker.close();
     expect((await store.limitState('api')).inFlight).toBe(0);
+  });
+
+  it('a job of the queue’s own dependency waits in the worker for its slot, never put back; a close ends the wait', async () => {
+    const { queueName, queue, dlq } = bed.queues('start-wait');
+    const store = flowStore();
+    const api = new Dependency(20);
+    const options: Partial<StormguardWorkerOptions> = {
+      dependencies: { call: 'api' },
+      limits: { api: { maxInFlight: 3 } },
+      // Calls mid-job would be held after 20 ms; a job waiting to start waits up to maxStartWaitMs.
+      limitsOptions: { store, maxPaceWaitMs: 20, maxStartWaitMs: 600_000 },
+    };
+    const worker = limitedWorker(queueName, api, options);
+    const log = recordEvents(worker.events);
+    const seen = waits(worker);
+    for (let n = 0; n < 60; n++) await queue.add('call', { n });
+    await waitFor(() => log.count('completed') === 60, 30_000, 'every job to complete');
+    expect(api.maxRunning).toBeLessThanOrEqual(3);
+    expect(seen.filter((e) => e.outcome === 'granted').length).toBeGreaterThan(0);
+    expect(seen.filter((e) => e.outcome === 'held')).toEqual([]);
+    await worker.close();
+
+    // Every slot taken elsewhere for 10 minutes: a new worker's jobs wait to start, and its close does not
+    // wait for them. They go back to the queue as they were, none failed or dead-lettered.
+    await store.exchangeLimits('api', {
+      holder: 'elsewhere:1',
+      declared: { maxInFlight: 3 },
+      leaseMs: 600_000,
+      give: [],
+      renew: [],
+      take: [1, 2, 3].map((n) => ({ lease: `elsewhere:1:${n}`, cost: 1 })),
+      probes: 1,
+      ramp: { slowStartMs: 30_000, floorPerSecond: 1 },
+    });
+    const waiting = limitedWorker(queueName, api, options);
+    const waitingSeen = waits(waiting);
+    for (let n = 0; n < 5; n++) await queue.add('call', { n });
+    await waitFor(async () => (await queue.getActiveCount()) === 5, 10_000, 'five jobs waiting to start');
+    await waiting.close();
+    expect(waitingSeen.map((e) => e.outcome)).toEqual(Array(5).fill('held'));
+    expect(api.calls).toBe(60);
+    const counts = await queue.getJobCounts('active', 'completed', 'failed');
+    expect(counts).toEqual({ active: 0, completed: 60, failed: 0 });
+    const back = await queue.getJobs(['wait', 'prioritized', 'delayed']);
+    expect(back.map((job) => job.attemptsMade)).toEqual(Array(5).fill(0));
+    expect(await dlq.count()).toBe(0);
   });
 
   it('a job name the dependencies mapping leaves out takes no slot of the mapped dependency, so its pause holds it not', async () => {

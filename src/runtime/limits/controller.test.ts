@@ -127,8 +127,8 @@ describe('LimitController', () => {
     expect(slow.events[0]?.payload).toMatchObject({ by: 'rate', waitedMs: 0, outcome: 'held' });
   });
 
-  it('holds a call the in-flight cap keeps past maxPaceWaitMs, polling meanwhile', async () => {
-    const { controller, sleeps, events } = setup({ openai: { maxInFlight: 1 } }, { maxPaceWaitMs: 120 });
+  it('holds a call the in-flight cap keeps past maxPaceWaitMs, polling meanwhile, slower after each refusal', async () => {
+    const { controller, sleeps, events } = setup({ openai: { maxInFlight: 1 } }, { maxPaceWaitMs: 1_000 });
     expect((await controller.acquire('openai')).type).toBe('slot');
     expect(await controller.acquire('openai')).toEqual({
       type: 'held',
@@ -136,8 +136,31 @@ describe('LimitController', () => {
       by: 'in-flight',
       retryInMs: 0,
     });
-    expect(sleeps).toEqual([50, 50, 20]);
-    expect(events[0]?.payload).toMatchObject({ by: 'in-flight', waitedMs: 120, outcome: 'held' });
+    // 50 ms, doubling to 400 ms, cut at the deadline.
+    expect(sleeps).toEqual([50, 100, 200, 400, 250]);
+    expect(events[0]?.payload).toMatchObject({ by: 'in-flight', waitedMs: 1_000, outcome: 'held' });
+  });
+
+  it('a poll that is granted a slot brings the poll back to 50 ms', async () => {
+    const { controller, store, sleeps } = setup({ openai: { maxInFlight: 1 } }, { maxPaceWaitMs: 1_000 });
+    const first = await controller.acquire('openai');
+    if (first.type !== 'slot') throw new Error('the first call gets the slot');
+    // The slot's holder is another worker's as far as this one can tell: the store frees it after 3 polls.
+    let polls = 0;
+    const exchange = store.exchangeLimits.bind(store);
+    store.exchangeLimits = (dependency, request) => {
+      if (request.take.length > 0 && ++polls === 4)
+        exchange(dependency, {
+          ...request,
+          take: [],
+          give: [{ lease: first.slot.lease as string, ok: true }],
+        });
+      return exchange(dependency, request);
+    };
+    expect((await controller.acquire('openai')).type).toBe('slot');
+    expect(sleeps).toEqual([50, 100, 200]);
+    expect((await controller.acquire('openai')).type).toBe('held');
+    expect(sleeps.slice(3, 5)).toEqual([50, 100]);
   });
 
   it('calls the in-flight cap keeps waiting ask again together, one exchange per poll, not one each', async () => {
@@ -145,11 +168,48 @@ describe('LimitController', () => {
     expect((await controller.acquire('openai')).type).toBe('slot');
     const answers = await Promise.all(Array.from({ length: 20 }, () => controller.acquire('openai')));
     expect(answers.every((a) => a.type === 'held' && a.by === 'in-flight')).toBe(true);
-    // The first slot's take, the twenty refused together, then two polls of the lane (at 50 and 100 ms),
-    // each one exchange for all twenty. The last 20 ms to the deadline is a timer of the first waiter's
-    // own: here a sleep moves the fake clock on at once, so the others find their deadline passed.
-    expect(exchanges.map((e) => e.take.length)).toEqual([1, 20, 20, 20, 1]);
-    expect(sleeps).toEqual([50, 50, 20]);
+    // The first slot's take, the twenty refused together, then the lane's poll at 50 ms, one exchange for
+    // all twenty. The next poll, 100 ms on (refused twice in a row), is cut to the 70 ms left: the first
+    // waiter's sleep moves the fake clock on at once, so the others find their deadline passed and only
+    // it asks again.
+    expect(exchanges.map((e) => e.take.length)).toEqual([1, 20, 20, 1]);
+    expect(sleeps).toEqual([50, 70]);
+  });
+
+  it('waiters whose jittered polls differ still ask together, at the lane’s poll, until their deadline', async () => {
+    // Timers that fire only when the test moves the clock to them, earliest first.
+    const timers: Array<{ at: number; fire: () => void }> = [];
+    let n = 0;
+    const { controller, exchanges, clock } = setup(
+      { openai: { maxInFlight: 1 } },
+      { maxPaceWaitMs: 1_000 },
+      {
+        // Each waiter draws its own jitter, the first the largest: 0.9, 0.8, …, 0, 0.9, …
+        random: () => 0.9 - (n++ % 10) / 10,
+        sleep: (ms) => new Promise<void>((fire) => timers.push({ at: clock.now() + ms, fire })),
+      },
+    );
+    expect((await controller.acquire('openai')).type).toBe('slot');
+    let settled = false;
+    const waiting = Promise.all(Array.from({ length: 20 }, () => controller.acquire('openai'))).finally(
+      () => {
+        settled = true;
+      },
+    );
+    for (let turn = 0; !settled && turn < 1_000; turn++) {
+      // Let exchanges (sent on the next turn of the event loop) and their answers go through.
+      for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+      timers.sort((a, b) => a.at - b.at);
+      const next = timers.shift();
+      if (next === undefined) continue;
+      clock.advance(Math.max(0, next.at - clock.now()));
+      next.fire();
+    }
+    const answers = await waiting;
+    expect(answers.every((a) => a.type === 'held')).toBe(true);
+    // The first slot's take, then one exchange of all twenty per poll: none alone on a timer of its own.
+    expect(exchanges.map((e) => e.take.length)).toEqual([1, ...Array(exchanges.length - 1).fill(20)]);
+    expect(exchanges.length).toBeLessThanOrEqual(8);
   });
 
   it('a dependency with no limit in force costs one state read per stateCacheMs and no exchange', async () => {

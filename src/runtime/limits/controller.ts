@@ -123,6 +123,11 @@ interface Lane {
   waiters: Array<() => void>;
   /** When the lane's poll wakes its waiters to ask again (local clock), while one is set. */
   pollAtMs: number | undefined;
+  /**
+   * Exchanges in a row in which the in-flight cap refused a take and no slot freed elsewhere was granted:
+   * the poll slows with them.
+   */
+  refusedInARow: number;
   state: LimitState | undefined;
   readAtMs: number | undefined;
   reading: Promise<void> | undefined;
@@ -151,8 +156,13 @@ const PAUSED_HOLD_MS = 1_000;
  * a slot's holder elsewhere waits at most this much longer for it (calls of this process: not at all).
  */
 const GIVE_LINGER_MS = 20;
-/** How often a call refused by the in-flight cap asks again when no give-back of this process wakes it. */
+/**
+ * How often a call refused by the in-flight cap asks again when no give-back of this process wakes it, at
+ * first; each exchange in a row that grants nothing doubles it, up to {@link MAX_IN_FLIGHT_POLL_MS}.
+ */
 const IN_FLIGHT_POLL_MS = 50;
+/** The slowest poll: a fleet pinned at its cap costs each worker at most a few exchanges a second. */
+const MAX_IN_FLIGHT_POLL_MS = 400;
 /** Store failures are reported at most once per interval and dependency. */
 const REPORT_EVERY_MS = 5_000;
 const FREE = Object.freeze({ lease: undefined, cost: 0 });
@@ -193,6 +203,8 @@ export class LimitController {
   #leases = 0;
   #pausedUntil = 0;
   #stopped = false;
+  /** Set by {@link stopWaiting}: calls refused from now on are held at once, not waited for. */
+  #stopping = false;
 
   constructor(
     limits: LimitsByDependency | undefined,
@@ -239,13 +251,20 @@ export class LimitController {
    * process or a short poll finds); past it, or when the wait is known to be longer, the answer is
    * `held`. A dependency with no limit in force gets a slot without a lease at once.
    */
-  async acquire(dependency: string, cost = 1): Promise<LimitAnswer> {
+  async acquire(dependency: string, cost = 1, how: { beforeStart?: boolean } = {}): Promise<LimitAnswer> {
     const free = (): LimitAnswer => ({ type: 'slot', slot: { dependency, ...FREE } });
     if (!(await this.#limitedNow(dependency))) return free();
     const lane = this.#lane(dependency);
     const { clock } = this.#settings;
     const startedAt = clock.now();
     const deadline = startedAt + this.options.maxPaceWaitMs;
+    // A job of the queue's own dependency waits longer for an in-flight slot before it starts: it blocks
+    // no other job (every job of the queue needs the same dependency), and held it would be put back and
+    // fetched again, round after round, while the fleet stays at its cap.
+    const startDeadline =
+      how.beforeStart === true && dependency === this.#pausingDependency
+        ? startedAt + Math.max(this.options.maxPaceWaitMs, this.options.maxStartWaitMs)
+        : deadline;
     let firstBy: LimitRefusal | undefined;
     for (;;) {
       const lease = `${this.holder}:${++this.#leases}`;
@@ -261,12 +280,13 @@ export class LimitController {
         return { type: 'slot', slot: { dependency, lease, cost } };
       }
       firstBy ??= answer.by;
-      const waitMs = this.#waitFor(answer, deadline - clock.now());
+      const until = answer.by === 'in-flight' ? startDeadline : deadline;
+      const waitMs = this.#stopping ? undefined : this.#waitFor(lane, answer, until - clock.now());
       if (waitMs === undefined) {
         this.#waited(dependency, firstBy, startedAt, 'held');
         return { type: 'held', dependency, by: answer.by, retryInMs: Math.max(0, answer.waitMs) };
       }
-      await this.#wait(lane, waitMs, answer.by === 'in-flight');
+      await this.#wait(lane, waitMs, answer.by === 'in-flight' ? until : undefined);
     }
   }
 
@@ -311,8 +331,7 @@ export class LimitController {
       held.retryInMs > 0 ? held.retryInMs : held.by === 'paused' ? PAUSED_HOLD_MS : IN_FLIGHT_HOLD_MS;
     const base = Math.min(MAX_HOLD_MS, Math.max(MIN_HOLD_MS, hint));
     const forMs = Math.round(base * (1 + 0.2 * random()));
-    const pausing = this.#settings.pausingDependency ?? this.#settings.queueDependency;
-    if (held.dependency !== pausing) return { type: 'delay', forMs };
+    if (held.dependency !== this.#pausingDependency) return { type: 'delay', forMs };
     const until = clock.now() + forMs;
     if (until > this.#pausedUntil + MIN_HOLD_MS) {
       this.#pausedUntil = until;
@@ -371,6 +390,20 @@ export class LimitController {
       }
       return status;
     });
+  }
+
+  /**
+   * Ends every wait in the worker: calls waiting for a slot now, and any refused from now on, are held at
+   * once. Call it when the worker starts closing, so a job waiting to start does not keep its close waiting.
+   */
+  stopWaiting(): void {
+    this.#stopping = true;
+    for (const lane of this.#lanes.values()) for (const wake of lane.waiters.splice(0)) wake();
+  }
+
+  /** The dependency whose held jobs pause the queue (see `LimitControllerSettings.pausingDependency`). */
+  get #pausingDependency(): string | undefined {
+    return this.#settings.pausingDependency ?? this.#settings.queueDependency;
   }
 
   /**
@@ -440,17 +473,31 @@ export class LimitController {
    * expiry name when: waited for (with a little jitter, so waiters do not ask as a herd) when it comes in
    * time. A pause without expiry is not waited for.
    */
-  #waitFor(answer: { by: LimitRefusal; waitMs: number }, remainingMs: number): number | undefined {
+  #waitFor(
+    lane: Lane,
+    answer: { by: LimitRefusal; waitMs: number },
+    remainingMs: number,
+  ): number | undefined {
     if (remainingMs <= 0) return undefined;
     const jitter = this.#settings.random();
-    if (answer.by === 'in-flight') return Math.min(remainingMs, IN_FLIGHT_POLL_MS * (1 + jitter));
+    if (answer.by === 'in-flight') {
+      const pollMs = Math.min(
+        MAX_IN_FLIGHT_POLL_MS,
+        IN_FLIGHT_POLL_MS * 2 ** Math.min(Math.max(0, lane.refusedInARow - 1), 3),
+      );
+      return Math.min(remainingMs, pollMs * (1 + jitter));
+    }
     if (answer.by === 'paused' && answer.waitMs <= 0) return undefined;
     if (answer.waitMs > remainingMs) return undefined;
     return Math.min(remainingMs, answer.waitMs + Math.min(10, answer.waitMs / 10) * jitter + 1);
   }
 
-  #wait(lane: Lane, ms: number, wakeOnGive: boolean): Promise<void> {
-    if (!wakeOnGive) return this.#sleep(ms);
+  /**
+   * Waits `ms`. A call the in-flight cap refused (`deadline`: when it stops waiting) is also woken by a
+   * give-back of this process, and joins the lane's poll when that comes before its deadline.
+   */
+  #wait(lane: Lane, ms: number, deadline: number | undefined): Promise<void> {
+    if (deadline === undefined) return this.#sleep(ms);
     return new Promise<void>((resolve) => {
       let done = false;
       const finish = () => {
@@ -466,7 +513,7 @@ export class LimitController {
       // would otherwise send an exchange every few milliseconds). A call whose deadline comes first
       // keeps a timer for it.
       const at = this.#settings.clock.now() + ms;
-      if (lane.pollAtMs !== undefined && lane.pollAtMs <= at) return;
+      if (lane.pollAtMs !== undefined && lane.pollAtMs <= deadline) return;
       if (lane.pollAtMs === undefined && ms >= IN_FLIGHT_POLL_MS) {
         lane.pollAtMs = at;
         void this.#sleep(ms).then(() => {
@@ -500,6 +547,7 @@ export class LimitController {
         renewTimer: undefined,
         waiters: [],
         pollAtMs: undefined,
+        refusedInARow: 0,
         state: undefined,
         readAtMs: undefined,
         reading: undefined,
@@ -557,6 +605,10 @@ export class LimitController {
         );
         this.#note(lane, result.state);
         const by = result.refusedBy ?? 'in-flight';
+        // The poll slows while it finds no slot freed elsewhere: slots this exchange gave back and took
+        // again (a call of this process handing its slot to a waiting one) say nothing of the others.
+        if (result.granted > give.length) lane.refusedInARow = 0;
+        else if (result.granted < takes.length && by === 'in-flight') lane.refusedInARow++;
         takes.forEach((take, i) => {
           if (i < result.granted) {
             lane.held.set(take.lease, take.cost);

@@ -56,6 +56,16 @@ export interface LimitsOptions {
    * is held without using an attempt (its queue paused, or the job delayed). Default 1 000.
    */
   maxPaceWaitMs?: number | undefined;
+  /**
+   * The longest a job whose queue's own dependency (flow control's `queueDependency`, or the one
+   * dependency the `dependencies` mapping names) is at its in-flight cap waits in the worker before it
+   * starts, in ms; past it the queue is paused as `maxPaceWaitMs` would. The job keeps its job slot while
+   * it waits, so the worker takes no more jobs: a fleet pinned at its cap costs the store a poll per
+   * worker, not a job put back and fetched again every `maxPaceWaitMs`. A freed slot of this worker goes
+   * to its own waiting job at once; one freed elsewhere is found within 50 to 400 ms. Default 30 000 (0:
+   * `maxPaceWaitMs`, as for any other dependency).
+   */
+  maxStartWaitMs?: number | undefined;
   /** How long the rate ramps up after a Retry-After hold's first success, in ms (0: no ramp). Default 30 000. */
   slowStartMs?: number | undefined;
   /** Cost units per second admitted fleet-wide right after a hold. Default 1. */
@@ -74,6 +84,7 @@ export interface ResolvedLimitsOptions {
   limits: ReadonlyMap<string, ResolvedDependencyLimit>;
   stateCacheMs: number;
   maxPaceWaitMs: number;
+  maxStartWaitMs: number;
   slowStartMs: number;
   floorPerSecond: number;
 }
@@ -111,6 +122,7 @@ const OptionsSchema = z
       .optional(),
     stateCacheMs: wholeMs.default(250),
     maxPaceWaitMs: wholeMs.max(60_000).default(1_000),
+    maxStartWaitMs: wholeMs.max(600_000).default(30_000),
     slowStartMs: wholeMs.default(30_000),
     floorPerSecond: z.number().finite().positive().default(1),
   })
@@ -153,6 +165,7 @@ export function resolveLimitsOptions(
     limits: resolved,
     stateCacheMs: parsed.stateCacheMs,
     maxPaceWaitMs: parsed.maxPaceWaitMs,
+    maxStartWaitMs: parsed.maxStartWaitMs,
     slowStartMs: parsed.slowStartMs,
     floorPerSecond: parsed.floorPerSecond,
   };
