@@ -526,11 +526,12 @@ export class AmqpConsumer<Data = unknown, Result = unknown> {
   }
 
   async #closeSession(session: Session): Promise<void> {
+    // The channels first: a channel's close follows its own acks, so the broker has every ack sent before
+    // it. A connection's close can overtake acks still queued on a channel, and their deliveries would
+    // come back to run again.
+    await session.consume.close().catch(() => {});
+    await session.publish.close().catch(() => {});
     if (this.#ownsConnection) await session.model.close().catch(() => {});
-    else {
-      await session.consume.close().catch(() => {});
-      await session.publish.close().catch(() => {});
-    }
   }
 
   #report(error: unknown): void {

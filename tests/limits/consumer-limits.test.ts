@@ -92,4 +92,96 @@ describe('limits in a RabbitMQ consumer', () => {
     }
     expect((await store.limitState('api')).inFlight).toBe(0);
   });
+
+  it('a message of the queue’s own dependency waits in the consumer for its slot, never put back; a close ends the wait', async () => {
+    const queue = uniqueQueue('start-wait');
+    const store = new MemoryFlowStore();
+    const deadLetters = new MemoryDeadLetterStore();
+    let running = 0;
+    let maxRunning = 0;
+    let calls = 0;
+    const completed: WorkerEvents['completed'][] = [];
+    const waits: WorkerEvents['limit-wait'][] = [];
+    const consumerOf = () => {
+      const consumer = createConsumer(
+        queue,
+        async (_job, ctx) => {
+          await ctx.call('api', async () => {
+            calls++;
+            running++;
+            maxRunning = Math.max(maxRunning, running);
+            try {
+              await new Promise((resolve) => setTimeout(resolve, 20));
+            } finally {
+              running--;
+            }
+          });
+        },
+        {
+          connection: url,
+          policy,
+          deadLetters,
+          concurrency: 10,
+          // Every message of the queue calls api: it is the queue's own dependency.
+          dependencies: { [queue]: 'api' },
+          limits: { api: { maxInFlight: 3 } },
+          limitsOptions: { store, maxPaceWaitMs: 30, maxStartWaitMs: 600_000 },
+        },
+      );
+      consumer.events.on('completed', (e) => completed.push(e));
+      consumer.events.on('limit-wait', (e) => waits.push(e));
+      return consumer;
+    };
+    const consumers = [consumerOf(), consumerOf()];
+    try {
+      await Promise.all(consumers.map((c) => c.ready));
+      for (let n = 0; n < 60; n++)
+        channel.sendToQueue(queue, Buffer.from(JSON.stringify({ n })), { persistent: true });
+      await channel.waitForConfirms();
+      await waitFor(() => completed.length === 60, 30_000, 'every message to complete');
+      expect(maxRunning).toBe(3);
+      expect(waits.filter((e) => e.outcome === 'granted').length).toBeGreaterThan(0);
+      expect(waits.filter((e) => e.outcome === 'held')).toEqual([]);
+    } finally {
+      for (const consumer of consumers) await consumer.close();
+    }
+
+    // Every slot taken elsewhere for 10 minutes: the messages wait to start, and the close does not wait
+    // for them. They go back to the queue, none dead-lettered.
+    await store.exchangeLimits('api', {
+      holder: 'elsewhere:1',
+      declared: { maxInFlight: 3 },
+      leaseMs: 600_000,
+      give: [],
+      renew: [],
+      take: [1, 2, 3].map((n) => ({ lease: `elsewhere:1:${n}`, cost: 1 })),
+      probes: 1,
+      ramp: { slowStartMs: 30_000, floorPerSecond: 1 },
+    });
+    waits.length = 0;
+    const waiting = consumerOf();
+    try {
+      await waiting.ready;
+      for (let n = 0; n < 5; n++)
+        channel.sendToQueue(queue, Buffer.from(JSON.stringify({ n })), { persistent: true });
+      await channel.waitForConfirms();
+      await waitFor(() => waiting.inFlight === 5, 10_000, 'five messages waiting to start');
+    } finally {
+      await waiting.close();
+    }
+    expect(waits.map((e) => e.outcome)).toEqual(Array(5).fill('held'));
+    expect(calls).toBe(60);
+    await waitFor(
+      async () => (await channel.checkQueue(queue)).messageCount === 5,
+      10_000,
+      'the five messages back in the queue',
+    );
+    // Each once: a held message is put back as a copy, and its delivery acked before the channel closes
+    // (were the ack overtaken by the close, the delivery would come back too, and run twice).
+    const back: number[] = [];
+    for (let m = await channel.get(queue, { noAck: true }); m; m = await channel.get(queue, { noAck: true }))
+      back.push((JSON.parse(m.content.toString()) as { n: number }).n);
+    expect(back.sort()).toEqual([0, 1, 2, 3, 4]);
+    expect(await deadLetters.count(queue)).toBe(0);
+  });
 });
