@@ -8,6 +8,7 @@ import { isBrokenCircuitError } from '../errors/broken-circuit-error.js';
 import { isPermanentError, PermanentError } from '../errors/permanent-error.js';
 import { classify } from '../policy/classify/classify.js';
 import { decide } from '../policy/decide.js';
+import { withRetryAfterWaited } from '../policy/retry-after-waited.js';
 import type {
   BreakerGate,
   BreakerVerdict,
@@ -213,13 +214,7 @@ export class JobRuntime {
     if (settings.bookkeepingBackoff) assertBookkeepingBackoff(settings.bookkeepingBackoff);
     this.#backoff = settings.bookkeepingBackoff ?? DEFAULT_BOOKKEEPING_BACKOFF;
     this.#errorText = errorRedactor(settings);
-    this.#limitedPolicy =
-      policy.retryAfter.onExceeded === 'wait'
-        ? policy
-        : Object.freeze({
-            ...policy,
-            retryAfter: Object.freeze({ ...policy.retryAfter, onExceeded: 'wait' }),
-          });
+    this.#limitedPolicy = withRetryAfterWaited(policy);
     const redactText = this.#errorText;
     this.#report = redactText
       ? (error) => settings.internalError(redactedError(redactText(describeError(error), undefined)))

@@ -153,6 +153,28 @@ describe('Retry-After holds the whole dependency', () => {
       expect(starts.slice(s + 2, s + 5), `after the 429s of second ${s}`).toEqual([0, 0, 0]);
     expect(limits.completed + Object.values(limits.deadLettered).reduce((a, b) => a + b, 0)).toBe(15_000);
   }, 60_000);
+
+  /*
+   * The policy waits for a Retry-After of at most 1 s and dead-letters a longer one; the API answers
+   * Retry-After: 5. A worker with limits on the API waits for it all the same (the limits hold the whole
+   * dependency): no job is dead-lettered for its length. Without limits the policy applies: the fleet
+   * budget dead-letters every job whose call is answered 429 (each 429 is a Retry-After past the cap), and
+   * the first second alone answers more than 50 of its calls 429.
+   */
+  it('a Retry-After past the policy cap is waited for with limits, as a worker waits, and dead-lettered without', async () => {
+    const scenario = await example((s) => {
+      s.dependencies[API]!.limits = { maxRatePerSecond: 60 };
+      s.arrivals[0]!.backlog = 3_000;
+      const jobClass = s.jobClasses['sync-contact']!;
+      jobClass.policy = { ...jobClass.policy, retryAfter: { maxMs: 1_000, onExceeded: 'dead-letter' } };
+      s.strategies = ['fleet-budget', 'budget-and-limits'];
+    });
+    const result = await simulate(scenario);
+    const tooLong = (name: string) => byName(result, name).deadLettered['retry-after-too-long'] ?? 0;
+    expect(rateLimited(byName(result, 'budget-and-limits'))).toBeGreaterThan(0);
+    expect(tooLong('budget-and-limits')).toBe(0);
+    expect(tooLong('fleet-budget')).toBeGreaterThan(50);
+  }, 60_000);
 });
 
 describe('rate limits and limits in a scenario are validated', () => {

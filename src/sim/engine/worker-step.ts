@@ -1,6 +1,7 @@
 import { BrokenCircuitError } from '../../errors/broken-circuit-error.js';
 import { decide, decideSync } from '../../policy/decide.js';
-import type { DecideContext, Decision } from '../../policy/types.js';
+import { withRetryAfterWaited } from '../../policy/retry-after-waited.js';
+import type { DecideContext, Decision, RetryPolicy } from '../../policy/types.js';
 import type { AttemptState } from '../../runtime/contracts.js';
 import { decideContext } from '../../runtime/decide-context.js';
 import { admit } from '../../runtime/flow-control/admission.js';
@@ -46,12 +47,28 @@ export class WorkerStep {
   /** The one dependency of a queue whose jobs all need it (what a paused queue waits for). */
   readonly #onlyDependency: number;
   readonly #refusals = new RefusalErrors();
+  /** Each class's policy as `decide` uses it for a dependency with limits (see {@link policyOf}). */
+  readonly #waitedPolicies = new Map<EngineJobClass, RetryPolicy>();
 
   constructor(private readonly run: RunContext) {
     this.idle = new SlotPool(run.slotCount);
     this.#slotJob = new Int32Array(run.slotCount);
     this.#facts = new SimulatedJob(run.scenario, run.classes, run.dependencyNames, run.jobs);
     this.#onlyDependency = (run.classes[0] as EngineJobClass).dependency;
+  }
+
+  /**
+   * The class's policy as `decide` uses it: on a dependency with limits, a Retry-After past its cap is
+   * waited for, as a worker waits for it (the limits hold the dependency), never dead-lettered.
+   */
+  #policyOf(jobClass: EngineJobClass): RetryPolicy {
+    if (this.run.limits?.limited(jobClass.dependency) !== true) return jobClass.policy;
+    let waited = this.#waitedPolicies.get(jobClass);
+    if (waited === undefined) {
+      waited = withRetryAfterWaited(jobClass.policy);
+      this.#waitedPolicies.set(jobClass, waited);
+    }
+    return waited;
   }
 
   /** True while any slot holds a job. */
@@ -157,7 +174,7 @@ export class WorkerStep {
     if (!run.gated) {
       const previous = jobs.previousDelay[job] as number;
       const context = decideContext({
-        policy: jobClass.policy,
+        policy: this.#policyOf(jobClass),
         error,
         attemptsBefore,
         previousDelayMs: Number.isNaN(previous) ? undefined : previous,
@@ -282,7 +299,7 @@ export class WorkerStep {
     const budget = run.runtime.budgetOf(worker);
     if (budget) run.sampler.wrote(budget, worker, jobClass.dependency, true);
     return decideContext({
-      policy: jobClass.policy,
+      policy: this.#policyOf(jobClass),
       error,
       attemptsBefore,
       previousDelayMs: Number.isNaN(previous) ? undefined : previous,
