@@ -171,7 +171,8 @@ let controllers = 0;
 /**
  * One worker's fleet-wide limits, knowing no queue library (docs/limits.md): a slot taken from the store
  * before each call to a limited dependency and given back after it, waits of at most `maxPaceWaitMs` in
- * the worker, holds (pause or delay) past them, and Retry-After holds recorded for the fleet.
+ * the worker (`maxStartWaitMs` for a job of the queue's own dependency at the in-flight cap before it
+ * starts), holds (pause or delay) past them, and Retry-After holds recorded for the fleet.
  *
  * Round trips are shared: per dependency, every take, give-back and renewal this controller's callers ask
  * for in one turn of the event loop goes to the store as one `exchangeLimits` (while one is on its way, the
@@ -249,7 +250,9 @@ export class LimitController {
    * Takes a slot of `cost` units for a call to `dependency`, waiting in the worker up to `maxPaceWaitMs`
    * (the rate pacer's next slot, the end of a short hold, or an in-flight slot that a give-back of this
    * process or a short poll finds); past it, or when the wait is known to be longer, the answer is
-   * `held`. A dependency with no limit in force gets a slot without a lease at once.
+   * `held`. `how.beforeStart`: the slot of a job that has not started yet; for the queue's own (pausing)
+   * dependency the in-flight cap is then waited for up to `maxStartWaitMs`. After {@link stopWaiting},
+   * a refusal is `held` at once. A dependency with no limit in force gets a slot without a lease at once.
    */
   async acquire(dependency: string, cost = 1, how: { beforeStart?: boolean } = {}): Promise<LimitAnswer> {
     const free = (): LimitAnswer => ({ type: 'slot', slot: { dependency, ...FREE } });
