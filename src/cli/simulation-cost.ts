@@ -40,6 +40,12 @@ const NS_PER_BUDGET_PAIR = 2_500;
 /** Memory of per-worker budgets: a budget per worker, and a log and a use per worker and dependency written. */
 const BYTES_PER_WORKER_BUDGET = 2_048;
 const BYTES_PER_BUDGET_PAIR = 800;
+/**
+ * The sampler's table of uses, one entry per worker and dependency, filled up front (8 bytes an entry) up
+ * to 2^24 entries (see `budget-sampler.ts`); a larger one starts empty and is counted by the pairs above.
+ */
+const BYTES_PER_USE_ENTRY = 8;
+const USES_PREFILLED = 2 ** 24;
 /** Memory: a job's row, and one second of one dependency's per-second series (11 of them, kept per strategy). */
 const BYTES_PER_JOB = 25;
 const BYTES_PER_TIMELINE_SECOND = 11 * 8;
@@ -110,6 +116,8 @@ export function estimateSimulationCost(
     if (kind === 'per-worker-budgets') {
       ns += workers * NS_PER_WORKER_BUDGET + pairs * NS_PER_BUDGET_PAIR;
       bytes += workers * BYTES_PER_WORKER_BUDGET + pairs * BYTES_PER_BUDGET_PAIR;
+      const uses = workers * dependencies;
+      if (uses <= USES_PREFILLED) bytes += uses * BYTES_PER_USE_ENTRY;
     }
   }
   return {
