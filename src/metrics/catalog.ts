@@ -398,6 +398,14 @@ export const METRICS = {
     labels: ['queue', 'dependency', 'by', 'outcome'],
     source: 'events',
   },
+  limitWaiting: {
+    name: 'limit_waiting',
+    otel: { name: 'stormguard.limit.waiting', unit: '{call}' },
+    type: 'gauge',
+    help: "Calls (and jobs before they start) this process's worker of the queue keeps waiting for a slot of the dependency's limits now; summed over the fleet, every waiting call.",
+    labels: ['queue', 'dependency'],
+    source: 'scrape',
+  },
   limitHolds: {
     name: 'limit_holds_total',
     otel: { name: 'stormguard.limit.holds', unit: '{hold}' },

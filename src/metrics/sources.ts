@@ -24,6 +24,19 @@ export interface ObservableWorker {
   readonly events: Subscribable<WorkerEvents>;
   /** The worker's flow control, when it has one: paused and parked gauges are read from it. */
   readonly flow?: ObservableFlow | undefined;
+  /** The worker's limits, when it has them: the waiting gauge is read from them. */
+  readonly limits?: ObservableLimits | undefined;
+}
+
+/**
+ * What the waiting gauge reads of a worker's limits (`worker.limits`, a `LimitController`).
+ *
+ * @example
+ * const limits: ObservableLimits = worker.limits;
+ */
+export interface ObservableLimits {
+  readonly queue: string;
+  status(): readonly { dependency: string; waiting: number }[];
 }
 
 /**

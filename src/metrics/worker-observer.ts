@@ -85,6 +85,25 @@ export function observeWorkerEvents(worker: ObservableWorker, ctx: ObserverConte
     ),
   );
   subs.push(countReplays(worker.events, ctx));
+  const limits = worker.limits;
+  if (limits) {
+    // A dependency that drops out of the status (nothing in force, nothing held) keeps its series, at 0.
+    const shown = new Set<string>();
+    const removeSource = ctx.scrape.add({
+      refresh: async () => {
+        const queue = bounds.open('queue', limits.queue);
+        const now = new Map(limits.status().map((s) => [s.dependency, s.waiting]));
+        for (const dependency of new Set([...shown, ...now.keys()])) {
+          m.limitWaiting.set(
+            { queue, dependency: noteDependency(ctx, dependency) },
+            now.get(dependency) ?? 0,
+          );
+          shown.add(dependency);
+        }
+      },
+    });
+    subs.push({ dispose: removeSource });
+  }
   const flow = worker.flow;
   if (flow) {
     subs.push(

@@ -127,6 +127,27 @@ describe('worker events', () => {
     ]).toEqual([2, 1, 1]);
   });
 
+  it('reads the calls waiting for a limit at each scrape, and a dependency that drops out reads 0', async () => {
+    const registry = new Registry();
+    const metrics = createMetrics({ registry });
+    let status = [
+      { dependency: 'openai', waiting: 3 },
+      { dependency: 'crm', waiting: 0 },
+    ];
+    metrics.observeWorker({
+      events: new EventBus<WorkerEvents>(),
+      limits: { queue: 'index', status: () => status },
+    });
+    const waiting = async (dependency: string) =>
+      sampleValue(parseExposition(await registry.metrics()), 'stormguard_limit_waiting', {
+        queue: 'index',
+        dependency,
+      });
+    expect([await waiting('openai'), await waiting('crm')]).toEqual([3, 0]);
+    status = [{ dependency: 'crm', waiting: 5 }];
+    expect([await waiting('openai'), await waiting('crm')]).toEqual([0, 5]);
+  });
+
   it("counts the records retention evicted, by queue and by the evicted records' reason", async () => {
     const { worker, scrape } = setup();
     worker.emit('dead-letters-evicted', {

@@ -228,7 +228,10 @@ describe('limits in a BullMQ worker', () => {
     const waiting = limitedWorker(queueName, api, options);
     const waitingSeen = waits(waiting);
     for (let n = 0; n < 5; n++) await queue.add('call', { n });
-    await waitFor(async () => (await queue.getActiveCount()) === 5, 10_000, 'five jobs waiting to start');
+    // Active in BullMQ, waiting in the worker: its limits' status (the waiting gauge) counts them.
+    const waitingNow = () => waiting.limits?.status().find((s) => s.dependency === 'api')?.waiting;
+    await waitFor(() => waitingNow() === 5, 10_000, 'five jobs waiting to start');
+    expect(await queue.getActiveCount()).toBe(5);
     await waiting.close();
     expect(waitingSeen.map((e) => e.outcome)).toEqual(Array(5).fill('held'));
     expect(api.calls).toBe(60);

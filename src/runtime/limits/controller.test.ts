@@ -212,6 +212,29 @@ describe('LimitController', () => {
     expect(exchanges.length).toBeLessThanOrEqual(8);
   });
 
+  it('counts the calls waiting for a slot in its status, until each is granted or held', async () => {
+    const sleeps: Array<() => void> = [];
+    const { controller } = setup(
+      { openai: { maxInFlight: 1 } },
+      { maxPaceWaitMs: 1_000 },
+      { sleep: () => new Promise<void>((fire) => sleeps.push(fire)) },
+    );
+    const first = await controller.acquire('openai');
+    if (first.type !== 'slot') throw new Error('the first call gets the slot');
+    const waitingNow = () => controller.status().find((s) => s.dependency === 'openai')?.waiting;
+    expect(waitingNow()).toBe(0);
+    const second = controller.acquire('openai');
+    const third = controller.acquire('openai');
+    await vi.waitFor(() => expect(waitingNow()).toBe(2));
+    // The slot comes back: a waiting call of this process is woken at once and takes it.
+    controller.release(first.slot, true);
+    expect((await Promise.race([second, third])).type).toBe('slot');
+    await vi.waitFor(() => expect(waitingNow()).toBe(1));
+    controller.stopWaiting();
+    expect((await Promise.all([second, third])).map((a) => a.type).sort()).toEqual(['held', 'slot']);
+    expect(waitingNow()).toBe(0);
+  });
+
   it('a dependency with no limit in force costs one state read per stateCacheMs and no exchange', async () => {
     const { controller, exchanges, reads, clock } = setup({}, { stateCacheMs: 250 });
     for (let i = 0; i < 5; i++) expect((await controller.acquire('mail')).type).toBe('slot');

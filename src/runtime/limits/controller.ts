@@ -123,6 +123,8 @@ interface Lane {
   waiters: Array<() => void>;
   /** When the lane's poll wakes its waiters to ask again (local clock), while one is set. */
   pollAtMs: number | undefined;
+  /** Calls of this process waiting in `acquire` for a slot now (any refusal they wait out). */
+  waiting: number;
   /**
    * Exchanges in a row in which the in-flight cap refused a take and no slot freed elsewhere was granted:
    * the poll slows with them.
@@ -269,27 +271,36 @@ export class LimitController {
         ? startedAt + Math.max(this.options.maxPaceWaitMs, this.options.maxStartWaitMs)
         : deadline;
     let firstBy: LimitRefusal | undefined;
-    for (;;) {
-      const lease = `${this.holder}:${++this.#leases}`;
-      let answer = await this.#take(lane, lease, cost);
-      if (answer.granted === 'unenforced') {
-        const local = this.#unenforced(lane, lease, cost);
-        if (local === undefined) return free();
-        if (local.type === 'slot') return local;
-        answer = local.answer;
+    let waiting = false;
+    try {
+      for (;;) {
+        const lease = `${this.holder}:${++this.#leases}`;
+        let answer = await this.#take(lane, lease, cost);
+        if (answer.granted === 'unenforced') {
+          const local = this.#unenforced(lane, lease, cost);
+          if (local === undefined) return free();
+          if (local.type === 'slot') return local;
+          answer = local.answer;
+        }
+        if (answer.granted) {
+          if (firstBy !== undefined) this.#waited(dependency, firstBy, startedAt, 'granted');
+          return { type: 'slot', slot: { dependency, lease, cost } };
+        }
+        firstBy ??= answer.by;
+        const until = answer.by === 'in-flight' ? startDeadline : deadline;
+        const waitMs = this.#stopping ? undefined : this.#waitFor(lane, answer, until - clock.now());
+        if (waitMs === undefined) {
+          this.#waited(dependency, firstBy, startedAt, 'held');
+          return { type: 'held', dependency, by: answer.by, retryInMs: Math.max(0, answer.waitMs) };
+        }
+        if (!waiting) {
+          waiting = true;
+          lane.waiting++;
+        }
+        await this.#wait(lane, waitMs, answer.by === 'in-flight' ? until : undefined);
       }
-      if (answer.granted) {
-        if (firstBy !== undefined) this.#waited(dependency, firstBy, startedAt, 'granted');
-        return { type: 'slot', slot: { dependency, lease, cost } };
-      }
-      firstBy ??= answer.by;
-      const until = answer.by === 'in-flight' ? startDeadline : deadline;
-      const waitMs = this.#stopping ? undefined : this.#waitFor(lane, answer, until - clock.now());
-      if (waitMs === undefined) {
-        this.#waited(dependency, firstBy, startedAt, 'held');
-        return { type: 'held', dependency, by: answer.by, retryInMs: Math.max(0, answer.waitMs) };
-      }
-      await this.#wait(lane, waitMs, answer.by === 'in-flight' ? until : undefined);
+    } finally {
+      if (waiting) lane.waiting--;
     }
   }
 
@@ -381,12 +392,12 @@ export class LimitController {
   status(): LimitDependencyStatus[] {
     const names = new Set(this.options.limits.keys());
     for (const [dependency, lane] of this.#lanes)
-      if (lane.held.size > 0 || inForce(lane.state)) names.add(dependency);
+      if (lane.held.size > 0 || lane.waiting > 0 || inForce(lane.state)) names.add(dependency);
     return [...names].sort().map((dependency) => {
       const lane = this.#lanes.get(dependency);
       let inFlight = 0;
       for (const cost of lane?.held.values() ?? []) inFlight += cost;
-      const status: LimitDependencyStatus = { dependency, inFlight };
+      const status: LimitDependencyStatus = { dependency, inFlight, waiting: lane?.waiting ?? 0 };
       if (lane?.state) {
         status.state = lane.state;
         status.readAtMs = lane.readAtMs;
@@ -550,6 +561,7 @@ export class LimitController {
         renewTimer: undefined,
         waiters: [],
         pollAtMs: undefined,
+        waiting: 0,
         refusedInARow: 0,
         state: undefined,
         readAtMs: undefined,

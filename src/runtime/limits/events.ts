@@ -48,12 +48,14 @@ export interface LimitEvents {
  * the store or the last state read; `undefined` before the first).
  *
  * @example
- * const status: LimitDependencyStatus = { dependency: 'openai', inFlight: 3, state };
+ * const status: LimitDependencyStatus = { dependency: 'openai', inFlight: 3, waiting: 0, state };
  */
 export interface LimitDependencyStatus {
   dependency: string;
   /** Cost units this process holds in flight for the dependency. */
   inFlight: number;
+  /** Calls (and jobs before they start) of this process waiting for a slot now. */
+  waiting: number;
   /** The fleet's limits state as this worker last read it (store time in `state.nowMs`). */
   state?: LimitState | undefined;
   /** Local time (the worker's clock) when `state` was read. */
