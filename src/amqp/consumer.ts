@@ -558,7 +558,7 @@ export class AmqpConsumer<Data = unknown, Result = unknown> {
         await session.consume.cancel(session.consumerTag).catch(() => {});
       await this.flow?.stop();
       // Messages waiting for a limit's slot before they start are held now, not at the end of their wait.
-      this.limits?.stopWaiting();
+      this.limits?.holdWaits();
       await Promise.all(this.#inFlight);
       try {
         await this.#options.budget?.flush();

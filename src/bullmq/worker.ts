@@ -411,6 +411,24 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
   }
 
   /**
+   * BullMQ's pause: no more jobs are taken, and (unless `doNotWaitActive`) the jobs in flight finish first.
+   * A job still waiting for a limit's slot before it starts is put back unrun at once, so it does not keep
+   * the pause waiting for up to `limitsOptions.maxStartWaitMs`.
+   */
+  override pause(doNotWaitActive?: boolean): Promise<void> {
+    // BullMQ marks the worker paused before it waits: no job fetched after this waits for a slot either.
+    const pausing = super.pause(doNotWaitActive);
+    this.limits?.holdWaits();
+    return pausing;
+  }
+
+  /** BullMQ's resume: jobs are taken again, and wait for a limit's slot as before the pause. */
+  override resume(): Promise<void> {
+    this.limits?.holdWaits(false);
+    return super.resume();
+  }
+
+  /**
    * Graceful shutdown: stops taking jobs, lets in-flight jobs finish (BullMQ's `close`; `force` skips the
    * wait), then flushes the budget's and the breaker's batched successes. The stores given in the options
    * stay open: their owner closes them. Safe to call twice.
@@ -422,7 +440,7 @@ export class StormguardWorker<Data = unknown, Result = unknown, Name extends str
         await this.#replayQueue?.close();
         await this.flow?.stop();
         // Jobs waiting for a limit's slot before they start are held now, not at the end of their wait.
-        this.limits?.stopWaiting();
+        this.limits?.holdWaits();
         await super.close(force);
       } finally {
         // Successes already counted must reach the store even when BullMQ's close fails.

@@ -193,7 +193,7 @@ describe('limits in a BullMQ worker', () => {
     expect((await store.limitState('api')).inFlight).toBe(0);
   });
 
-  it('a job of the queue’s own dependency waits in the worker for its slot, never put back; a close ends the wait', async () => {
+  it('a job of the queue’s own dependency waits in the worker for its slot, never put back; a close or a pause ends the wait', async () => {
     const { queueName, queue, dlq } = bed.queues('start-wait');
     const store = flowStore();
     const api = new Dependency(20);
@@ -239,6 +239,38 @@ describe('limits in a BullMQ worker', () => {
     expect(counts).toEqual({ active: 0, completed: 60, failed: 0 });
     const back = await queue.getJobs(['wait', 'prioritized', 'delayed']);
     expect(back.map((job) => job.attemptsMade)).toEqual(Array(5).fill(0));
+    expect(await dlq.count()).toBe(0);
+
+    // A pause does not wait for them either; once the slots are free, a resume runs them all.
+    const paused = limitedWorker(queueName, api, options);
+    const pausedSeen = waits(paused);
+    await waitFor(
+      () => paused.limits?.status().find((s) => s.dependency === 'api')?.waiting === 5,
+      10_000,
+      'the five jobs waiting to start again',
+    );
+    await paused.pause();
+    expect(pausedSeen.map((e) => e.outcome)).toEqual(Array(5).fill('held'));
+    expect(await queue.getActiveCount()).toBe(0);
+    await store.exchangeLimits('api', {
+      holder: 'elsewhere:1',
+      declared: { maxInFlight: 3 },
+      leaseMs: 600_000,
+      give: [1, 2, 3].map((n) => ({ lease: `elsewhere:1:${n}`, ok: true })),
+      renew: [],
+      take: [],
+      probes: 1,
+      ramp: { slowStartMs: 30_000, floorPerSecond: 1 },
+    });
+    const pausedLog = recordEvents(paused.events);
+    await paused.resume();
+    await waitFor(
+      () => pausedLog.count('completed') === 5,
+      10_000,
+      'the five jobs to complete after the resume',
+    );
+    expect(api.calls).toBe(65);
+    await paused.close();
     expect(await dlq.count()).toBe(0);
   });
 

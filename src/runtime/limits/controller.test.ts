@@ -230,7 +230,7 @@ describe('LimitController', () => {
     controller.release(first.slot, true);
     expect((await Promise.race([second, third])).type).toBe('slot');
     await vi.waitFor(() => expect(waitingNow()).toBe(1));
-    controller.stopWaiting();
+    controller.holdWaits();
     expect((await Promise.all([second, third])).map((a) => a.type).sort()).toEqual(['held', 'slot']);
     expect(waitingNow()).toBe(0);
   });

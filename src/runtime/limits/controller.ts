@@ -206,8 +206,8 @@ export class LimitController {
   #leases = 0;
   #pausedUntil = 0;
   #stopped = false;
-  /** Set by {@link stopWaiting}: calls refused from now on are held at once, not waited for. */
-  #stopping = false;
+  /** Set by {@link holdWaits}: while true, a call refused a slot is held at once, not waited for. */
+  #noWaits = false;
 
   constructor(
     limits: LimitsByDependency | undefined,
@@ -253,7 +253,7 @@ export class LimitController {
    * (the rate pacer's next slot, the end of a short hold, or an in-flight slot that a give-back of this
    * process or a short poll finds); past it, or when the wait is known to be longer, the answer is
    * `held`. `how.beforeStart`: the slot of a job that has not started yet; for the queue's own (pausing)
-   * dependency the in-flight cap is then waited for up to `maxStartWaitMs`. After {@link stopWaiting},
+   * dependency the in-flight cap is then waited for up to `maxStartWaitMs`. While {@link holdWaits} is on,
    * a refusal is `held` at once. A dependency with no limit in force gets a slot without a lease at once.
    */
   async acquire(dependency: string, cost = 1, how: { beforeStart?: boolean } = {}): Promise<LimitAnswer> {
@@ -288,7 +288,7 @@ export class LimitController {
         }
         firstBy ??= answer.by;
         const until = answer.by === 'in-flight' ? startDeadline : deadline;
-        const waitMs = this.#stopping ? undefined : this.#waitFor(lane, answer, until - clock.now());
+        const waitMs = this.#noWaits ? undefined : this.#waitFor(lane, answer, until - clock.now());
         if (waitMs === undefined) {
           this.#waited(dependency, firstBy, startedAt, 'held');
           return { type: 'held', dependency, by: answer.by, retryInMs: Math.max(0, answer.waitMs) };
@@ -407,12 +407,17 @@ export class LimitController {
   }
 
   /**
-   * Ends every wait in the worker: calls waiting for a slot now, and any refused from now on, are held at
-   * once. Call it when the worker starts closing, so a job waiting to start does not keep its close waiting.
+   * Turns waits in the worker off (`on`, the default) or back on. Off, the calls waiting for a slot now
+   * and any refused later are held at once. The worker turns them off when it pauses or closes, so a job
+   * waiting to start keeps neither waiting (it goes back unrun), and on again when it resumes.
+   *
+   * @example
+   * limits.holdWaits(); // pausing: every job waiting for a slot is held now
+   * limits.holdWaits(false); // resumed
    */
-  stopWaiting(): void {
-    this.#stopping = true;
-    for (const lane of this.#lanes.values()) for (const wake of lane.waiters.splice(0)) wake();
+  holdWaits(on = true): void {
+    this.#noWaits = on;
+    if (on) for (const lane of this.#lanes.values()) for (const wake of lane.waiters.splice(0)) wake();
   }
 
   /** The dependency whose held jobs pause the queue (see `LimitControllerSettings.pausingDependency`). */
