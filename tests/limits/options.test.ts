@@ -63,6 +63,8 @@ describe('limits options', () => {
     expect(refusal({ openai: { maxInFlight: 1, burst: 3 } })).toMatch(/openai/);
     expect(refusal({ 'a\u0000b': {} })).toMatch(/dependency name must not contain U\+0000/);
     expect(refusal({}, { maxPaceWaitMs: 1.5 })).toMatch(/maxPaceWaitMs: 1\.5 is invalid/);
+    expect(refusal({}, { maxStartWaitMs: 600_001 })).toMatch(/maxStartWaitMs: 600001 is invalid: .*600000/);
+    expect(refusal({}, { maxStartWaitMs: -1 })).toMatch(/maxStartWaitMs: -1 is invalid/);
     expect(refusal({}, { store: {} })).toMatch(/store: .* is invalid: must be a flow store with limits/);
   });
 
