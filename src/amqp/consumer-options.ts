@@ -54,9 +54,10 @@ export interface AmqpConsumerOptions<Data = unknown> {
   flowControl?: FlowControlOptions;
   /**
    * Fleet-wide limits per dependency, as `createWorker`'s: `{ openai: { maxInFlight: 25 } }`. A message
-   * over a limit waits up to `limitsOptions.maxPaceWaitMs`, then is held without using an attempt: the
-   * consumer stops consuming for a while (the queue's own dependency) or the message waits in a delay
-   * bucket. See docs/limits.md. Default: none.
+   * over a limit waits up to `limitsOptions.maxPaceWaitMs` (`maxStartWaitMs` before it starts, for the
+   * queue's own dependency at the in-flight cap), then is held without using an attempt: the consumer
+   * stops consuming for a while (the queue's own dependency) or the message waits in a delay bucket. See
+   * docs/limits.md. Default: none.
    */
   limits?: LimitsByDependency;
   /**

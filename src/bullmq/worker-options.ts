@@ -104,13 +104,15 @@ export interface StormguardWorkerOptions<Data = unknown, Result = unknown, Name 
    * dependency is known up front (`dependencies`, its name) takes its slot before it starts. Over a limit,
    * a call waits up to `limitsOptions.maxPaceWaitMs`, then the job is held without using an attempt (the
    * queue paused when the dependency is the queue's, the job delayed otherwise), never dead-lettered for
-   * waiting. Needs neither flow control nor a breaker. See docs/limits.md. Default: none.
+   * waiting; a job of the queue's own dependency at the in-flight cap waits before it starts up to
+   * `limitsOptions.maxStartWaitMs`. Needs neither flow control nor a breaker. See docs/limits.md.
+   * Default: none.
    */
   limits?: LimitsByDependency;
   /**
    * How limits are enforced: the store (default `flowControl.store`, else a `RedisFlowStore` on the
    * worker's Redis `connection`, or a `PostgresFlowStore` on BullMQ 6's PostgreSQL backend), `stateCacheMs`
-   * (250), `maxPaceWaitMs` (1 000), and the ramp after a Retry-After hold (`slowStartMs` 30 000,
+   * (250), `maxPaceWaitMs` (1 000), `maxStartWaitMs` (30 000), and the ramp after a Retry-After hold (`slowStartMs` 30 000,
    * `floorPerSecond` 1). With flow control, a worker also follows operators' pauses and overrides
    * (`stormguard limits`) of any dependency it calls, through flow control's store.
    */
