@@ -11,6 +11,7 @@ import { definePolicy, MemoryDeadLetterStore, MemoryFlowStore } from '../../src/
 import type { WorkerEvents } from '../../src/runtime/worker-events.js';
 import { connectRabbit, ensureRabbitVhost, uniqueQueue } from '../helpers/rabbitmq.js';
 import { waitFor } from '../helpers/redis-server.js';
+import { takeSlotsElsewhere } from './slots-elsewhere.js';
 
 let url: string;
 let admin: ChannelModel;
@@ -127,16 +128,7 @@ describe('limits in a RabbitMQ consumer', () => {
 
     // Every slot taken elsewhere for 10 minutes: the messages wait to start, and the close does not wait
     // for them. They go back to the queue, none dead-lettered.
-    await store.exchangeLimits('api', {
-      holder: 'elsewhere:1',
-      declared: { maxInFlight: 3 },
-      leaseMs: 600_000,
-      give: [],
-      renew: [],
-      take: [1, 2, 3].map((n) => ({ lease: `elsewhere:1:${n}`, cost: 1 })),
-      probes: 1,
-      ramp: { slowStartMs: 30_000, floorPerSecond: 1 },
-    });
+    await takeSlotsElsewhere(store, 'api', 3);
     waits.length = 0;
     const waiting = consumer();
     try {

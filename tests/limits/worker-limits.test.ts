@@ -13,6 +13,7 @@ import { RedisFlowStore } from '../../src/redis/flow-store.js';
 import type { WorkerEvents } from '../../src/runtime/worker-events.js';
 import { recordEvents, TestBed } from '../e2e/harness.js';
 import { waitFor } from '../helpers/redis-server.js';
+import { takeSlotsElsewhere } from './slots-elsewhere.js';
 
 const bed = TestBed.perFile({ backend: 'redis' });
 
@@ -215,16 +216,7 @@ describe('limits in a BullMQ worker', () => {
 
     // Every slot taken elsewhere for 10 minutes: a new worker's jobs wait to start, and its close does not
     // wait for them. They go back to the queue as they were, none failed or dead-lettered.
-    await store.exchangeLimits('api', {
-      holder: 'elsewhere:1',
-      declared: { maxInFlight: 3 },
-      leaseMs: 600_000,
-      give: [],
-      renew: [],
-      take: [1, 2, 3].map((n) => ({ lease: `elsewhere:1:${n}`, cost: 1 })),
-      probes: 1,
-      ramp: { slowStartMs: 30_000, floorPerSecond: 1 },
-    });
+    const elsewhere = await takeSlotsElsewhere(store, 'api', 3);
     const waiting = limitedWorker(queueName, api, options);
     const waitingSeen = waits(waiting);
     for (let n = 0; n < 5; n++) await queue.add('call', { n });
@@ -252,16 +244,7 @@ describe('limits in a BullMQ worker', () => {
     await paused.pause();
     expect(pausedSeen.map((e) => e.outcome)).toEqual(Array(5).fill('held'));
     expect(await queue.getActiveCount()).toBe(0);
-    await store.exchangeLimits('api', {
-      holder: 'elsewhere:1',
-      declared: { maxInFlight: 3 },
-      leaseMs: 600_000,
-      give: [1, 2, 3].map((n) => ({ lease: `elsewhere:1:${n}`, ok: true })),
-      renew: [],
-      take: [],
-      probes: 1,
-      ramp: { slowStartMs: 30_000, floorPerSecond: 1 },
-    });
+    await elsewhere.giveBack();
     const pausedLog = recordEvents(paused.events);
     await paused.resume();
     await waitFor(
