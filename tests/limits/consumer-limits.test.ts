@@ -75,7 +75,18 @@ function fleet(queue: string, options: Partial<AmqpConsumerOptions>) {
     created.events.on('limit-wait', (e) => waits.push(e));
     return created;
   };
-  return { store, deadLetters, api, completed, retries, waits, consumer };
+  /** Two consumers of the queue take `count` messages to completion, then close. */
+  const completeWithTwo = async (count: number): Promise<void> => {
+    const consumers = [consumer(), consumer()];
+    try {
+      await Promise.all(consumers.map((c) => c.ready));
+      await publish(queue, count);
+      await waitFor(() => completed.length === count, 30_000, 'every message to complete');
+    } finally {
+      for (const c of consumers) await c.close();
+    }
+  };
+  return { store, deadLetters, api, completed, retries, waits, consumer, completeWithTwo };
 }
 
 async function publish(queue: string, count: number): Promise<void> {
@@ -87,44 +98,30 @@ async function publish(queue: string, count: number): Promise<void> {
 describe('limits in a RabbitMQ consumer', () => {
   it('holds the fleet to maxInFlight, parks what waits too long in a bucket, and completes every message', async () => {
     const queue = uniqueQueue('limits');
-    const { store, deadLetters, api, completed, retries, waits, consumer } = fleet(queue, {
+    const { store, deadLetters, api, completed, retries, waits, completeWithTwo } = fleet(queue, {
       limitsOptions: { maxPaceWaitMs: 30 },
     });
-    const consumers = [consumer(), consumer()];
-    try {
-      await Promise.all(consumers.map((c) => c.ready));
-      await publish(queue, 60);
-      await waitFor(() => completed.length === 60, 30_000, 'every message to complete');
-      expect(api.maxRunning).toBe(3);
-      expect(api.calls).toBe(60);
-      expect(waits.filter((e) => e.outcome === 'held').length).toBeGreaterThan(0);
-      expect(retries).toEqual([]);
-      expect(completed.every((e) => e.attempts === 1)).toBe(true);
-      expect(await deadLetters.count(queue)).toBe(0);
-    } finally {
-      for (const c of consumers) await c.close();
-    }
+    await completeWithTwo(60);
+    expect(api.maxRunning).toBe(3);
+    expect(api.calls).toBe(60);
+    expect(waits.filter((e) => e.outcome === 'held').length).toBeGreaterThan(0);
+    expect(retries).toEqual([]);
+    expect(completed.every((e) => e.attempts === 1)).toBe(true);
+    expect(await deadLetters.count(queue)).toBe(0);
     expect((await store.limitState('api')).inFlight).toBe(0);
   });
 
   it('a message of the queue’s own dependency waits in the consumer for its slot, never put back; a close ends the wait', async () => {
     const queue = uniqueQueue('start-wait');
-    const { store, deadLetters, api, completed, waits, consumer } = fleet(queue, {
+    const { store, deadLetters, api, waits, consumer, completeWithTwo } = fleet(queue, {
       // Every message of the queue calls api: it is the queue's own dependency.
       dependencies: { [queue]: 'api' },
       limitsOptions: { maxPaceWaitMs: 30, maxStartWaitMs: 600_000 },
     });
-    const consumers = [consumer(), consumer()];
-    try {
-      await Promise.all(consumers.map((c) => c.ready));
-      await publish(queue, 60);
-      await waitFor(() => completed.length === 60, 30_000, 'every message to complete');
-      expect(api.maxRunning).toBe(3);
-      expect(waits.filter((e) => e.outcome === 'granted').length).toBeGreaterThan(0);
-      expect(waits.filter((e) => e.outcome === 'held')).toEqual([]);
-    } finally {
-      for (const c of consumers) await c.close();
-    }
+    await completeWithTwo(60);
+    expect(api.maxRunning).toBe(3);
+    expect(waits.filter((e) => e.outcome === 'granted').length).toBeGreaterThan(0);
+    expect(waits.filter((e) => e.outcome === 'held')).toEqual([]);
 
     // Every slot taken elsewhere for 10 minutes: the messages wait to start, and the close does not wait
     // for them. They go back to the queue, none dead-lettered.
